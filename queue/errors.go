@@ -1,0 +1,33 @@
+package queue
+
+import "errors"
+
+// Errors returned by the queue. Each works with errors.Is.
+var (
+	// ErrDuplicateTask is returned by Enqueue when a task with the same ID exists.
+	ErrDuplicateTask = errors.New("overtake: task ID already exists")
+	// ErrPayloadTooLarge is returned by Enqueue when a payload exceeds Config.MaxPayloadBytes.
+	ErrPayloadTooLarge = errors.New("overtake: payload too large")
+	// ErrCheckpointTooLarge is returned when checkpoint state exceeds Config.MaxCheckpointBytes.
+	ErrCheckpointTooLarge = errors.New("overtake: checkpoint too large")
+	// ErrLeaseLost is returned to a worker whose lease token is no longer
+	// valid: the task was recovered or leased by another worker. The call
+	// changed nothing.
+	ErrLeaseLost = errors.New("overtake: lease lost")
+	// ErrTaskNotFound is returned when no record exists for a task ID.
+	ErrTaskNotFound = errors.New("overtake: task not found")
+	// ErrInvalidLevel is returned for a level outside 0..Levels-1.
+	ErrInvalidLevel = errors.New("overtake: invalid priority level")
+	// ErrInvalidTask is returned for a task without a type or with a bad option.
+	ErrInvalidTask = errors.New("overtake: invalid task")
+	// ErrMalformedRecord wraps a task record that cannot be decoded.
+	ErrMalformedRecord = errors.New("overtake: malformed task record")
+	// ErrFreeSlotInFleet is returned by Reserve when a live worker in the
+	// fleet has a free slot, so nothing must be preempted.
+	ErrFreeSlotInFleet = errors.New("overtake: a worker in the fleet has a free slot")
+	// ErrLowerVictimElsewhere is returned by Reserve when another worker
+	// runs a preemptible task of a lower level than the offered victim.
+	ErrLowerVictimElsewhere = errors.New("overtake: a lower-priority victim runs elsewhere in the fleet")
+	// ErrNoTask is returned when no task is available.
+	ErrNoTask = errors.New("overtake: no task available")
+)

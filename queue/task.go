@@ -1,0 +1,88 @@
+package queue
+
+import (
+	"time"
+)
+
+// State is where a task is in its lifecycle.
+type State string
+
+// The states a task record can be in. A task is in exactly one of them.
+const (
+	StatePending   State = "pending"   // waiting in its level's list
+	StateActive    State = "active"    // leased by a worker
+	StateScheduled State = "scheduled" // delayed: waits in the scheduled set until due
+	StateRetry     State = "retry"     // failed, waits in the scheduled set for its backoff
+	StateDone      State = "done"      // finished; kept only while retention lasts
+	StateDead      State = "dead"      // dead-lettered with a reason
+)
+
+// Task is one unit of work. Producers fill Type, Payload and options at
+// enqueue; a leased task carries the rest of its record as well.
+type Task struct {
+	// ID identifies the task within its queue. Generated when empty.
+	ID string
+	// Type selects the handler.
+	Type string
+	// Payload is opaque to Overtake.
+	Payload []byte
+	// Level is the priority level, 0..Levels-1; higher is more urgent.
+	Level int
+
+	// Fields below are set by options at enqueue and read back on lease.
+
+	// MaxRetries is how many failed attempts are retried before the task
+	// is dead-lettered. Defaults to 25.
+	MaxRetries int
+	// Timeout bounds one run of the handler. Zero means none.
+	Timeout time.Duration
+	// Preemptible reports whether a running task may be displaced by more
+	// urgent work. Defaults to true.
+	Preemptible bool
+	// Class is the logical priority class the task was enqueued with, if
+	// any ("paying", "free").
+	Class string
+	// Headers carries propagation data such as W3C trace context.
+	Headers map[string]string
+
+	// Fields below are read-only: the queue maintains them.
+
+	// State is the lifecycle state when the record was read.
+	State State
+	// Attempt counts failed attempts so far (a preemption is not one).
+	Attempt int
+	// Preemptions counts how often the task gave way to more urgent work.
+	Preemptions int
+	// Recoveries counts how often the task was recovered after its
+	// worker's lease expired.
+	Recoveries int
+	// EnqueuedAt is when the task was first enqueued.
+	EnqueuedAt time.Time
+	// ReadyAt is when the task last became pending (enqueue, retry due,
+	// requeue); wait time is measured from it.
+	ReadyAt time.Time
+	// ProcessAt is when a scheduled or retrying task becomes due.
+	ProcessAt time.Time
+	// Checkpoint is the state the task saved last, nil if none.
+	Checkpoint []byte
+	// CheckpointSeq increases with every saved checkpoint.
+	CheckpointSeq int64
+	// LastError is the error of the last failed attempt, or the reason it
+	// was dead-lettered.
+	LastError string
+	// Worker is the ID of the worker holding the lease, if active.
+	Worker string
+	// Token is the lease token; every transition of an active task
+	// presents it (fencing).
+	Token string
+	// LeaseDeadline is when the current lease expires.
+	LeaseDeadline time.Time
+}
+
+// NewTask returns a task of the given type and payload at level 0.
+func NewTask(typ string, payload []byte) *Task {
+	return &Task{Type: typ, Payload: payload, Preemptible: true, MaxRetries: DefaultMaxRetries}
+}
+
+// DefaultMaxRetries is the retry budget of a task enqueued without MaxRetries.
+const DefaultMaxRetries = 25
