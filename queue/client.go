@@ -1,0 +1,68 @@
+package queue
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client speaks to Redis about the tasks of one queue. It is safe for
+// concurrent use and holds no global state.
+type Client struct {
+	rdb  redis.UniversalClient
+	cfg  Config
+	keys keys
+}
+
+// New returns a client for the queue cfg names on rdb, which may be a
+// standalone, Sentinel or Cluster client.
+func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
+	if rdb == nil {
+		return nil, errors.New("overtake: queue.New: nil redis client")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name)}, nil
+}
+
+// Config returns the client's configuration with defaults filled in.
+func (c *Client) Config() Config { return c.cfg }
+
+// Redis returns the underlying Redis client.
+func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+
+// Name returns the queue's name.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Levels returns the number of priority levels.
+func (c *Client) Levels() int { return c.cfg.Levels }
+
+// WakeChannel is the Pub/Sub channel on which the queue announces, with the
+// level as the message, every task that becomes pending.
+func (c *Client) WakeChannel() string { return c.keys.wake() }
+
+// newID returns 16 random bytes as hex.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// NewToken returns a fresh random lease token.
+func NewToken() string { return newID()[:20] }
+
+// scriptErr maps the errors scripts raise to the package's sentinels.
+func scriptErr(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return err
+	}
+	if strings.Contains(err.Error(), leaseLostMsg) {
+		return ErrLeaseLost
+	}
+	return err
+}

@@ -1,0 +1,144 @@
+package queue
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
+
+// Config configures a Client. The zero value is usable: WithDefaults fills
+// every unset field with the default documented on it.
+type Config struct {
+	// Namespace prefixes every key. Defaults to "overtake".
+	Namespace string
+	// Name is the queue's name. Defaults to "default".
+	Name string
+	// Levels is the number of priority levels, 0..Levels-1, higher is more
+	// urgent. Defaults to 3.
+	Levels int
+	// LevelNames names each level, lowest first. Defaults to low, normal,
+	// high when Levels is 3, else the level numbers.
+	LevelNames []string
+	// Classes maps logical priority classes ("paying", "free") to levels,
+	// used by the Class option. Defaults to none.
+	Classes map[string]int
+	// MaxPayloadBytes is the largest payload Enqueue accepts. Defaults to
+	// 1 MiB; a negative value means no limit.
+	MaxPayloadBytes int
+	// MaxCheckpointBytes is the largest checkpoint SaveCheckpoint accepts.
+	// Defaults to 1 MiB; a negative value means no limit.
+	MaxCheckpointBytes int
+	// Retention is how long a completed task's record is kept. Defaults to
+	// zero: the record is deleted at once.
+	Retention time.Duration
+	// LeaseDuration is how long a lease lasts without a heartbeat.
+	// Defaults to 30 s.
+	LeaseDuration time.Duration
+	// Backoff returns the delay before retry number attempt (1-based).
+	// Defaults to exponential backoff with full jitter, 1 s base, 1 h cap.
+	Backoff func(attempt int) time.Duration
+	// Clock returns the current time; tests inject a fake one. Defaults to
+	// time.Now.
+	Clock func() time.Time
+}
+
+// Default values of Config.
+const (
+	DefaultNamespace       = "overtake"
+	DefaultName            = "default"
+	DefaultLevels          = 3
+	DefaultMaxPayloadBytes = 1 << 20
+	DefaultLeaseDuration   = 30 * time.Second
+)
+
+// WithDefaults returns a copy of c with every unset field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Levels == 0 {
+		c.Levels = DefaultLevels
+	}
+	if c.LevelNames == nil {
+		if c.Levels == 3 {
+			c.LevelNames = []string{"low", "normal", "high"}
+		} else {
+			for i := 0; i < c.Levels; i++ {
+				c.LevelNames = append(c.LevelNames, strconv.Itoa(i))
+			}
+		}
+	}
+	if c.MaxPayloadBytes == 0 {
+		c.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if c.MaxCheckpointBytes == 0 {
+		c.MaxCheckpointBytes = DefaultMaxPayloadBytes
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.Backoff == nil {
+		c.Backoff = DefaultBackoff
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Levels < 1 || c.Levels > 64:
+		return fmt.Errorf("overtake: config: Levels must be 1..64, got %d", c.Levels)
+	case len(c.LevelNames) != c.Levels:
+		return fmt.Errorf("overtake: config: %d LevelNames for %d levels", len(c.LevelNames), c.Levels)
+	case c.LeaseDuration < 100*time.Millisecond:
+		return fmt.Errorf("overtake: config: LeaseDuration %v is under 100ms", c.LeaseDuration)
+	case c.Retention < 0:
+		return fmt.Errorf("overtake: config: negative Retention %v", c.Retention)
+	}
+	for name, lvl := range c.Classes {
+		if lvl < 0 || lvl >= c.Levels {
+			return fmt.Errorf("overtake: config: class %q maps to level %d, outside 0..%d", name, lvl, c.Levels-1)
+		}
+	}
+	return nil
+}
+
+// DefaultBackoff is exponential backoff with full jitter: a random delay in
+// [base/2, base] where base doubles from 1 s per attempt, capped at 1 h.
+func DefaultBackoff(attempt int) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	base := time.Second << min(attempt-1, 12)
+	if base > time.Hour {
+		base = time.Hour
+	}
+	return base/2 + rand.N(base/2+1)
+}
+
+// LevelName returns the name of level l, or its number when out of range.
+func (c *Client) LevelName(l int) string {
+	if l >= 0 && l < len(c.cfg.LevelNames) {
+		return c.cfg.LevelNames[l]
+	}
+	return strconv.Itoa(l)
+}
+
+// LevelByName returns the level called name (a level name or a number).
+func (c *Client) LevelByName(name string) (int, error) {
+	for i, n := range c.cfg.LevelNames {
+		if n == name {
+			return i, nil
+		}
+	}
+	if l, err := strconv.Atoi(name); err == nil && l >= 0 && l < c.cfg.Levels {
+		return l, nil
+	}
+	return 0, fmt.Errorf("%w: no level named %q (have %v)", ErrInvalidLevel, name, c.cfg.LevelNames)
+}

@@ -1,0 +1,135 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// enqueueScript stores a new task record and makes it pending or scheduled.
+//
+//	KEYS[1] task record     KEYS[2] level list (pending) or scheduled set
+//	ARGV[1] prefix  ARGV[2] id  ARGV[3] "p" pending | "s" scheduled
+//	ARGV[4] score (process-at ms)  ARGV[5] level  ARGV[6..] field/value pairs
+//
+// Returns 1, or 0 when the ID exists.
+var enqueueScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+if ARGV[3] == 'p' then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  redis.call('PUBLISH', ARGV[1] .. 'wake', ARGV[5])
+else
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
+  redis.call('HINCRBY', ARGV[1] .. 'cnt', 's' .. ARGV[5], 1)
+end
+return 1
+`)
+
+// Enqueue stores t and makes it pending at its level (or scheduled, with
+// ProcessAt/ProcessIn). It returns the stored task, with its ID.
+func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (*Task, error) {
+	nt, ks, args, err := c.prepare(t, opts)
+	if err != nil {
+		return nil, err
+	}
+	n, err := enqueueScript.Run(ctx, c.rdb, ks, args...).Int()
+	if err != nil {
+		return nil, fmt.Errorf("overtake: enqueue %s: %w", nt.ID, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: %q", ErrDuplicateTask, nt.ID)
+	}
+	return nt, nil
+}
+
+// EnqueueBatch enqueues tasks in one pipeline, with the same options for
+// each. It returns the stored tasks in order; a task that failed leaves a
+// nil entry, and the returned error joins every failure.
+func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*Task, error) {
+	out := make([]*Task, len(tasks))
+	cmds := make([]*redis.Cmd, len(tasks))
+	var errs []error
+	args := make([][]any, len(tasks))
+	kss := make([][]string, len(tasks))
+	for i, t := range tasks {
+		nt, ks, a, err := c.prepare(t, opts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
+			continue
+		}
+		out[i], kss[i], args[i] = nt, ks, a
+	}
+	exec := func(useSha bool) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range tasks {
+				if out[i] == nil {
+					continue
+				}
+				if useSha {
+					cmds[i] = enqueueScript.EvalSha(ctx, p, kss[i], args[i]...)
+				} else {
+					cmds[i] = enqueueScript.Eval(ctx, p, kss[i], args[i]...)
+				}
+			}
+			return nil
+		})
+		return err
+	}
+	if err := exec(true); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		_ = exec(false)
+	}
+	for i, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		n, err := cmd.Int()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("task %d (%s): %w", i, out[i].ID, err))
+			out[i] = nil
+		case n == 0:
+			errs = append(errs, fmt.Errorf("task %d: %w: %q", i, ErrDuplicateTask, out[i].ID))
+			out[i] = nil
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// prepare validates t, applies opts to a copy and builds the script call.
+func (c *Client) prepare(t *Task, opts []Option) (*Task, []string, []any, error) {
+	if t == nil || t.Type == "" {
+		return nil, nil, nil, fmt.Errorf("%w: a task needs a type", ErrInvalidTask)
+	}
+	nt := *t
+	for _, o := range opts {
+		if err := o(c, &nt); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if nt.Level < 0 || nt.Level >= c.cfg.Levels {
+		return nil, nil, nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
+	}
+	if max := c.cfg.MaxPayloadBytes; max >= 0 && len(nt.Payload) > max {
+		return nil, nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), max)
+	}
+	if nt.ID == "" {
+		nt.ID = newID()
+	}
+	now := c.cfg.Clock()
+	state, mode, dest := StatePending, "p", c.keys.pending(nt.Level)
+	if nt.ProcessAt.After(now) {
+		state, mode, dest = StateScheduled, "s", c.keys.scheduled()
+	} else {
+		nt.ProcessAt = now
+	}
+	fields, err := encodeFields(&nt, state, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nt.State, nt.EnqueuedAt, nt.ReadyAt = state, now, now
+	args := append([]any{c.keys.prefix, nt.ID, mode, nt.ProcessAt.UnixMilli(), nt.Level}, fields...)
+	return &nt, []string{c.keys.task(nt.ID), dest}, args, nil
+}

@@ -1,0 +1,121 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// heartbeatScript registers a live worker and extends its leases in one
+// call. A lease whose token no longer matches is not extended and its ID is
+// returned as lost. Records of workers whose liveness expired are removed.
+//
+//	KEYS[1] alive
+//	ARGV[1] prefix  ARGV[2] worker  ARGV[3] now ms  ARGV[4] alive-until ms
+//	ARGV[5] capacity  ARGV[6] lease deadline ms  ARGV[7..] id, token pairs
+var heartbeatScript = newScript(`
+local w, now = ARGV[2], tonumber(ARGV[3])
+local dead = redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now, 'LIMIT', 0, 20)
+for _, o in ipairs(dead) do
+  redis.call('ZREM', P .. 'alive', o)
+  redis.call('HDEL', P .. 'cap', o)
+  if tonumber(redis.call('HGET', P .. 'busy', o) or '0') <= 0 then redis.call('HDEL', P .. 'busy', o) end
+end
+redis.call('ZADD', P .. 'alive', ARGV[4], w)
+redis.call('HSET', P .. 'cap', w, ARGV[5])
+local lost = {}
+for i = 7, #ARGV, 2 do
+  local id, tok = ARGV[i], ARGV[i + 1]
+  local h = tkey(id)
+  if check_token(h, tok) then
+    redis.call('ZADD', P .. 'leases', 'XX', ARGV[6], id)
+    redis.call('HSET', h, 'ldl', ARGV[6])
+  else
+    lost[#lost + 1] = id
+  end
+end
+return lost
+`)
+
+// Heartbeat is one worker's periodic report.
+type Heartbeat struct {
+	// Worker is the worker's ID, unique in the fleet.
+	Worker string
+	// Capacity is how many tasks the worker runs at once; free slots are
+	// Capacity minus the leases it holds. Zero means it takes no work
+	// (shutting down), so the fleet does not count it as free.
+	Capacity int
+	// TTL is how long the worker counts as alive without another
+	// heartbeat. Defaults to LeaseDuration.
+	TTL time.Duration
+	// Leases are the tasks the worker holds; their leases are extended.
+	Leases []*Task
+}
+
+// Heartbeat records that hb.Worker is alive with its capacity and extends
+// all its leases to now + LeaseDuration in one round trip. It returns the
+// IDs of tasks whose lease was lost: the caller must stop them, as any
+// further transition would fail with ErrLeaseLost.
+func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (lost []string, err error) {
+	if hb.TTL <= 0 {
+		hb.TTL = c.cfg.LeaseDuration
+	}
+	now := c.cfg.Clock()
+	args := make([]any, 0, 6+2*len(hb.Leases))
+	args = append(args, c.keys.prefix, hb.Worker, now.UnixMilli(), now.Add(hb.TTL).UnixMilli(),
+		hb.Capacity, now.Add(c.cfg.LeaseDuration).UnixMilli())
+	for _, t := range hb.Leases {
+		args = append(args, t.ID, t.Token)
+	}
+	lost, err = heartbeatScript.Run(ctx, c.rdb, []string{c.keys.alive()}, args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("overtake: heartbeat: %w", err)
+	}
+	return lost, nil
+}
+
+// Deregister removes a stopping worker from the fleet, so it is no longer
+// counted as having free slots.
+func (c *Client) Deregister(ctx context.Context, worker string) error {
+	_, err := c.rdb.TxPipelined(ctx, func(p redisPipeliner) error {
+		p.ZRem(ctx, c.keys.alive(), worker)
+		p.HDel(ctx, c.keys.capacity(), worker)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("overtake: deregister %s: %w", worker, err)
+	}
+	return nil
+}
+
+// checkpointScript saves checkpoint bytes under a valid lease and extends
+// the lease, since saving is a sign of life.
+//
+//	KEYS[1] task record
+//	ARGV[1] prefix  ARGV[2] id  ARGV[3] token  ARGV[4] data  ARGV[5] lease deadline ms
+//
+// Returns the new checkpoint sequence, or the error LEASE_LOST.
+var checkpointScript = newScript(`
+if not check_token(KEYS[1], ARGV[3]) then return redis.error_reply('` + leaseLostMsg + `') end
+redis.call('HSET', KEYS[1], 'cp', ARGV[4], 'ldl', ARGV[5])
+redis.call('ZADD', P .. 'leases', 'XX', ARGV[5], ARGV[2])
+return redis.call('HINCRBY', KEYS[1], 'cps', 1)
+`)
+
+// SaveCheckpoint stores data as the checkpoint of a leased task in one
+// round trip, fenced by its lease token: a stale holder gets ErrLeaseLost
+// and cannot overwrite newer state. It returns the new sequence number.
+// The checkpoint survives retries, preemptions, crashes and shutdowns and
+// is deleted when the task is done.
+func (c *Client) SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (int64, error) {
+	if max := c.cfg.MaxCheckpointBytes; max >= 0 && len(data) > max {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), max)
+	}
+	dl := c.cfg.Clock().Add(c.cfg.LeaseDuration).UnixMilli()
+	seq, err := checkpointScript.Run(ctx, c.rdb, []string{c.keys.task(taskID)},
+		c.keys.prefix, taskID, token, data, dl).Int64()
+	if err = scriptErr(err); err != nil {
+		return 0, fmt.Errorf("overtake: checkpoint %s: %w", taskID, err)
+	}
+	return seq, nil
+}
