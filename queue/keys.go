@@ -10,7 +10,7 @@ type keys struct {
 
 func newKeys(ns, name string) keys { return keys{prefix: "{" + ns + ":" + name + "}:"} }
 
-func (k keys) task(id string) string   { return k.prefix + "t:" + id }
+func (k keys) task(id string) string    { return k.prefix + "t:" + id }
 func (k keys) pending(level int) string { return k.prefix + "p:" + strconv.Itoa(level) }
 func (k keys) leases() string           { return k.prefix + "leases" }
 func (k keys) scheduled() string        { return k.prefix + "scheduled" }

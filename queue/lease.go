@@ -18,6 +18,7 @@ import (
 //	ARGV[9] "1" to reserve  ARGV[10] victim id  ARGV[11] victim level
 //	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
 //	ARGV[14] never-preempted levels as ",l1,l2,"
+//	ARGV[15] levels not to reserve (they never preempt) as ",l1,l2,"
 //
 // Returns {next due ms or 0, record...} where each record is HGETALL's list,
 // or {-1} / {-2} when a reservation is refused (free slot / lower victim
@@ -51,8 +52,9 @@ if ARGV[9] == '1' then
 end
 local out = {0}
 local n = 0
+local skip = ARGV[15] or ','
 for lvl = maxl, minl, -1 do
-  while n < count do
+  while n < count and not string.find(skip, ',' .. lvl .. ',', 1, true) do
     local id = redis.call('LPOP', P .. 'p:' .. lvl)
     if not id then break end
     local h = tkey(id)
@@ -133,6 +135,9 @@ type ReserveRequest struct {
 	MinRunTime     time.Duration
 	MaxPreemptions int
 	NeverPreempted []int
+	// NeverPreempt lists arriving levels that never preempt; they are not
+	// reserved.
+	NeverPreempt []int
 }
 
 // Reserve leases one task at req.MinLevel or above, for preemption, only if
@@ -167,13 +172,10 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	args := []any{c.keys.prefix, now.UnixMilli(), now.Add(c.cfg.LeaseDuration).UnixMilli(), req.Worker,
 		req.Count, minLevel, c.cfg.Levels - 1, NewToken()}
 	if rv != nil {
-		never := ","
-		for _, l := range rv.NeverPreempted {
-			never += strconv.Itoa(l) + ","
-		}
-		args = append(args, "1", rv.VictimID, rv.VictimLevel, rv.MinRunTime.Milliseconds(), rv.MaxPreemptions, never)
+		args = append(args, "1", rv.VictimID, rv.VictimLevel, rv.MinRunTime.Milliseconds(), rv.MaxPreemptions,
+			levelSet(rv.NeverPreempted), levelSet(rv.NeverPreempt))
 	} else {
-		args = append(args, "0", "", 0, 0, -1, ",")
+		args = append(args, "0", "", 0, 0, -1, ",", ",")
 	}
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
 	if err != nil {
@@ -203,4 +205,13 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 		res.Tasks = append(res.Tasks, t)
 	}
 	return res, len(raw) - 1, nil
+}
+
+// levelSet encodes levels as ",l1,l2," for string.find in Lua.
+func levelSet(levels []int) string {
+	s := ","
+	for _, l := range levels {
+		s += strconv.Itoa(l) + ","
+	}
+	return s
 }
