@@ -1,0 +1,133 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/overtake/overtake/queue"
+)
+
+// Saver stores checkpoint state for a task, fenced by its lease token. It is
+// implemented by *queue.Client with one Redis round trip. SaveCheckpoint
+// returns the new checkpoint sequence number; it fails with an error
+// matching queue.ErrLeaseLost when token is no longer the task's lease, and
+// queue.ErrCheckpointTooLarge when data exceeds the queue's limit. A failed
+// call changes nothing.
+type Saver interface {
+	SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (seq int64, err error)
+}
+
+// Handle is the checkpoint state of one run of a task: the state it started
+// from and what it saved since. The runtime creates one per run with New and
+// puts it in the handler's context with NewContext. A Handle is safe for
+// concurrent use.
+type Handle struct {
+	saver   Saver
+	taskID  string
+	token   string
+	resumed bool
+	opts    options
+
+	saveMu sync.Mutex // serializes round trips, so Seq only grows
+
+	mu    sync.Mutex // guards the fields below
+	data  []byte
+	seq   int64
+	saves int
+}
+
+// New returns the Handle for a run of t, a task as leased: it takes t's ID,
+// lease Token, Checkpoint and CheckpointSeq. Saves go to saver. New panics
+// if saver or t is nil.
+func New(saver Saver, t *queue.Task, opts ...Option) *Handle {
+	if saver == nil {
+		panic("checkpoint: nil Saver")
+	}
+	if t == nil {
+		panic("checkpoint: nil task")
+	}
+	h := &Handle{
+		saver:   saver,
+		taskID:  t.ID,
+		token:   t.Token,
+		resumed: len(t.Checkpoint) > 0,
+		opts:    newOptions(opts),
+		seq:     t.CheckpointSeq,
+	}
+	if h.resumed {
+		h.data = bytes.Clone(t.Checkpoint)
+	}
+	return h
+}
+
+// TaskID returns the ID of the task the Handle belongs to.
+func (h *Handle) TaskID() string { return h.taskID }
+
+// Resumed reports whether the run started from a checkpoint saved by an
+// earlier run (one that was preempted, shut down, crashed or yielded).
+func (h *Handle) Resumed() bool { return h.resumed }
+
+// Bytes returns the newest checkpoint: the last one this run saved, or the
+// one it started from; nil if there is none. The caller must not modify it.
+func (h *Handle) Bytes() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.data
+}
+
+// Seq returns the sequence number of the checkpoint Bytes returns, 0 if none
+// was ever saved for the task.
+func (h *Handle) Seq() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq
+}
+
+// SaveCount returns how many saves succeeded during this run.
+func (h *Handle) SaveCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.saves
+}
+
+// Save stores data as the task's checkpoint with one call to the Saver and,
+// on success, makes it what Bytes and Seq return. Data is copied, so the
+// caller may reuse its buffer. Empty data clears the checkpoint.
+//
+// Save works after ctx was cancelled, which is when a preempted handler
+// saves: it keeps ctx's values but not its cancellation or deadline, and is
+// bounded by the save timeout instead (see WithSaveTimeout).
+//
+// It fails with an error matching queue.ErrCheckpointTooLarge when data is
+// larger than WithMaxBytes allows (the Saver is not called), or with the
+// Saver's error, such as queue.ErrLeaseLost. Concurrent saves are
+// serialized.
+func (h *Handle) Save(ctx context.Context, data []byte) error {
+	if h.opts.maxBytes > 0 && len(data) > h.opts.maxBytes {
+		return fmt.Errorf("checkpoint: task %s: %d bytes exceed the limit of %d: %w",
+			h.taskID, len(data), h.opts.maxBytes, queue.ErrCheckpointTooLarge)
+	}
+	buf := bytes.Clone(data)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.saveTimeout)
+	defer cancel()
+
+	h.saveMu.Lock()
+	seq, err := h.saver.SaveCheckpoint(ctx, h.taskID, h.token, buf)
+	if err == nil {
+		h.mu.Lock()
+		h.data, h.seq = buf, seq
+		h.saves++
+		h.mu.Unlock()
+	}
+	h.saveMu.Unlock()
+
+	if err != nil {
+		return fmt.Errorf("checkpoint: save task %s: %w", h.taskID, err)
+	}
+	if h.opts.onSave != nil {
+		h.opts.onSave(len(buf), seq)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+// Package checkpointtest provides an in-memory checkpoint.Saver with the
+// fencing of the real queue, for tests of handlers and of the runtime.
+package checkpointtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/overtake/overtake/queue"
+)
+
+// Saver is an in-memory checkpoint.Saver. Like the queue, it accepts a save
+// only under the task's current lease token (queue.ErrLeaseLost otherwise),
+// numbers checkpoints from 1 and enforces MaxBytes. The zero value is ready
+// to use; it is safe for concurrent use.
+type Saver struct {
+	// MaxBytes, if positive, rejects larger checkpoints with
+	// queue.ErrCheckpointTooLarge.
+	MaxBytes int
+
+	mu    sync.Mutex
+	tasks map[string]*record
+	calls int
+	err   error
+}
+
+type record struct {
+	token string
+	data  []byte
+	seq   int64
+}
+
+// Lease makes token the valid lease of the task with t.ID, as the queue does
+// when it leases the task, and returns a copy of t with the lease token and
+// the stored checkpoint filled in: what a worker would receive.
+func (s *Saver) Lease(t *queue.Task, token string) *queue.Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tasks == nil {
+		s.tasks = make(map[string]*record)
+	}
+	r, ok := s.tasks[t.ID]
+	if !ok {
+		r = &record{}
+		s.tasks[t.ID] = r
+	}
+	r.token = token
+	leased := *t
+	leased.Token = token
+	leased.Checkpoint = bytes.Clone(r.data)
+	leased.CheckpointSeq = r.seq
+	return &leased
+}
+
+// Fail makes every later call return err, until Fail(nil).
+func (s *Saver) Fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
+
+// SaveCheckpoint implements checkpoint.Saver.
+func (s *Saver) SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	r, ok := s.tasks[taskID]
+	if !ok || r.token != token {
+		return 0, fmt.Errorf("task %s: %w", taskID, queue.ErrLeaseLost)
+	}
+	if s.MaxBytes > 0 && len(data) > s.MaxBytes {
+		return 0, fmt.Errorf("task %s: %d bytes: %w", taskID, len(data), queue.ErrCheckpointTooLarge)
+	}
+	r.data = bytes.Clone(data)
+	r.seq++
+	return r.seq, nil
+}
+
+// Checkpoint returns the stored checkpoint of a task and its sequence number.
+func (s *Saver) Checkpoint(taskID string) ([]byte, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.tasks[taskID]
+	if !ok {
+		return nil, 0
+	}
+	return bytes.Clone(r.data), r.seq
+}
+
+// Calls returns how many times SaveCheckpoint was called.
+func (s *Saver) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}

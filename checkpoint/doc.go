@@ -1,0 +1,54 @@
+// Package checkpoint holds the checkpoint state of one run of a task: what the
+// task saved last, and a fenced Save that stores new state under the run's
+// lease. A preempted, shut down or crashed task resumes from its newest
+// checkpoint.
+//
+// The main flow, inside a handler (the runtime puts a *Handle in ctx):
+//
+//	type progress struct{ Row int }
+//
+//	func export(ctx context.Context, t *queue.Task) error {
+//		p, _, err := checkpoint.Load[progress](ctx) // zero value on the first run
+//		if err != nil {
+//			return err
+//		}
+//		for ; p.Row < rows; p.Row++ {
+//			select {
+//			case <-ctx.Done(): // preempted or shutting down
+//				if err := checkpoint.Save(ctx, p); err != nil {
+//					return err
+//				}
+//				return context.Cause(ctx) // handlers.ErrPreempted or ErrShutdown
+//			default:
+//			}
+//			exportRow(p.Row)
+//		}
+//		return nil
+//	}
+//
+// And in the runtime, for every leased task:
+//
+//	h := checkpoint.New(client, task, checkpoint.WithOnSave(onSave))
+//	err := mux.ProcessTask(checkpoint.NewContext(ctx, h), task)
+//
+// # Saving after cancellation
+//
+// A preempted handler saves its checkpoint after its context was cancelled,
+// so Save deliberately ignores the cancellation of the context it is given:
+// it runs under context.WithoutCancel(ctx), keeping the context's values
+// (trace spans), bounded by the save timeout (WithSaveTimeout, 5 s by
+// default). The runtime's grace period still bounds the handler as a whole.
+//
+// # Fencing
+//
+// Every Save presents the lease token of the run. Once the lease is lost (the
+// task was recovered and leased elsewhere) Save fails with an error matching
+// queue.ErrLeaseLost and changes nothing; the handler should stop, since the
+// task belongs to another worker now.
+//
+// # Typed state
+//
+// Load and Save encode a value with the Handle's Codec (JSON by default);
+// Cursor adds throttled saving for loops that advance a position often.
+// Handlers that manage bytes themselves use FromContext and Handle.Save.
+package checkpoint

@@ -1,0 +1,62 @@
+package checkpoint
+
+import "time"
+
+// DefaultSaveTimeout bounds one Save unless WithSaveTimeout sets another.
+const DefaultSaveTimeout = 5 * time.Second
+
+// Option configures a Handle.
+type Option func(*options)
+
+type options struct {
+	maxBytes    int
+	onSave      func(size int, seq int64)
+	saveTimeout time.Duration
+	codec       Codec
+}
+
+func newOptions(opts []Option) options {
+	o := options{saveTimeout: DefaultSaveTimeout, codec: JSON}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithMaxBytes makes Save reject checkpoints larger than n bytes before any
+// round trip, with an error matching queue.ErrCheckpointTooLarge that names
+// both sizes. Use the queue's own limit. Zero or negative means no limit on
+// this side (the queue still enforces its own).
+func WithMaxBytes(n int) Option {
+	return func(o *options) { o.maxBytes = n }
+}
+
+// WithOnSave sets a hook called after every successful Save with the size in
+// bytes and the new sequence number; the runtime uses it for trace events and
+// metrics. It runs on the saving goroutine and must not call Save.
+func WithOnSave(fn func(size int, seq int64)) Option {
+	return func(o *options) { o.onSave = fn }
+}
+
+// WithSaveTimeout bounds each Save, which otherwise ignores the cancellation
+// of its context (see Handle.Save). Defaults to DefaultSaveTimeout (5 s); a
+// non-positive d restores the default.
+func WithSaveTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			d = DefaultSaveTimeout
+		}
+		o.saveTimeout = d
+	}
+}
+
+// WithCodec sets the codec Load, Save and Cursor encode values with.
+// Defaults to JSON; nil restores the default.
+func WithCodec(c Codec) Option {
+	return func(o *options) {
+		if c == nil {
+			c = JSON
+		}
+		o.codec = c
+	}
+}
