@@ -5,9 +5,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/checkpoint/checkpointtest"
 	"github.com/overtake/overtake/queue"
 )
+
+// *queue.Client is the Saver the runtime uses.
+var _ checkpoint.Saver = (*queue.Client)(nil)
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
