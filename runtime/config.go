@@ -1,0 +1,145 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/preempt"
+	"github.com/overtake/overtake/queue"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+)
+
+// Causes of a handler's cancelled context, matched with
+// errors.Is(context.Cause(ctx), ...).
+var (
+	// ErrPreempted: more urgent work took the task's slot. Save a
+	// checkpoint and return; the task is requeued at the head of its level.
+	ErrPreempted = handlers.ErrPreempted
+	// ErrShutdown: the worker is shutting down. Save a checkpoint and
+	// return; the task is requeued at the head of its level.
+	ErrShutdown = handlers.ErrShutdown
+	// ErrTaskTimeout: the task ran past its Timeout; the attempt failed.
+	ErrTaskTimeout = errors.New("overtake: task timeout")
+	// ErrLeaseLost: the worker lost the task's lease (Redis unreachable for
+	// longer than the lease); another worker may run it now.
+	ErrLeaseLost = queue.ErrLeaseLost
+	// ErrInvalidConfig is wrapped by every configuration error of New.
+	ErrInvalidConfig = errors.New("overtake: invalid runtime config")
+	// ErrNotStarted is returned by Shutdown before Start.
+	ErrNotStarted = errors.New("overtake: runtime not started")
+)
+
+// UrgentStart chooses when a task that preempted another starts.
+type UrgentStart int
+
+const (
+	// StartImmediately starts the urgent task at once. The pool runs over
+	// capacity for at most the grace period while victims save their
+	// checkpoint and return. This is the default: urgent latency is one
+	// Redis round trip.
+	StartImmediately UrgentStart = iota
+	// StartAfterVictim starts the urgent task when its victim has returned
+	// (or its grace period ended), so the pool never exceeds Concurrency.
+	StartAfterVictim
+)
+
+// Config configures a Runtime. Zero fields take the defaults documented on
+// them.
+type Config struct {
+	// Concurrency is the number of tasks run at once. Defaults to 10.
+	Concurrency int
+	// WorkerID names this worker in the fleet. Defaults to
+	// hostname-pid-random.
+	WorkerID string
+	// HeartbeatInterval is how often leases are extended and the worker
+	// record refreshed, in one Redis call. Defaults to a third of the
+	// queue's LeaseDuration (10 s).
+	HeartbeatInterval time.Duration
+	// PollInterval is the slow fallback poll of an idle worker, in case a
+	// wake-up message was missed. Defaults to 1 s.
+	PollInterval time.Duration
+	// GracePeriod is how long a preempted or shut-down task has to save its
+	// checkpoint and return. Defaults to 5 s.
+	GracePeriod time.Duration
+	// ShutdownTimeout bounds the shutdown Run performs when its context
+	// ends. Defaults to 30 s.
+	ShutdownTimeout time.Duration
+	// DrainTimeout is how long Shutdown lets running tasks finish on their
+	// own before it preempts them. Defaults to zero: preempt at once, so a
+	// rolling deploy is fast and loses no progress.
+	DrainTimeout time.Duration
+	// Preemption is the preemption policy. The zero value is the default
+	// policy; set Preemption.Disabled to turn preemption off.
+	Preemption preempt.Policy
+	// UrgentStart chooses when a preempting task starts. Defaults to
+	// StartImmediately.
+	UrgentStart UrgentStart
+	// Logger receives every state change. Defaults to a no-op logger.
+	Logger *zap.Logger
+	// TracerProvider makes the process spans. Defaults to the global one.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the metrics. Defaults to the global one.
+	MeterProvider metric.MeterProvider
+	// MaxRedisBackoff caps the wait between attempts while Redis is
+	// unreachable. Defaults to 2 s.
+	MaxRedisBackoff time.Duration
+}
+
+func (c Config) withDefaults(q *queue.Client) Config {
+	if c.Concurrency == 0 {
+		c.Concurrency = 10
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = host + "-" + strconv.Itoa(os.Getpid()) + "-" + queue.NewToken()[:6]
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = q.Config().LeaseDuration / 3
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.GracePeriod == 0 {
+		c.GracePeriod = 5 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.MaxRedisBackoff == 0 {
+		c.MaxRedisBackoff = 2 * time.Second
+	}
+	c.Preemption = c.Preemption.WithDefaults()
+	return c
+}
+
+func (c Config) validate(q *queue.Client) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case c.Concurrency < 1:
+		return bad("Concurrency must be at least 1, got %d", c.Concurrency)
+	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval >= q.Config().LeaseDuration:
+		return bad("HeartbeatInterval %v must be positive and under the lease duration %v",
+			c.HeartbeatInterval, q.Config().LeaseDuration)
+	case c.PollInterval < time.Millisecond:
+		return bad("PollInterval %v is under 1ms", c.PollInterval)
+	case c.GracePeriod < 0 || c.ShutdownTimeout < 0 || c.DrainTimeout < 0:
+		return bad("negative GracePeriod, ShutdownTimeout or DrainTimeout")
+	case c.UrgentStart != StartImmediately && c.UrgentStart != StartAfterVictim:
+		return bad("unknown UrgentStart %d", c.UrgentStart)
+	}
+	if err := c.Preemption.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package runtime
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/overtake/overtake/queue"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// listen turns wake-up messages (the level of a task that became pending)
+// into dispatcher signals. Idle workers therefore never poll Redis in a
+// loop; go-redis resubscribes by itself after a connection loss.
+func (r *Runtime) listen(sub *redis.PubSub) {
+	defer r.loops.Done()
+	defer sub.Close()
+	ch := sub.Channel(redis.WithChannelSize(256))
+	for {
+		select {
+		case <-r.baseCtx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			if l, err := strconv.Atoi(msg.Payload); err == nil {
+				for {
+					cur := r.wakeLevel.Load()
+					if int64(l) <= cur || r.wakeLevel.CompareAndSwap(cur, int64(l)) {
+						break
+					}
+				}
+			}
+			r.signal()
+		}
+	}
+}
+
+// dispatch is the fetch loop: while slots are free it leases as many tasks
+// as there are free slots in one round trip; when none are free and an
+// urgent task was announced, it tries to preempt.
+func (r *Runtime) dispatch() {
+	defer r.loops.Done()
+	defer r.dispatchWG.Done()
+	backoff := time.Duration(0)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.stopLease:
+			return
+		default:
+		}
+		r.startWaiting()
+		wait := r.cfg.PollInterval
+		woken := r.wakeLevel.Swap(-1)
+		free := r.free()
+		var err error
+		switch {
+		case free > 0:
+			var more bool
+			var next time.Time
+			more, next, err = r.leaseFree(free)
+			if err == nil && more {
+				continue // slots and tasks both left: lease again at once
+			}
+			if !next.IsZero() {
+				wait = min(wait, max(time.Until(next), time.Millisecond))
+			}
+		case r.canPreempt():
+			// Saturated: an announced level (or the slow poll, woken = -1)
+			// may be worth a reservation.
+			err = r.tryPreempt(int(woken))
+		}
+		if err != nil {
+			backoff = min(max(2*backoff, 10*time.Millisecond), r.cfg.MaxRedisBackoff)
+			r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+			wait = backoff
+		} else {
+			backoff = 0
+		}
+		timer.Reset(wait)
+		select {
+		case <-r.stopLease:
+			return
+		case <-r.kick:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// free returns how many slots are free.
+func (r *Runtime) free() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.Concurrency - r.busy - len(r.waiting)
+}
+
+// leaseFree leases up to free tasks and starts them. more reports that
+// every slot asked for was filled, so more tasks may be waiting.
+func (r *Runtime) leaseFree(free int) (more bool, next time.Time, err error) {
+	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
+	defer cancel()
+	res, err := r.q.Lease(ctx, queue.LeaseRequest{Worker: r.cfg.WorkerID, Count: free})
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	r.killMalformed(res)
+	for _, t := range res.Tasks {
+		r.start(r.newRun(t), true)
+	}
+	n := len(res.Tasks) + len(res.Malformed)
+	return n > 0 && n == free, res.NextDue, nil
+}
+
+// killMalformed dead-letters leased records that could not be decoded.
+func (r *Runtime) killMalformed(res *queue.LeaseResult) {
+	for _, m := range res.Malformed {
+		rn := &run{t: m.Task, log: r.log.With(zap.String("task_id", m.Task.ID))}
+		if err := r.kill(rn, m.Err.Error()); err != nil {
+			r.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
+		}
+	}
+}
+
+// start registers rn as held and submits it to the pool. takeSlot says
+// whether it occupies a slot now.
+func (r *Runtime) start(rn *run, takeSlot bool) {
+	r.mu.Lock()
+	r.runs[rn.t.ID] = rn
+	rn.holdsSlot = takeSlot
+	rn.running = true
+	rn.started = time.Now()
+	if takeSlot {
+		r.busy++
+	}
+	r.mu.Unlock()
+	r.tasks.Add(1)
+	r.obs.leased(rn)
+	if err := r.pool.Submit(func() { r.execute(rn) }); err != nil {
+		// The pool is closed only after every task returned, so this means
+		// a bug; the lease expires and recovery runs the task elsewhere.
+		r.tasks.Done()
+		rn.log.Error("pool refused task", zap.Error(err))
+		r.finished(rn)
+	}
+}
+
+// startWaiting starts reserved urgent tasks once slots are free
+// (StartAfterVictim).
+func (r *Runtime) startWaiting() {
+	for {
+		r.mu.Lock()
+		if len(r.waiting) == 0 || r.busy >= r.cfg.Concurrency {
+			r.mu.Unlock()
+			return
+		}
+		rn := r.waiting[0]
+		r.waiting = r.waiting[1:]
+		delete(r.runs, rn.t.ID)
+		r.mu.Unlock()
+		r.start(rn, true)
+	}
+}

@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/overtake/overtake/queue"
+	"go.uber.org/zap"
+)
+
+// heartbeatLoop refreshes the worker record and extends every lease this
+// worker holds, in one Redis call per interval, until the runtime stops.
+func (r *Runtime) heartbeatLoop() {
+	defer r.loops.Done()
+	tick := time.NewTicker(r.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.baseCtx.Done():
+			return
+		case <-tick.C:
+			if err := r.heartbeat(r.baseCtx); err != nil {
+				r.log.Warn("heartbeat failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// heartbeat sends one heartbeat. Leases reported lost are cancelled with
+// ErrLeaseLost: another worker may already run those tasks.
+func (r *Runtime) heartbeat(ctx context.Context) error {
+	r.mu.Lock()
+	leases := make([]*queue.Task, 0, len(r.runs))
+	for _, rn := range r.runs {
+		leases = append(leases, rn.t)
+	}
+	capacity := r.cfg.Concurrency
+	if r.draining {
+		capacity = 0
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	lost, err := r.q.Heartbeat(ctx, queue.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
+		TTL: 2*r.cfg.HeartbeatInterval + 500*time.Millisecond, Leases: leases})
+	if err != nil {
+		return err
+	}
+	for _, id := range lost {
+		r.mu.Lock()
+		rn := r.runs[id]
+		r.mu.Unlock()
+		if rn != nil {
+			rn.log.Error("lease lost; cancelling the task")
+			rn.cancel(ErrLeaseLost)
+		}
+	}
+	return nil
+}

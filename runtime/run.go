@@ -1,0 +1,90 @@
+package runtime
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/queue"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+)
+
+// run is one leased task held by this worker: running, winding down after
+// preemption, or reserved and waiting for a slot.
+type run struct {
+	t       *queue.Task
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	cp      *checkpoint.Handle
+	span    trace.Span
+	log     *zap.Logger
+	started time.Time
+
+	// Guarded by Runtime.mu.
+	holdsSlot bool // counted in Runtime.busy
+	running   bool // handed to the pool
+	victim    *preemption
+
+	lastCheckpoint atomic.Int64 // unix nanos of the last save, 0 if none
+	preemptedBy    *queue.Task  // set before start when this run preempted a victim
+	victimSpan     trace.SpanContext
+	graceTimer     *time.Timer
+	stuck          atomic.Bool
+}
+
+// preemption records why a victim was cancelled.
+type preemption struct {
+	by    *queue.Task
+	at    time.Time
+	cause error
+}
+
+// newRun prepares the run of t: its context (cancellable with a cause,
+// bounded by the task's Timeout), its checkpoint handle and its span.
+func (r *Runtime) newRun(t *queue.Task) *run {
+	rn := &run{t: t}
+	ctx, cancel := context.WithCancelCause(r.baseCtx)
+	rn.cancel = cancel
+	rn.log = r.obs.taskLogger(t)
+	rn.cp = checkpoint.New(r.q, t,
+		checkpoint.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
+		checkpoint.WithSaveTimeout(r.cfg.GracePeriod),
+		checkpoint.WithOnSave(func(size int, seq int64) {
+			rn.lastCheckpoint.Store(time.Now().UnixNano())
+			r.obs.checkpointSaved(rn, size, seq)
+		}))
+	rn.ctx = checkpoint.NewContext(ctx, rn.cp)
+	return rn
+}
+
+// execute runs the handler for rn in a pool goroutine and settles the task.
+func (r *Runtime) execute(rn *run) {
+	defer r.tasks.Done()
+	ctx := rn.ctx
+	var cancelTimeout context.CancelFunc = func() {}
+	if rn.t.Timeout > 0 {
+		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)
+	}
+	err := recoverPanic(func() error { return r.h.ProcessTask(ctx, rn.t) })
+	cancelTimeout()
+	r.settle(rn, ctx, err)
+	r.finished(rn)
+}
+
+// finished releases rn's slot and wakes the dispatcher.
+func (r *Runtime) finished(rn *run) {
+	rn.cancel(nil)
+	r.mu.Lock()
+	if rn.graceTimer != nil {
+		rn.graceTimer.Stop()
+	}
+	delete(r.runs, rn.t.ID)
+	if rn.holdsSlot {
+		rn.holdsSlot = false
+		r.busy--
+	}
+	r.mu.Unlock()
+	r.signal()
+}

@@ -1,0 +1,148 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/queue"
+	"github.com/panjf2000/ants/v2"
+	"go.uber.org/zap"
+)
+
+// Runtime runs the tasks of one queue with a pool of workers, preempting
+// running low-priority tasks when urgent ones arrive and no worker is free.
+type Runtime struct {
+	q   *queue.Client
+	h   handlers.Handler
+	cfg Config
+	log *zap.Logger
+	obs *observer
+
+	pool *ants.Pool
+
+	mu      sync.Mutex
+	runs    map[string]*run // every task this worker holds a lease on
+	busy    int             // slots taken (see run.holdsSlot)
+	waiting []*run          // reserved urgent tasks waiting for a slot
+	draining bool           // shutting down: report no capacity to the fleet
+
+	kick      chan struct{} // a slot freed or a task arrived
+	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
+
+	baseCtx    context.Context // parent of every run; never cancelled by Run's ctx
+	stopLease  chan struct{}   // closed when leasing stops
+	stopAll    context.CancelFunc
+	loops      sync.WaitGroup // dispatcher, listener, heartbeat
+	dispatchWG sync.WaitGroup
+	tasks      sync.WaitGroup // running handlers
+	started    atomic.Bool
+	shutOnce   sync.Once
+	shutErr    error
+
+	stats counters
+}
+
+// counters are cumulative figures, exposed by Stats.
+type counters struct {
+	processed, failed, dead, preempted, reserved, stuck atomic.Int64
+}
+
+// RunStats are cumulative counts of one runtime since it started.
+type RunStats struct {
+	Processed int64 // runs that ended, whatever the outcome
+	Failed    int64 // runs that failed (retry or dead)
+	Dead      int64 // tasks dead-lettered by this runtime
+	Preempted int64 // victims this runtime cancelled for urgent work
+	Reserved  int64 // urgent tasks this runtime leased in order to preempt
+	Stuck     int64 // victims that ignored cancellation past the grace period
+}
+
+// New returns a runtime that takes tasks from q and runs them with h.
+func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
+	if q == nil || h == nil {
+		return nil, fmt.Errorf("%w: nil queue client or handler", ErrInvalidConfig)
+	}
+	cfg = cfg.withDefaults(q)
+	if err := cfg.validate(q); err != nil {
+		return nil, err
+	}
+	// The pool holds Concurrency workers plus room for victims winding
+	// down (StartImmediately) and for handlers stuck past their grace.
+	pool, err := ants.NewPool(2*cfg.Concurrency, ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{cfg.Logger}))
+	if err != nil {
+		return nil, fmt.Errorf("overtake: pool: %w", err)
+	}
+	r := &Runtime{
+		q: q, h: h, cfg: cfg, pool: pool,
+		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
+		runs:      make(map[string]*run),
+		kick:      make(chan struct{}, 1),
+		stopLease: make(chan struct{}),
+	}
+	r.wakeLevel.Store(-1)
+	if r.obs, err = newObserver(r); err != nil {
+		pool.Release()
+		return nil, err
+	}
+	return r, nil
+}
+
+// WorkerID returns this worker's ID in the fleet.
+func (r *Runtime) WorkerID() string { return r.cfg.WorkerID }
+
+// Stats returns the runtime's cumulative counts.
+func (r *Runtime) Stats() RunStats {
+	s := &r.stats
+	return RunStats{Processed: s.processed.Load(), Failed: s.failed.Load(), Dead: s.dead.Load(),
+		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load()}
+}
+
+// Start registers the worker and starts leasing; it returns at once.
+func (r *Runtime) Start(ctx context.Context) error {
+	if !r.started.CompareAndSwap(false, true) {
+		return errors.New("overtake: runtime already started")
+	}
+	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	if err := r.heartbeat(ctx); err != nil {
+		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
+	}
+	sub := r.q.Redis().Subscribe(r.baseCtx, r.q.WakeChannel())
+	r.loops.Add(2)
+	r.dispatchWG.Add(1)
+	go r.listen(sub)
+	go r.heartbeatLoop()
+	go r.dispatch()
+	r.log.Info("runtime started", zap.Int("concurrency", r.cfg.Concurrency))
+	return nil
+}
+
+// Run starts the runtime and blocks until ctx ends, then shuts down within
+// Config.ShutdownTimeout.
+func (r *Runtime) Run(ctx context.Context) error {
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ShutdownTimeout)
+	defer cancel()
+	return r.Shutdown(sctx)
+}
+
+// signal wakes the dispatcher without blocking.
+func (r *Runtime) signal() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// zapAntsLogger routes ants' messages to zap.
+type zapAntsLogger struct{ l *zap.Logger }
+
+func (z zapAntsLogger) Printf(format string, args ...any) {
+	z.l.Warn(fmt.Sprintf(format, args...))
+}

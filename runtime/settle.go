@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/queue"
+	"go.uber.org/zap"
+)
+
+// recoverPanic runs fn, turning a panic into a *handlers.PanicError.
+func recoverPanic(fn func() error) error { return handlers.RecoverPanic(fn) }
+
+// settle decides the task's next state from the handler's error and writes
+// it to Redis: ack, retry, dead-letter or requeue.
+func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
+	t := rn.t
+	out := handlers.ClassifyContext(ctx, err)
+	runTime := time.Since(rn.started)
+	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		rn.log.Warn("lease lost while running; result dropped", zap.Error(err))
+		r.obs.ended(rn, out, runTime, "lease lost")
+		return
+	}
+	var perr *handlers.PanicError
+	if errors.As(err, &perr) {
+		rn.log.Error("handler panicked", zap.Any("panic", perr.Value), zap.ByteString("stack", perr.Stack))
+	}
+	r.stats.processed.Add(1)
+	var ferr error
+	switch out.Action {
+	case handlers.ActionDone:
+		ferr = r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.q.Ack(c, t) })
+		rn.log.Debug("task done", zap.Duration("run", runTime))
+	case handlers.ActionRequeue:
+		why := queue.RequeueYield
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, ErrPreempted):
+			why = queue.RequeuePreempted
+		case errors.Is(cause, ErrShutdown):
+			why = queue.RequeueShutdown
+		}
+		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.q.Requeue(c, t, why) })
+		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
+			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
+	case handlers.ActionDead:
+		ferr = r.kill(rn, out.Err.Error())
+	default: // retry, retry after
+		r.stats.failed.Add(1)
+		if t.Attempt+1 > t.MaxRetries {
+			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err))
+			break
+		}
+		delay := out.Delay
+		if out.Action == handlers.ActionRetry {
+			delay = r.q.Config().Backoff(t.Attempt + 1)
+		}
+		at := r.q.Config().Clock().Add(delay)
+		ferr = r.finishWithRetry(rn, "retry", func(c context.Context) error { return r.q.Retry(c, t, at, out.Err.Error()) })
+		rn.log.Warn("task failed; retry scheduled", zap.Error(out.Err), zap.Int("attempt", t.Attempt+1),
+			zap.Duration("delay", delay))
+	}
+	if ferr != nil {
+		rn.log.Error("could not record the task's outcome; its lease will expire and it will be recovered",
+			zap.String("action", out.Action.String()), zap.Error(ferr))
+	}
+	r.obs.ended(rn, out, runTime, "")
+}
+
+// kill dead-letters rn with reason.
+func (r *Runtime) kill(rn *run, reason string) error {
+	r.stats.dead.Add(1)
+	rn.log.Error("task dead-lettered", zap.String("reason", reason))
+	return r.finishWithRetry(rn, "dead", func(c context.Context) error { return r.q.Kill(c, rn.t, reason) })
+}
+
+// finishWithRetry runs a transition, retrying with backoff while Redis is
+// unreachable, for at most one lease duration: after that the lease has
+// expired and recovery owns the task. ErrLeaseLost is final.
+func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context) error) error {
+	deadline := time.Now().Add(r.q.Config().LeaseDuration)
+	backoff := 10 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := fn(ctx)
+		cancel()
+		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", backoff))
+		time.Sleep(backoff)
+		backoff = min(2*backoff, r.cfg.MaxRedisBackoff)
+	}
+}

@@ -1,0 +1,141 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/overtake/overtake/preempt"
+	"github.com/overtake/overtake/queue"
+	"go.uber.org/zap"
+)
+
+// canPreempt reports whether this runtime preempts at all.
+func (r *Runtime) canPreempt() bool { return !r.cfg.Preemption.Disabled }
+
+// candidates returns the running tasks that could give way.
+func (r *Runtime) candidates() []preempt.Candidate {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]preempt.Candidate, 0, len(r.runs))
+	for _, rn := range r.runs {
+		if !rn.running || rn.victim != nil || !rn.holdsSlot {
+			continue
+		}
+		c := preempt.Candidate{ID: rn.t.ID, Level: rn.t.Level, StartedAt: rn.startedAt(),
+			Preemptions: rn.t.Preemptions, Preemptible: rn.t.Preemptible}
+		if ns := rn.lastCheckpoint.Load(); ns > 0 {
+			c.LastCheckpoint = time.Unix(0, ns)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// tryPreempt follows the protocol: choose a local victim, RESERVE an urgent
+// task above its level (the script refuses while any live worker in the
+// fleet has a free slot or runs a lower eligible victim), and only if a task
+// was leased cancel the victim. So preemptions never exceed urgent tasks
+// taken. announced is the highest level announced since the last look, or
+// -1 on a poll.
+func (r *Runtime) tryPreempt(announced int) error {
+	pol := r.cfg.Preemption
+	arriving := r.q.Levels() - 1
+	if announced >= 0 {
+		arriving = announced
+	}
+	now := time.Now()
+	victim, ok := pol.Choose(r.candidates(), arriving, now)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
+	defer cancel()
+	t, res, err := r.q.Reserve(ctx, queue.ReserveRequest{
+		Worker: r.cfg.WorkerID, VictimID: victim.ID, VictimLevel: victim.Level,
+		MinLevel: victim.Level + pol.MinLevelGap, MinRunTime: pol.MinRunTime,
+		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
+	})
+	if res != nil {
+		r.killMalformed(res)
+	}
+	switch {
+	case errors.Is(err, queue.ErrNoTask), errors.Is(err, queue.ErrFreeSlotInFleet), errors.Is(err, queue.ErrLowerVictimElsewhere):
+		if err != queue.ErrNoTask {
+			r.log.Debug("no preemption", zap.String("why", err.Error()))
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	r.stats.reserved.Add(1)
+	r.preempt(victim.ID, r.newRun(t))
+	return nil
+}
+
+// preempt cancels the victim for urgent, which this worker has leased, and
+// starts urgent now (StartImmediately) or once a slot frees
+// (StartAfterVictim).
+func (r *Runtime) preempt(victimID string, urgent *run) {
+	r.mu.Lock()
+	v := r.runs[victimID]
+	if v == nil || v.victim != nil || !v.holdsSlot {
+		// The victim finished meanwhile: its slot is free for urgent.
+		r.mu.Unlock()
+		r.start(urgent, true)
+		return
+	}
+	cause := fmt.Errorf("%w: by task %s at level %d", ErrPreempted, urgent.t.ID, urgent.t.Level)
+	v.victim = &preemption{by: urgent.t, at: time.Now(), cause: cause}
+	urgent.preemptedBy = v.t
+	if v.span != nil {
+		urgent.victimSpan = v.span.SpanContext()
+	}
+	immediate := r.cfg.UrgentStart == StartImmediately
+	if immediate {
+		v.holdsSlot = false // the slot passes to urgent; v winds down
+		r.busy--
+	} else {
+		r.runs[urgent.t.ID] = urgent
+		r.waiting = append(r.waiting, urgent)
+	}
+	v.graceTimer = time.AfterFunc(r.cfg.GracePeriod, func() { r.graceExpired(v) })
+	r.mu.Unlock()
+
+	r.stats.preempted.Add(1)
+	r.obs.preempted(v, urgent, r.cfg.GracePeriod)
+	v.cancel(cause)
+	if immediate {
+		r.start(urgent, true)
+	}
+}
+
+// graceExpired handles a victim still running after its grace period: Go
+// cannot stop a goroutine, so it keeps (takes back) its slot and its lease;
+// it is counted and logged, and never runs twice at once because its lease
+// is still held and extended.
+func (r *Runtime) graceExpired(v *run) {
+	r.mu.Lock()
+	if _, held := r.runs[v.t.ID]; !held {
+		r.mu.Unlock()
+		return
+	}
+	if !v.holdsSlot {
+		v.holdsSlot = true
+		r.busy++
+	}
+	r.mu.Unlock()
+	v.stuck.Store(true)
+	r.stats.stuck.Add(1)
+	v.log.Warn("handler ignored cancellation past its grace period; it keeps its slot",
+		zap.Duration("grace", r.cfg.GracePeriod))
+}
+
+// startedAt returns when the run started, or now if it has not yet.
+func (rn *run) startedAt() time.Time {
+	if rn.started.IsZero() {
+		return time.Now()
+	}
+	return rn.started
+}
