@@ -24,11 +24,11 @@ type Runtime struct {
 
 	pool *ants.Pool
 
-	mu      sync.Mutex
-	runs    map[string]*run // every task this worker holds a lease on
-	busy    int             // slots taken (see run.holdsSlot)
-	waiting []*run          // reserved urgent tasks waiting for a slot
-	draining bool           // shutting down: report no capacity to the fleet
+	mu       sync.Mutex
+	runs     map[string]*run // every task this worker holds a lease on
+	busy     int             // slots taken (see run.holdsSlot)
+	waiting  []*run          // reserved urgent tasks waiting for a slot
+	draining bool            // shutting down: report no capacity to the fleet
 
 	kick      chan struct{} // a slot freed or a task arrived
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
@@ -111,7 +111,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
 	sub := r.q.Redis().Subscribe(r.baseCtx, r.q.WakeChannel())
-	r.loops.Add(2)
+	r.loops.Add(3)
 	r.dispatchWG.Add(1)
 	go r.listen(sub)
 	go r.heartbeatLoop()

@@ -1,0 +1,59 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+	"github.com/stretchr/testify/require"
+)
+
+// A saturated worker preempts its low task for an urgent one; the low task
+// checkpoints, is requeued and resumes from its checkpoint.
+func TestPreemptAndResume(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		q := setup(t, b, queue.Config{})
+		type progress struct{ Step int }
+		lowStarted := make(chan progress, 4)
+		lowCause := make(chan error, 4)
+		urgentRan := make(chan string, 1)
+		lowDone := make(chan progress, 1)
+		mux := handlers.NewMux()
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+			p, _, err := checkpoint.Load[progress](ctx)
+			require.NoError(t, err)
+			lowStarted <- p
+			if p.Step == 0 {
+				require.NoError(t, checkpoint.Save(ctx, progress{Step: 5}))
+				<-ctx.Done()
+				lowCause <- context.Cause(ctx)
+				require.NoError(t, checkpoint.Save(ctx, progress{Step: 7}))
+				return ctx.Err()
+			}
+			lowDone <- p
+			return nil
+		})
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+			urgentRan <- tk.ID
+			return nil
+		})
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1})
+		lowID := enqueue(t, q, "low", "", 0)
+		require.Equal(t, progress{}, waitFor(t, lowStarted, "low start"))
+		urgentID := enqueue(t, q, "urgent", "", 2)
+		require.Equal(t, urgentID, waitFor(t, urgentRan, "urgent run"))
+		require.True(t, errors.Is(waitFor(t, lowCause, "cause"), runtime.ErrPreempted))
+		require.Equal(t, progress{Step: 7}, waitFor(t, lowStarted, "low resume"))
+		require.Equal(t, progress{Step: 7}, waitFor(t, lowDone, "low done"))
+		st := rt.Stats()
+		require.EqualValues(t, 1, st.Preempted)
+		require.EqualValues(t, 1, st.Reserved)
+		_, err := q.Inspect(context.Background(), lowID)
+		require.ErrorIs(t, err, queue.ErrTaskNotFound)
+	})
+}
