@@ -1,0 +1,47 @@
+# Overtake developer targets. `make` or `make help` lists them.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+PKGS ?= ./...
+BENCH_ARGS ?=
+DEMO_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help test test/short lint bench jaeger jaeger/stop test/jaeger demo clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+test: ## go test -race on miniredis + a throwaway real redis-server (if installed)
+	scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
+
+test/short: ## quick go test -short, miniredis only
+	$(GO) test -short -count=1 $(PKGS)
+
+lint: ## gofmt, go vet, go mod tidy check
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) mod tidy -diff
+
+bench: ## benchmarks and cmd/overtake-bench (if present) against a real redis-server
+	scripts/with-redis.sh bash -c '$(GO) test -run "^$$" -bench . -benchmem $(PKGS); \
+		if [ -d cmd/overtake-bench ]; then $(GO) run ./cmd/overtake-bench $(BENCH_ARGS); fi'
+
+jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1; prints OVERTAKE_JAEGER_* to source
+	scripts/jaeger.sh build
+	scripts/jaeger.sh start
+
+jaeger/stop: ## stop the Jaeger started by `make jaeger`
+	scripts/jaeger.sh stop
+
+test/jaeger: ## run the Jaeger end-to-end tests (-run Jaeger) against a real Jaeger
+	scripts/test-jaeger.sh
+
+demo: ## run the demo (embedded Redis); traces go to Jaeger if `make jaeger` runs
+	@if env=$$(scripts/jaeger.sh env 2>/dev/null); then eval "$$env"; \
+		export OTEL_EXPORTER_OTLP_ENDPOINT=http://$$OVERTAKE_JAEGER_OTLP_GRPC; \
+		echo "traces: $$OVERTAKE_JAEGER_QUERY"; fi; \
+	$(GO) run ./cmd/overtake demo $(DEMO_ARGS)
+
+clean: ## remove build outputs and local run state
+	rm -rf .run bin coverage.out coverage.html

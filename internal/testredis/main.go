@@ -1,0 +1,33 @@
+package testredis
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Main is the body of TestMain for packages that use testredis:
+//
+//	func TestMain(m *testing.M) { testredis.Main(m) }
+//
+// It runs the tests, stops every redis-server this package started in the
+// test binary (the shared one included), and, if the tests passed, fails the
+// run when goroutines leaked, like goleak.VerifyTestMain. opts are passed to
+// goleak (e.g. goleak.IgnoreTopFunction for a known background goroutine).
+// Main does not return.
+func Main(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	stopAll()
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
