@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
@@ -53,7 +54,9 @@ func TestPreemptAndResume(t *testing.T) {
 		st := rt.Stats()
 		require.EqualValues(t, 1, st.Preempted)
 		require.EqualValues(t, 1, st.Reserved)
-		_, err := q.Inspect(context.Background(), lowID)
-		require.ErrorIs(t, err, queue.ErrTaskNotFound)
+		require.Eventually(t, func() bool {
+			_, err := q.Inspect(context.Background(), lowID)
+			return errors.Is(err, queue.ErrTaskNotFound)
+		}, 5*time.Second, 5*time.Millisecond, "low task acked and deleted")
 	})
 }
