@@ -1,0 +1,70 @@
+package tracing
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// AddPreempted records on the victim's span that the task was told to give
+// way to task byID at level byLevel, with grace to save a checkpoint.
+func AddPreempted(span trace.Span, byID string, byLevel int, grace time.Duration) {
+	span.AddEvent(EventPreempted, trace.WithAttributes(
+		PreemptedByKey.String(byID),
+		PreemptedByLevelKey.Int(byLevel),
+		GraceMsKey.Int64(grace.Milliseconds()),
+	))
+}
+
+// AddPreemptedVictim records on the preemptor's span that it displaced
+// task victimID at victimLevel, and links the span to the victim's span
+// context when that is valid (the victim's live span, or
+// [SpanContextFromHeaders] of its record when it ran elsewhere).
+func AddPreemptedVictim(span trace.Span, victim trace.SpanContext, victimID string, victimLevel int) {
+	if victim.IsValid() {
+		span.AddLink(trace.Link{SpanContext: victim, Attributes: []attribute.KeyValue{VictimIDKey.String(victimID)}})
+	}
+	span.AddEvent(EventPreemptedVictim, trace.WithAttributes(
+		VictimIDKey.String(victimID),
+		LevelKey.Int(victimLevel),
+	))
+}
+
+// AddCheckpointSaved records a saved checkpoint of size bytes and
+// sequence seq.
+func AddCheckpointSaved(span trace.Span, size int, seq int64) {
+	span.AddEvent(EventCheckpointSaved, trace.WithAttributes(
+		CheckpointBytesKey.Int(size),
+		CheckpointSeqKey.Int64(seq),
+	))
+}
+
+// AddResumed records that the run starts from checkpoint seq after the
+// task gave way preemptions times.
+func AddResumed(span trace.Span, seq int64, preemptions int) {
+	span.AddEvent(EventResumed, trace.WithAttributes(
+		CheckpointSeqKey.Int64(seq),
+		PreemptionsKey.Int(preemptions),
+	))
+}
+
+// AddRequeued records that the task went back to the head of its level;
+// reason is e.g. "preempted", "shutdown" or "recovered".
+func AddRequeued(span trace.Span, reason string) {
+	span.AddEvent(EventRequeued, trace.WithAttributes(ReasonKey.String(reason)))
+}
+
+// AddRetry records that attempt failed and the task retries after delay.
+// Record the error itself with span.RecordError.
+func AddRetry(span trace.Span, attempt int, delay time.Duration) {
+	span.AddEvent(EventRetry, trace.WithAttributes(
+		AttemptKey.Int(attempt),
+		RetryDelayMsKey.Int64(delay.Milliseconds()),
+	))
+}
+
+// AddDead records that the task was dead-lettered for reason.
+func AddDead(span trace.Span, reason string) {
+	span.AddEvent(EventDead, trace.WithAttributes(ReasonKey.String(reason)))
+}

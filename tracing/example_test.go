@@ -1,0 +1,114 @@
+package tracing_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/overtake/overtake/tracing"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/zap"
+)
+
+// The producer stores its span's context in the task headers; the worker
+// continues the same trace from them.
+func Example() {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	tr := tracing.Tracer(tp)
+	info := tracing.TaskInfo{Queue: "default", ID: "t1", Type: "report", Level: 0}
+
+	ctx, enq := tracing.StartEnqueue(context.Background(), tr, info)
+	headers := tracing.Inject(ctx, nil) // task.Headers
+	enq.End()
+
+	_, proc := tracing.StartProcess(context.Background(), tr, info, headers)
+	tracing.AddPreempted(proc, "t2", 2, 5*time.Second)
+	tracing.AddCheckpointSaved(proc, 128, 1)
+	tracing.AddRequeued(proc, "preempted")
+	proc.End()
+
+	for _, s := range rec.Ended() {
+		var names []string
+		for _, e := range s.Events() {
+			names = append(names, e.Name)
+		}
+		fmt.Println(s.Name(), s.SpanKind(), s.SpanContext().TraceID() == enq.SpanContext().TraceID(), names)
+	}
+	// Output:
+	// enqueue default producer true []
+	// process default consumer true [preempted checkpoint.saved requeued]
+}
+
+func ExampleNewMetrics() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	m, err := tracing.NewMetrics(mp)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	high := tracing.Labels{Queue: "default", Level: 2, LevelName: "high"}
+	m.RecordWait(ctx, high, 40*time.Millisecond)
+	m.RecordRun(ctx, high, 2*time.Second, tracing.OutcomeSucceeded)
+	m.RecordCheckpoint(ctx, high, 512)
+
+	var rm metricdata.ResourceMetrics
+	_ = reader.Collect(ctx, &rm)
+	var lines []string
+	for _, metric := range rm.ScopeMetrics[0].Metrics {
+		lines = append(lines, metric.Name+" "+metric.Unit)
+	}
+	slices.Sort(lines)
+	fmt.Println(strings.Join(lines, "\n"))
+	// Output:
+	// overtake.checkpoint.size By
+	// overtake.task.processed {task}
+	// overtake.task.run.duration s
+	// overtake.task.wait.duration s
+}
+
+// Setup exports over OTLP; Shutdown flushes what is still batched.
+func ExampleSetup() {
+	var posts atomic.Int32
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/traces" {
+			posts.Add(1)
+		}
+	}))
+	defer collector.Close()
+
+	ctx := context.Background()
+	p, err := tracing.Setup(ctx,
+		tracing.WithServiceName("example-worker"),
+		tracing.WithProtocol(tracing.ProtocolHTTP),
+		tracing.WithEndpoint(strings.TrimPrefix(collector.URL, "http://")),
+		tracing.WithInsecure(),
+		tracing.WithoutMetrics())
+	if err != nil {
+		panic(err)
+	}
+	_, span := tracing.Tracer(p.TracerProvider).Start(ctx, "work")
+	span.End()
+
+	shutdownCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	fmt.Println(p.Shutdown(shutdownCtx), posts.Load())
+	// Output: <nil> 1
+}
+
+func ExampleTaskFields() {
+	logger := zap.NewExample()
+	logger.Info("leased", tracing.TaskFields("t1", "email", 2)...)
+	// Output: {"level":"info","msg":"leased","task_id":"t1","task_type":"email","task_level":2}
+}

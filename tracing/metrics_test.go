@@ -1,0 +1,207 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+func TestMetricNamesAndUnits(t *testing.T) {
+	t.Parallel()
+	m, r := newManualMetrics(t)
+	ctx := context.Background()
+	l := Labels{Queue: "q", Level: 1, LevelName: "normal"}
+	m.RecordWait(ctx, l, time.Second)
+	m.RecordRun(ctx, l, time.Second, OutcomeSucceeded)
+	m.RecordRun(ctx, l, time.Second, OutcomeFailed)
+	m.RecordRun(ctx, l, time.Second, OutcomePreempted)
+	m.RecordRetried(ctx, l)
+	m.RecordRequeued(ctx, l)
+	m.RecordDead(ctx, l)
+	m.RecordSLABreach(ctx, l)
+	m.RecordCheckpoint(ctx, l, 2048)
+	unregister, err := m.RegisterDepth(func(context.Context) (map[int]int64, error) {
+		return map[int]int64{0: 5}, nil
+	}, nil, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unregister() }()
+
+	want := map[string]string{
+		MetricWaitDuration: "s", MetricRunDuration: "s", MetricCheckpointSize: "By",
+		MetricProcessed: "{task}", MetricFailed: "{task}", MetricDead: "{task}",
+		MetricPreempted: "{task}", MetricRetried: "{task}", MetricRequeued: "{task}",
+		MetricSLABreaches: "{task}", MetricQueueDepth: "{task}",
+	}
+	got := collect(t, r)
+	if len(got) != len(want) {
+		t.Errorf("got %d metrics, want %d", len(got), len(want))
+	}
+	for name, unit := range want {
+		if g, ok := got[name]; !ok || g.Unit != unit || g.Description == "" {
+			t.Errorf("%s: present %v unit %q description %q, want unit %q", name, ok, g.Unit, g.Description, unit)
+		}
+	}
+}
+
+// sums returns the value of every data point of a counter, keyed by level.
+func sums(t *testing.T, m metricdata.Metrics) map[int64]int64 {
+	t.Helper()
+	s, ok := m.Data.(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("%s is %T, want Sum[int64]", m.Name, m.Data)
+	}
+	out := map[int64]int64{}
+	for _, dp := range s.DataPoints {
+		v, _ := dp.Attributes.Value(LevelKey)
+		out[v.AsInt64()] += dp.Value
+	}
+	return out
+}
+
+func TestRecordRunOutcomes(t *testing.T) {
+	t.Parallel()
+	m, r := newManualMetrics(t)
+	ctx := context.Background()
+	hi, lo := Labels{Queue: "q", Level: 2, LevelName: "high"}, Labels{Queue: "q", Level: 0}
+	m.RecordRun(ctx, hi, 10*time.Millisecond, OutcomeSucceeded)
+	m.RecordRun(ctx, hi, 20*time.Millisecond, OutcomeFailed)
+	m.RecordRun(ctx, lo, 3*time.Second, OutcomePreempted)
+	m.RecordRun(ctx, lo, time.Second, OutcomeSucceeded)
+
+	got := collect(t, r)
+	check := func(name string, want map[int64]int64) {
+		t.Helper()
+		g := sums(t, got[name])
+		for lvl, n := range want {
+			if g[lvl] != n {
+				t.Errorf("%s level %d = %d, want %d", name, lvl, g[lvl], n)
+			}
+		}
+	}
+	check(MetricProcessed, map[int64]int64{2: 2, 0: 1})
+	check(MetricFailed, map[int64]int64{2: 1, 0: 0})
+	check(MetricPreempted, map[int64]int64{2: 0, 0: 1})
+
+	h := got[MetricRunDuration].Data.(metricdata.Histogram[float64])
+	outcomes := map[string]uint64{}
+	for _, dp := range h.DataPoints {
+		o, _ := dp.Attributes.Value(OutcomeKey)
+		outcomes[o.AsString()] += dp.Count
+		if dp.Bounds[0] != 0.005 {
+			t.Errorf("run buckets start at %v, want 0.005 s", dp.Bounds[0])
+		}
+	}
+	if outcomes["succeeded"] != 2 || outcomes["failed"] != 1 || outcomes["preempted"] != 1 {
+		t.Errorf("run outcomes = %v", outcomes)
+	}
+
+	// Level names: the given one, else the level number.
+	s := got[MetricProcessed].Data.(metricdata.Sum[int64])
+	names := map[string]bool{}
+	for _, dp := range s.DataPoints {
+		n, _ := dp.Attributes.Value(LevelNameKey)
+		q, _ := dp.Attributes.Value(DestinationKey)
+		names[n.AsString()] = q.AsString() == "q"
+	}
+	if !names["high"] || !names["0"] {
+		t.Errorf("level names = %v, want high and 0 with queue q", names)
+	}
+}
+
+func TestWaitAndCheckpointHistograms(t *testing.T) {
+	t.Parallel()
+	m, r := newManualMetrics(t)
+	l := Labels{Queue: "q", Level: 1}
+	m.RecordWait(context.Background(), l, 1500*time.Millisecond)
+	m.RecordCheckpoint(context.Background(), l, 4096)
+	got := collect(t, r)
+	w := got[MetricWaitDuration].Data.(metricdata.Histogram[float64]).DataPoints[0]
+	if w.Sum != 1.5 || w.Count != 1 {
+		t.Errorf("wait sum %v count %d, want 1.5 s once", w.Sum, w.Count)
+	}
+	c := got[MetricCheckpointSize].Data.(metricdata.Histogram[int64]).DataPoints[0]
+	if c.Sum != 4096 {
+		t.Errorf("checkpoint sum %d, want 4096", c.Sum)
+	}
+}
+
+func TestRegisterDepth(t *testing.T) {
+	t.Parallel()
+	m, r := newManualMetrics(t)
+	depth := map[int]int64{0: 7, 2: 1}
+	unregister, err := m.RegisterDepth(func(context.Context) (map[int]int64, error) { return depth, nil },
+		func(l int) string { return [...]string{"low", "normal", "high"}[l] }, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := collect(t, r)[MetricQueueDepth].Data.(metricdata.Gauge[int64])
+	got := map[string]int64{}
+	for _, dp := range g.DataPoints {
+		n, _ := dp.Attributes.Value(LevelNameKey)
+		got[n.AsString()] = dp.Value
+	}
+	if got["low"] != 7 || got["high"] != 1 || len(got) != 2 {
+		t.Errorf("depth = %v, want low 7 high 1", got)
+	}
+	if err := unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := collect(t, r)[MetricQueueDepth]; ok {
+		t.Error("depth still reported after unregister")
+	}
+}
+
+// A failing depth callback surfaces its error to the reader (the SDK
+// hands it to the otel error handler on periodic collection).
+func TestRegisterDepthError(t *testing.T) {
+	t.Parallel()
+	m, r := newManualMetrics(t)
+	boom := errors.New("redis down")
+	unregister, err := m.RegisterDepth(func(context.Context) (map[int]int64, error) {
+		return nil, boom
+	}, nil, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unregister() }()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); !errors.Is(err, boom) {
+		t.Errorf("Collect error = %v, want %v", err, boom)
+	}
+}
+
+func TestNilMetricsIsNoop(t *testing.T) {
+	t.Parallel()
+	var m *Metrics
+	ctx, l := context.Background(), Labels{}
+	m.RecordWait(ctx, l, time.Second)
+	m.RecordRun(ctx, l, time.Second, OutcomeFailed)
+	m.RecordRetried(ctx, l)
+	m.RecordRequeued(ctx, l)
+	m.RecordDead(ctx, l)
+	m.RecordSLABreach(ctx, l)
+	m.RecordCheckpoint(ctx, l, 1)
+	unregister, err := m.RegisterDepth(nil, nil, "q")
+	if err != nil || unregister() != nil {
+		t.Errorf("nil RegisterDepth: %v", err)
+	}
+	noop, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop.RecordRun(ctx, l, time.Second, OutcomeSucceeded)
+}
+
+func TestOutcomeString(t *testing.T) {
+	t.Parallel()
+	for o, want := range map[Outcome]string{OutcomeSucceeded: "succeeded", OutcomeFailed: "failed", OutcomePreempted: "preempted", 9: "unknown"} {
+		if o.String() != want {
+			t.Errorf("%d = %q, want %q", o, o.String(), want)
+		}
+	}
+}

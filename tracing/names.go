@@ -1,0 +1,110 @@
+package tracing
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+)
+
+// InstrumentationName names the tracer and the meter of Overtake.
+const InstrumentationName = "github.com/overtake/overtake"
+
+// SchemaURL is the OpenTelemetry schema the attribute names follow
+// (semantic conventions v1.43.0, the newest shipped with otel v1.47).
+const SchemaURL = semconv.SchemaURL
+
+// System is the value of messaging.system on every span.
+const System = "overtake"
+
+// Messaging operation names (messaging.operation.name); span names are
+// "<operation> <queue>" per the messaging conventions.
+const (
+	// OperationEnqueue names the producer operation: a task is sent.
+	OperationEnqueue = "enqueue"
+	// OperationProcess names the consumer operation: a handler runs a task.
+	OperationProcess = "process"
+)
+
+// EnqueueSpanName returns the name of the producer span for queue:
+// "enqueue <queue>".
+func EnqueueSpanName(queue string) string { return OperationEnqueue + " " + queue }
+
+// ProcessSpanName returns the name of the consumer span for queue:
+// "process <queue>".
+func ProcessSpanName(queue string) string { return OperationProcess + " " + queue }
+
+// Span event names. Events go on the process span of the task they concern.
+const (
+	// EventPreempted marks that this task was told to give way (victim side).
+	EventPreempted = "preempted"
+	// EventPreemptedVictim marks that this task displaced another (preemptor side);
+	// the span also links to the victim's span.
+	EventPreemptedVictim = "preempted.victim"
+	// EventCheckpointSaved marks that the handler saved a checkpoint.
+	EventCheckpointSaved = "checkpoint.saved"
+	// EventResumed marks that the handler started from a saved checkpoint.
+	EventResumed = "resumed"
+	// EventRequeued marks that the task went back to the head of its level.
+	EventRequeued = "requeued"
+	// EventRetry marks that the attempt failed and the task waits for a retry.
+	EventRetry = "retry"
+	// EventDead marks that the task was dead-lettered.
+	EventDead = "dead"
+)
+
+// Attribute keys of the OpenTelemetry messaging conventions, taken from
+// go.opentelemetry.io/otel/semconv/v1.43.0 so they track the spec.
+const (
+	// MessagingSystemKey is messaging.system; always [System].
+	MessagingSystemKey = semconv.MessagingSystemKey
+	// DestinationKey is messaging.destination.name: the queue name.
+	DestinationKey = semconv.MessagingDestinationNameKey
+	// MessageIDKey is messaging.message.id: the task ID.
+	MessageIDKey = semconv.MessagingMessageIDKey
+	// OperationTypeKey is messaging.operation.type: "send" or "process".
+	OperationTypeKey = semconv.MessagingOperationTypeKey
+	// OperationNameKey is messaging.operation.name: "enqueue" or "process".
+	OperationNameKey = semconv.MessagingOperationNameKey
+)
+
+// Attribute keys of our own, in the overtake.* namespace.
+const (
+	// TaskTypeKey is overtake.task.type: the handler's task type.
+	TaskTypeKey = attribute.Key("overtake.task.type")
+	// LevelKey is overtake.level: the priority level, higher is more urgent.
+	LevelKey = attribute.Key("overtake.level")
+	// LevelNameKey is overtake.level.name: the level's configured name.
+	LevelNameKey = attribute.Key("overtake.level.name")
+	// AttemptKey is overtake.attempt: failed attempts so far.
+	AttemptKey = attribute.Key("overtake.attempt")
+	// PreemptionsKey is overtake.preemptions: how often the task gave way.
+	PreemptionsKey = attribute.Key("overtake.preemptions")
+	// CheckpointBytesKey is overtake.checkpoint.bytes: checkpoint size.
+	CheckpointBytesKey = attribute.Key("overtake.checkpoint.bytes")
+	// CheckpointSeqKey is overtake.checkpoint.seq: checkpoint sequence.
+	CheckpointSeqKey = attribute.Key("overtake.checkpoint.seq")
+	// PreemptedByKey is overtake.preempted.by: the preemptor's task ID.
+	PreemptedByKey = attribute.Key("overtake.preempted.by")
+	// PreemptedByLevelKey is overtake.preempted.by.level: its level.
+	PreemptedByLevelKey = attribute.Key("overtake.preempted.by.level")
+	// GraceMsKey is overtake.grace_ms: the victim's grace period in ms.
+	GraceMsKey = attribute.Key("overtake.grace_ms")
+	// VictimIDKey is overtake.victim.id: the task ID of the victim.
+	VictimIDKey = attribute.Key("overtake.victim.id")
+	// ClassKey is overtake.class: the logical priority class, if any.
+	ClassKey = attribute.Key("overtake.class")
+	// ReasonKey is overtake.reason: why a task was requeued or dead-lettered.
+	ReasonKey = attribute.Key("overtake.reason")
+	// RetryDelayMsKey is overtake.retry.delay_ms: backoff before the retry.
+	RetryDelayMsKey = attribute.Key("overtake.retry.delay_ms")
+	// OutcomeKey is overtake.outcome: how a run ended (see [Outcome]).
+	OutcomeKey = attribute.Key("overtake.outcome")
+)
+
+// Values of messaging.* attributes that never change.
+var (
+	systemAttr        = MessagingSystemKey.String(System)
+	opSendAttr        = semconv.MessagingOperationTypeSend
+	opProcessAttr     = semconv.MessagingOperationTypeProcess
+	opEnqueueNameAttr = OperationNameKey.String(OperationEnqueue)
+	opProcessNameAttr = OperationNameKey.String(OperationProcess)
+)
