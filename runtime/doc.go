@@ -1,0 +1,54 @@
+// Package runtime is the Overtake engine a worker binary embeds: one ants
+// pool of Concurrency workers per process pulls tasks from a queue's Redis
+// priority lists, highest level first, and preempts running lower-priority
+// tasks when urgent work arrives and no worker in the fleet is free.
+//
+// The main flow:
+//
+//	q, _ := queue.New(rdb, queue.Config{Name: "default"})
+//	mux := handlers.NewMux()
+//	mux.HandleFunc("import", func(ctx context.Context, t *queue.Task) error {
+//		state, _, _ := checkpoint.Load[Progress](ctx)
+//		for state.Row < total {
+//			if ctx.Err() != nil { // preempted or shutting down
+//				_ = checkpoint.Save(ctx, state) // still allowed after cancel
+//				return context.Cause(ctx)
+//			}
+//			state.Row++ // ... work ...
+//		}
+//		return nil
+//	})
+//	rt, _ := runtime.New(q, mux, runtime.Config{Concurrency: 8})
+//	_ = rt.Run(ctx) // blocks; on ctx end, preempts and requeues every task
+//
+// # Leasing
+//
+// A dispatcher goroutine leases as many tasks as there are free slots in one
+// Redis round trip. Idle, it waits for a Pub/Sub message that the enqueue
+// script publishes, with a slow fallback poll (PollInterval); it never polls
+// Redis in a loop. A heartbeat extends every lease of the worker in one call.
+//
+// # Preemption
+//
+// When every slot is busy and a task above the lowest preemptible running
+// level is announced, the runtime first RESERVES it (leases it with a
+// minimum level, in a script that refuses while any live worker of the fleet
+// has a free slot or runs a lower eligible victim), and only then cancels its
+// victim with context.WithCancelCause and a cause matching ErrPreempted. So
+// preemptions never exceed urgent tasks taken. The victim has GracePeriod to
+// save its checkpoint and return; it is then requeued at the head of its
+// level, counting a preemption but not an attempt. A handler that ignores
+// cancellation keeps its slot and its lease (Go cannot stop a goroutine): it
+// is counted in Stats().Stuck, logged, and never runs twice at once.
+// Config.UrgentStart chooses whether the urgent task starts at once (the
+// pool briefly over capacity) or after its victim returned. The policy knobs
+// (minimum run time, maximum preemptions per task, levels that never preempt
+// or are never preempted) are in package preempt.
+//
+// # Shutdown
+//
+// Shutdown stops leasing, tells the fleet it has no capacity and preempts
+// every running task with the cause ErrShutdown: each checkpoints and is
+// requeued, so a rolling deploy loses no progress. A crashed worker's leases
+// expire and its tasks resume elsewhere from their last checkpoint.
+package runtime
