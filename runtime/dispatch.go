@@ -26,14 +26,20 @@ func (r *Runtime) listen(sub *redis.PubSub) {
 				return
 			}
 			if l, err := strconv.Atoi(msg.Payload); err == nil {
-				for {
-					cur := r.wakeLevel.Load()
-					if int64(l) <= cur || r.wakeLevel.CompareAndSwap(cur, int64(l)) {
-						break
-					}
-				}
+				r.raiseWake(int64(l))
 			}
 			r.signal()
+		}
+	}
+}
+
+// raiseWake records that a task of level l was announced, keeping the
+// highest level since the dispatcher last looked.
+func (r *Runtime) raiseWake(l int64) {
+	for {
+		cur := r.wakeLevel.Load()
+		if l <= cur || r.wakeLevel.CompareAndSwap(cur, l) {
+			return
 		}
 	}
 }
@@ -72,7 +78,12 @@ func (r *Runtime) dispatch() {
 		case r.canPreempt():
 			// Saturated: an announced level (or the slow poll, woken = -1)
 			// may be worth a reservation.
-			err = r.tryPreempt(int(woken))
+			var preempted bool
+			preempted, err = r.tryPreempt(int(woken))
+			if err == nil && preempted {
+				r.raiseWake(woken)
+				continue // more urgent tasks may wait: try the next victim at once
+			}
 		}
 		if err != nil {
 			backoff = min(max(2*backoff, 10*time.Millisecond), r.cfg.MaxRedisBackoff)

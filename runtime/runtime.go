@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
@@ -111,6 +112,13 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
 	sub := r.q.Redis().Subscribe(r.baseCtx, r.q.WakeChannel())
+	// Wait for the subscription to be confirmed, so no announcement made
+	// after Start returns is missed.
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if _, err := sub.Receive(rctx); err != nil {
+		r.log.Warn("wake-up subscription not confirmed; relying on the fallback poll until it is", zap.Error(err))
+	}
+	cancel()
 	r.loops.Add(3)
 	r.dispatchWG.Add(1)
 	go r.listen(sub)

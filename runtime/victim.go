@@ -39,7 +39,7 @@ func (r *Runtime) candidates() []preempt.Candidate {
 // was leased cancel the victim. So preemptions never exceed urgent tasks
 // taken. announced is the highest level announced since the last look, or
 // -1 on a poll.
-func (r *Runtime) tryPreempt(announced int) error {
+func (r *Runtime) tryPreempt(announced int) (bool, error) {
 	pol := r.cfg.Preemption
 	arriving := r.q.Levels() - 1
 	if announced >= 0 {
@@ -48,7 +48,7 @@ func (r *Runtime) tryPreempt(announced int) error {
 	now := time.Now()
 	victim, ok := pol.Choose(r.candidates(), arriving, now)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
@@ -65,13 +65,13 @@ func (r *Runtime) tryPreempt(announced int) error {
 		if err != queue.ErrNoTask {
 			r.log.Debug("no preemption", zap.String("why", err.Error()))
 		}
-		return nil
+		return false, nil
 	case err != nil:
-		return err
+		return false, err
 	}
 	r.stats.reserved.Add(1)
 	r.preempt(victim.ID, r.newRun(t))
-	return nil
+	return true, nil
 }
 
 // preempt cancels the victim for urgent, which this worker has leased, and
