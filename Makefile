@@ -1,4 +1,6 @@
 # Overtake developer targets. `make` or `make help` lists them.
+# Test targets print plain go test output plus a closing
+# "tests: N passed, N failed, N skipped" line (scripts/gotest.sh).
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
@@ -13,10 +15,10 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 test: ## go test -race on miniredis + a throwaway real redis-server (if installed)
-	scripts/with-redis.sh $(GO) test -race -count=1 $(PKGS)
+	scripts/with-redis.sh scripts/gotest.sh -race -count=1 $(PKGS)
 
 test/short: ## quick go test -short, miniredis only
-	$(GO) test -short -count=1 $(PKGS)
+	scripts/gotest.sh -short -count=1 $(PKGS)
 
 lint: ## gofmt, go vet, go mod tidy check
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -38,15 +38,15 @@ if mode == 'ack' then
     redis.call('ZREM', P .. 'done', o)
   end
 elseif mode == 'retry' then
-  redis.call('HINCRBY', h, 'att', 1)
+  incr(h, 'att')
   redis.call('HSET', h, 'state', 'retry', 'err', ARGV[7], 'pat', ARGV[6])
   redis.call('ZADD', P .. 'scheduled', ARGV[6], id)
   redis.call('HINCRBY', P .. 'cnt', 's' .. (lvl or '0'), 1)
 elseif mode == 'dead' then
-  redis.call('HINCRBY', h, 'att', 1)
+  incr(h, 'att')
   to_dead(id, h, now, ARGV[7])
 else
-  if ARGV[6] == 'preempt' then redis.call('HINCRBY', h, 'pre', 1) end
+  if ARGV[6] == 'preempt' then incr(h, 'pre') end
   if lvl then
     push_pending(id, h, lvl, now, true)
   else

@@ -45,7 +45,7 @@ if ARGV[9] == '1' then
     local ow, stt, pre = unpack(redis.call('HMGET', tkey(id), 'wkr', 'stt', 'pre'))
     if ow ~= w and not string.find(never, ',' .. lvl .. ',', 1, true)
       and tonumber(stt or '0') + minrun <= now
-      and (maxpre < 0 or tonumber(pre or '0') < maxpre) then
+      and (maxpre < 0 or (tonumber(pre or '0') or 0) < maxpre) then
       return {-2}
     end
   end

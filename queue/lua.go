@@ -16,18 +16,33 @@ const luaPrelude = `
 local P = ARGV[1]
 local function tkey(id) return P .. 't:' .. id end
 
+-- incr adds one to a counter field of a task record. A field that is not an
+-- integer (a malformed record) restarts from zero instead of failing the
+-- script halfway: Redis does not roll back a failed script's earlier writes,
+-- which would leave the task released but in no state at all.
+local function incr(h, f)
+  local v = redis.call('HGET', h, f)
+  if v and not string.match(v, '^%-?%d+$') then redis.call('HDEL', h, f) end
+  return redis.call('HINCRBY', h, f, 1)
+end
+
+-- release ends a lease and returns the task's level: the level it was leased
+-- from ('alv', always valid) rather than the record's 'lvl', which a
+-- malformed record may have lost or garbled, so that the counters stay
+-- right and a recovered task returns to a list that is leased from.
 local function release(id, h)
-  local w, lvl = unpack(redis.call('HMGET', h, 'wkr', 'lvl'))
+  local w, lvl, alv = unpack(redis.call('HMGET', h, 'wkr', 'lvl', 'alv'))
+  lvl = alv or lvl
   redis.call('ZREM', P .. 'leases', id)
   redis.call('ZREM', P .. 'running', id)
   if w and w ~= '' then redis.call('HINCRBY', P .. 'busy', w, -1) end
   if lvl then redis.call('HINCRBY', P .. 'cnt', 'a' .. lvl, -1) end
-  redis.call('HDEL', h, 'tok', 'wkr', 'ldl')
+  redis.call('HDEL', h, 'tok', 'wkr', 'ldl', 'alv')
   return lvl
 end
 
 local function acquire(id, h, lvl, now, dl, tok, w)
-  redis.call('HSET', h, 'state', 'active', 'tok', tok, 'wkr', w, 'ldl', dl, 'stt', now)
+  redis.call('HSET', h, 'state', 'active', 'tok', tok, 'wkr', w, 'ldl', dl, 'stt', now, 'alv', lvl)
   redis.call('ZADD', P .. 'leases', dl, id)
   redis.call('HINCRBY', P .. 'busy', w, 1)
   redis.call('HINCRBY', P .. 'cnt', 'a' .. lvl, 1)
@@ -75,7 +90,7 @@ local function recover(now)
     local h = tkey(id)
     if redis.call('EXISTS', h) == 1 then
       local lvl = release(id, h)
-      redis.call('HINCRBY', h, 'rec', 1)
+      incr(h, 'rec')
       if lvl then
         push_pending(id, h, lvl, now, true)
       else

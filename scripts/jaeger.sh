@@ -30,14 +30,15 @@ build() {
 		ot_log "jaeger $VERSION: cached at $BIN"
 		return
 	fi
-	local tmp dir
+	local tmp json dir
 	tmp=$(mktemp -d)
 	# Outside any module, so our go.mod is neither read nor changed.
-	dir=$(cd "$tmp" && GOFLAGS= GOWORK=off go mod download -json "github.com/jaegertracing/jaeger@$VERSION" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	json=$(cd "$tmp" && GOFLAGS= GOWORK=off go mod download -json "github.com/jaegertracing/jaeger@$VERSION") || true
 	rmdir "$tmp"
+	dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")
 	if [ -z "$dir" ] || [ ! -d "$dir/cmd/jaeger" ]; then
-		echo "jaeger.sh: go mod download of jaeger $VERSION gave no source dir" >&2
+		echo "jaeger.sh: go mod download of jaeger $VERSION gave no source dir:" >&2
+		echo "$json" >&2
 		exit 1
 	fi
 	# go install refuses the module (its go.mod has replace directives), so

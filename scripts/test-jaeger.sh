@@ -19,4 +19,4 @@ eval "$(scripts/jaeger.sh env)"
 export OVERTAKE_JAEGER_OTLP_GRPC OVERTAKE_JAEGER_OTLP_HTTP OVERTAKE_JAEGER_QUERY
 scripts/jaeger.sh smoke
 ot_log "OVERTAKE_JAEGER_OTLP_GRPC=$OVERTAKE_JAEGER_OTLP_GRPC OVERTAKE_JAEGER_OTLP_HTTP=$OVERTAKE_JAEGER_OTLP_HTTP OVERTAKE_JAEGER_QUERY=$OVERTAKE_JAEGER_QUERY"
-scripts/with-redis.sh go test -race -count=1 -run "${JAEGER_RUN:-Jaeger}" "${PKGS:-./...}"
+scripts/with-redis.sh scripts/gotest.sh -race -count=1 -run "${JAEGER_RUN:-Jaeger}" "${PKGS:-./...}"
