@@ -1,0 +1,110 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrNotDead is returned by RequeueDead and DeleteDead for a task that
+// exists but is not dead-lettered: the call changed nothing.
+var ErrNotDead = errors.New("overtake: task is not dead-lettered")
+
+// deadAdminScript takes a dead-lettered task out of the dead set: back to
+// the tail of its level (requeue) or gone (delete). It is fenced by the
+// task's state: only a record in state dead that is in the dead set is
+// touched, so it cannot race a worker or a second admin.
+//
+//	KEYS[1] task record
+//	ARGV[1] prefix  ARGV[2] id  ARGV[3] now ms  ARGV[4] mode: requeue | delete
+//	ARGV[5] levels  ARGV[6] "1" to drop the checkpoint (requeue)
+//
+// Returns {1, level} on success, {0} when there is no record (a stale dead
+// entry is removed), {-1, state} when the task is not dead, {-2, level}
+// when the record's level is unusable (requeue only; delete it instead).
+var deadAdminScript = newScript(`
+local id, now, mode, levels = ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local h = KEYS[1]
+local indead = redis.call('ZSCORE', P .. 'dead', id)
+if redis.call('EXISTS', h) == 0 then
+  if indead then redis.call('ZREM', P .. 'dead', id) end
+  return {0}
+end
+local state, raw = unpack(redis.call('HMGET', h, 'state', 'lvl'))
+if state ~= 'dead' or not indead then return {-1, state or ''} end
+-- to_dead counted the task under its record's level, or '0' without one.
+local counted = raw or '0'
+local lvl = tonumber(raw or '')
+if mode == 'requeue' and (not lvl or lvl ~= math.floor(lvl) or lvl < 0 or lvl >= levels) then
+  return {-2, raw or ''}
+end
+redis.call('ZREM', P .. 'dead', id)
+if tonumber(redis.call('HINCRBY', P .. 'cnt', 'd' .. counted, -1)) < 0 then
+  redis.call('HSET', P .. 'cnt', 'd' .. counted, 0)
+end
+if mode == 'delete' then
+  redis.call('DEL', h)
+  return {1, counted}
+end
+redis.call('HSET', h, 'att', 0)
+redis.call('HDEL', h, 'fin')
+if ARGV[6] == '1' then redis.call('HDEL', h, 'cp') end
+push_pending(id, h, lvl, now, false)
+return {1, lvl}
+`)
+
+// RequeueDeadOptions tunes RequeueDead.
+type RequeueDeadOptions struct {
+	// ResetCheckpoint drops the task's saved checkpoint, so it starts over
+	// instead of resuming from where its last attempt stopped. The
+	// checkpoint sequence keeps counting.
+	ResetCheckpoint bool
+}
+
+// RequeueDead moves dead-lettered task id back to the TAIL of its level
+// with a fresh retry budget (Attempt 0). Its last error is kept for
+// reference, and so is its checkpoint unless opts.ResetCheckpoint. It
+// fails with ErrTaskNotFound when there is no record, ErrNotDead when the
+// task is not dead-lettered, and ErrMalformedRecord when the record has no
+// usable level (DeleteDead it instead). Nothing changes on failure.
+func (c *Client) RequeueDead(ctx context.Context, id string, opts RequeueDeadOptions) error {
+	reset := "0"
+	if opts.ResetCheckpoint {
+		reset = "1"
+	}
+	return c.deadAdmin(ctx, id, "requeue", reset)
+}
+
+// DeleteDead deletes dead-lettered task id and its record. It fails with
+// ErrTaskNotFound when there is no record and ErrNotDead when the task is
+// not dead-lettered; nothing changes then.
+func (c *Client) DeleteDead(ctx context.Context, id string) error {
+	return c.deadAdmin(ctx, id, "delete", "0")
+}
+
+func (c *Client) deadAdmin(ctx context.Context, id, mode, reset string) error {
+	if id == "" {
+		return fmt.Errorf("overtake: %s dead: %w: empty ID", mode, ErrInvalidTask)
+	}
+	raw, err := deadAdminScript.Run(ctx, c.rdb, []string{c.keys.task(id)},
+		c.keys.prefix, id, c.cfg.Clock().UnixMilli(), mode, c.cfg.Levels, reset).Slice()
+	if err != nil {
+		return fmt.Errorf("overtake: %s dead %s: %w", mode, id, err)
+	}
+	code, _ := raw[0].(int64)
+	var detail any
+	if len(raw) > 1 {
+		detail = raw[1]
+	}
+	switch code {
+	case 1:
+		return nil
+	case 0:
+		return fmt.Errorf("overtake: %s dead: %w: %q", mode, ErrTaskNotFound, id)
+	case -1:
+		return fmt.Errorf("overtake: %s dead: %w: %q is %v", mode, ErrNotDead, id, detail)
+	default:
+		return fmt.Errorf("overtake: %s dead: %w: task %q has level %q, outside 0..%d",
+			mode, ErrMalformedRecord, id, detail, c.cfg.Levels-1)
+	}
+}
