@@ -5,6 +5,11 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/overtake/overtake/tracing"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Client. The zero value is usable: WithDefaults fills
@@ -41,6 +46,17 @@ type Config struct {
 	// Clock returns the current time; tests inject a fake one. Defaults to
 	// time.Now.
 	Clock func() time.Time
+	// TracerProvider makes the producer span "enqueue <queue>" of every
+	// Enqueue. Defaults to the otel global (otel.GetTracerProvider), a no-op
+	// until the application installs one (tracing.WithGlobal).
+	TracerProvider trace.TracerProvider
+	// Propagator writes the producer's trace context into Task.Headers at
+	// enqueue and reads it back for the worker's process span. Defaults to
+	// W3C TraceContext plus Baggage (tracing.DefaultPropagator), not the
+	// otel global, whose default propagates nothing: producers and workers
+	// must agree on it, and a trace must not break because one process
+	// left the global unset.
+	Propagator propagation.TextMapPropagator
 }
 
 // Default values of Config.
@@ -86,6 +102,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
+	if c.Propagator == nil {
+		c.Propagator = tracing.DefaultPropagator()
 	}
 	return c
 }

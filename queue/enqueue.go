@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // enqueueScript stores a new task record and makes it pending or scheduled.
@@ -30,11 +31,16 @@ return 1
 
 // Enqueue stores t and makes it pending at its level (or scheduled, with
 // ProcessAt/ProcessIn). It returns the stored task, with its ID.
-func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (*Task, error) {
-	nt, ks, args, err := c.prepare(t, opts)
+//
+// Enqueue records the producer span "enqueue <queue>" (a child of the span
+// in ctx) with Config.TracerProvider and stores its trace context in the
+// record's Headers, so every run of the task joins the producer's trace.
+func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, err error) {
+	nt, ks, args, span, err := c.prepare(ctx, t, opts)
 	if err != nil {
 		return nil, err
 	}
+	defer func() { endEnqueue(span, err) }()
 	n, err := enqueueScript.Run(ctx, c.rdb, ks, args...).Int()
 	if err != nil {
 		return nil, fmt.Errorf("overtake: enqueue %s: %w", nt.ID, err)
@@ -54,13 +60,14 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 	var errs []error
 	args := make([][]any, len(tasks))
 	kss := make([][]string, len(tasks))
+	spans := make([]trace.Span, len(tasks))
 	for i, t := range tasks {
-		nt, ks, a, err := c.prepare(t, opts)
+		nt, ks, a, span, err := c.prepare(ctx, t, opts)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
 			continue
 		}
-		out[i], kss[i], args[i] = nt, ks, a
+		out[i], kss[i], args[i], spans[i] = nt, ks, a, span
 	}
 	exec := func(useSha bool) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -88,36 +95,46 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		n, err := cmd.Int()
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("task %d (%s): %w", i, out[i].ID, err))
+			err = fmt.Errorf("task %d (%s): %w", i, out[i].ID, err)
+			errs = append(errs, err)
+			endEnqueue(spans[i], err)
 			out[i] = nil
 		case n == 0:
-			errs = append(errs, fmt.Errorf("task %d: %w: %q", i, ErrDuplicateTask, out[i].ID))
+			err = fmt.Errorf("task %d: %w: %q", i, ErrDuplicateTask, out[i].ID)
+			errs = append(errs, err)
+			endEnqueue(spans[i], err)
 			out[i] = nil
+		default:
+			endEnqueue(spans[i], nil)
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-// prepare validates t, applies opts to a copy and builds the script call.
-func (c *Client) prepare(t *Task, opts []Option) (*Task, []string, []any, error) {
+// prepare validates t, applies opts to a copy, starts its producer span
+// (whose trace context goes into the copy's Headers) and builds the script
+// call. The caller ends the span once the record is written; on error no
+// span was started.
+func (c *Client) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []string, []any, trace.Span, error) {
 	if t == nil || t.Type == "" {
-		return nil, nil, nil, fmt.Errorf("%w: a task needs a type", ErrInvalidTask)
+		return nil, nil, nil, nil, fmt.Errorf("%w: a task needs a type", ErrInvalidTask)
 	}
 	nt := *t
 	for _, o := range opts {
 		if err := o(c, &nt); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 	}
 	if nt.Level < 0 || nt.Level >= c.cfg.Levels {
-		return nil, nil, nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
+		return nil, nil, nil, nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
 	}
 	if max := c.cfg.MaxPayloadBytes; max >= 0 && len(nt.Payload) > max {
-		return nil, nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), max)
+		return nil, nil, nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), max)
 	}
 	if nt.ID == "" {
 		nt.ID = newID()
 	}
+	_, span := c.startEnqueue(ctx, &nt)
 	now := c.cfg.Clock()
 	state, mode, dest := StatePending, "p", c.keys.pending(nt.Level)
 	if nt.ProcessAt.After(now) {
@@ -127,9 +144,10 @@ func (c *Client) prepare(t *Task, opts []Option) (*Task, []string, []any, error)
 	}
 	fields, err := encodeFields(&nt, state, now)
 	if err != nil {
-		return nil, nil, nil, err
+		endEnqueue(span, err)
+		return nil, nil, nil, nil, err
 	}
 	nt.State, nt.EnqueuedAt, nt.ReadyAt = state, now, now
 	args := append([]any{c.keys.prefix, nt.ID, mode, nt.ProcessAt.UnixMilli(), nt.Level}, fields...)
-	return &nt, []string{c.keys.task(nt.ID), dest}, args, nil
+	return &nt, []string{c.keys.task(nt.ID), dest}, args, span, nil
 }

@@ -16,6 +16,7 @@ import (
 //	retry:   ARGV[6] due ms       ARGV[7] error
 //	dead:    ARGV[7] reason
 //	requeue: ARGV[6] "preempt" counts a preemption, anything else does not
+//	ARGV[8] the task's run spans (Task.RunSpans), stored unless empty or ack
 //
 // Returns 1, or the error LEASE_LOST.
 var finishScript = newScript(`
@@ -23,6 +24,7 @@ local id, now, mode = ARGV[2], tonumber(ARGV[4]), ARGV[5]
 local h = KEYS[1]
 if not check_token(h, ARGV[3]) then return redis.error_reply('` + leaseLostMsg + `') end
 local lvl = release(id, h)
+if mode ~= 'ack' and ARGV[8] ~= '' then redis.call('HSET', h, 'rsp', ARGV[8]) end
 if mode == 'ack' then
   local ret = tonumber(ARGV[6])
   if ret > 0 then
@@ -96,7 +98,7 @@ func (c *Client) finish(ctx context.Context, t *Task, mode string, a6 any, a7 st
 		return fmt.Errorf("%w: %s of a task without ID or token", ErrLeaseLost, mode)
 	}
 	err := finishScript.Run(ctx, c.rdb, []string{c.keys.task(t.ID)},
-		c.keys.prefix, t.ID, t.Token, c.cfg.Clock().UnixMilli(), mode, a6, a7).Err()
+		c.keys.prefix, t.ID, t.Token, c.cfg.Clock().UnixMilli(), mode, a6, a7, encodeRunSpans(t.RunSpans)).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("overtake: %s %s: %w", mode, t.ID, err)
 	}

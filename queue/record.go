@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,6 +33,7 @@ const (
 	fToken       = "tok"
 	fDeadline    = "ldl"
 	fRecoveries  = "rec"
+	fRunSpans    = "rsp"
 )
 
 // encodeFields returns the field/value pairs stored at enqueue.
@@ -97,6 +99,7 @@ func decodeMap(m map[string]string) (*Task, error) {
 	t.ReadyAt = d.time(fReadyAt)
 	t.ProcessAt = d.time(fProcessAt)
 	t.LeaseDeadline = d.time(fDeadline)
+	t.RunSpans = strings.Fields(m[fRunSpans])
 	if h := m[fHeaders]; h != "" {
 		if err := json.Unmarshal([]byte(h), &t.Headers); err != nil && d.err == nil {
 			d.err = fmt.Errorf("field %s: %v", fHeaders, err)

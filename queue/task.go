@@ -77,6 +77,11 @@ type Task struct {
 	Token string
 	// LeaseDeadline is when the current lease expires.
 	LeaseDeadline time.Time
+	// RunSpans holds the W3C traceparent of the process span of each of
+	// the task's earlier runs (the last MaxRunSpans, oldest first), so a
+	// run after a preemption or a retry links to them. The runtime adds the
+	// running span with AddRunSpan; Retry, Kill and Requeue store the list.
+	RunSpans []string
 }
 
 // NewTask returns a task of the given type and payload at level 0.

@@ -1,0 +1,97 @@
+package queue
+
+import (
+	"context"
+	"maps"
+	"strings"
+
+	"github.com/overtake/overtake/tracing"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// MaxRunSpans bounds Task.RunSpans: a record remembers the process spans
+// of the task's last 16 runs, so a long-lived task's record stays small.
+const MaxRunSpans = 16
+
+// traceparent is the W3C header holding a span context.
+const traceparent = "traceparent"
+
+// startEnqueue starts the producer span "enqueue <queue>" of nt and writes
+// its trace context into nt.Headers (a copy: the caller's map is left
+// alone) before the record is encoded. The parent is the span in ctx or,
+// when ctx has none, the trace context already in nt.Headers (a task
+// re-enqueued from another record continues that trace).
+func (c *Client) startEnqueue(ctx context.Context, nt *Task) (context.Context, trace.Span) {
+	prop := c.propagator()
+	if !trace.SpanContextFromContext(ctx).IsValid() && len(nt.Headers) > 0 {
+		ctx = prop.Extract(ctx, nt.Headers)
+	}
+	info := tracing.TaskInfo{Queue: c.cfg.Name, ID: nt.ID, Type: nt.Type, Level: nt.Level,
+		LevelName: c.LevelName(nt.Level), Class: nt.Class}
+	ctx, span := tracing.StartEnqueue(ctx, tracing.Tracer(c.cfg.TracerProvider), info,
+		trace.WithAttributes(semconv.MessagingMessageBodySize(len(nt.Payload))))
+	nt.Headers = prop.Inject(ctx, maps.Clone(nt.Headers))
+	return ctx, span
+}
+
+// endEnqueue ends the producer span; a failed enqueue marks it as an error.
+func endEnqueue(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+func (c *Client) propagator() tracing.Propagator {
+	return tracing.NewPropagator(c.cfg.Propagator)
+}
+
+// TraceContext returns ctx carrying the producer's span context stored in
+// t.Headers at enqueue, read with Config.Propagator: the parent of the
+// worker's process span. Without one in the headers, ctx is returned as is.
+func (c *Client) TraceContext(ctx context.Context, t *Task) context.Context {
+	return c.propagator().Extract(ctx, t.Headers)
+}
+
+// RunSpanContexts returns the span contexts in t.RunSpans, oldest first,
+// skipping entries that do not parse: the process spans of the task's
+// earlier runs, which a new run's span links to.
+func (t *Task) RunSpanContexts() []trace.SpanContext {
+	out := make([]trace.SpanContext, 0, len(t.RunSpans))
+	for _, s := range t.RunSpans {
+		ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{traceparent: s})
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// AddRunSpan appends sc, the process span of the run now holding t, to
+// t.RunSpans (keeping the last MaxRunSpans). The next Retry, Kill or
+// Requeue of t stores the list in the record, so the task's next run can
+// link to this one. An invalid sc is ignored.
+func (t *Task) AddRunSpan(sc trace.SpanContext) {
+	if !sc.IsValid() {
+		return
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
+	t.RunSpans = append(t.RunSpans, carrier[traceparent])
+	if n := len(t.RunSpans); n > MaxRunSpans {
+		t.RunSpans = append([]string(nil), t.RunSpans[n-MaxRunSpans:]...)
+	}
+}
+
+// encodeRunSpans is the record value of t.RunSpans: its last MaxRunSpans
+// entries separated by spaces, "" when there are none.
+func encodeRunSpans(spans []string) string {
+	if n := len(spans); n > MaxRunSpans {
+		spans = spans[n-MaxRunSpans:]
+	}
+	return strings.Join(spans, " ")
+}
