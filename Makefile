@@ -26,7 +26,7 @@ lint: ## gofmt, go vet, go mod tidy check
 	$(GO) mod tidy -diff
 
 bench: ## benchmarks and cmd/overtake-bench (if present) against a real redis-server
-	scripts/with-redis.sh bash -c '$(GO) test -run "^$$" -bench . -benchmem $(PKGS); \
+	scripts/with-redis.sh bash -ec '$(GO) test -run "^$$" -bench . -benchmem $(PKGS); \
 		if [ -d cmd/overtake-bench ]; then $(GO) run ./cmd/overtake-bench $(BENCH_ARGS); fi'
 
 jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1; prints OVERTAKE_JAEGER_* to source
