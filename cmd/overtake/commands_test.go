@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+)
+
+// cli runs commands against one backend, in a namespace of its own.
+type cli struct {
+	t    *testing.T
+	b    testredis.Backend
+	conn []string
+}
+
+func newCLI(t *testing.T, b testredis.Backend) *cli {
+	return &cli{t: t, b: b, conn: []string{"--redis", "redis://" + b.Addr, "--namespace", b.Prefix}}
+}
+
+// ok runs a command that must succeed and returns its stdout.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := runCLI(c.t, append(args, c.conn...)...)
+	if code != 0 {
+		c.t.Fatalf("%q: exit %d, stderr %q", args, code, errOut)
+	}
+	return out
+}
+
+// fail runs a command that must fail with code and returns its stderr.
+func (c *cli) fail(code int, args ...string) string {
+	c.t.Helper()
+	_, errOut, got := runCLI(c.t, append(args, c.conn...)...)
+	if got != code {
+		c.t.Fatalf("%q: exit %d, want %d; stderr %q", args, got, code, errOut)
+	}
+	return errOut
+}
+
+// client returns a queue client of the CLI's default queue, as a worker.
+func (c *cli) client() *queue.Client {
+	q, err := queue.New(c.b.Client, queue.Config{Namespace: c.b.Prefix})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return q
+}
+
+var enqueuedID = regexp.MustCompile(`(?m)^enqueued (\S+)$`)
+
+func TestEnqueueStatsInspect(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		c := newCLI(t, b)
+		out := c.ok("enqueue", "--type", "email", "--level", "high", "--payload", `{"to":"ada@example.com"}`,
+			"--id", "mail-1", "--max-retries", "3", "--timeout", "30s", "--not-preemptible")
+		if !strings.Contains(out, "enqueued mail-1") || !strings.Contains(out, "level high (2), pending") {
+			t.Fatalf("enqueue output %q", out)
+		}
+		c.ok("enqueue", "--type", "resize", "--level", "0")
+		c.ok("enqueue", "--type", "resize", "--level", "low", "--delay", "1h")
+		c.fail(1, "enqueue", "--type", "email", "--id", "mail-1")      // duplicate
+		c.fail(2, "enqueue", "--type", "email", "--level", "urgent")   // no such level
+		c.fail(2, "enqueue", "--type", "email", "--payload", `{"to":`) // bad JSON
+		c.fail(1, "enqueue", "--type", "email", "--class", "paying")   // no classes
+		out = c.ok("enqueue", "--type", "email", "--class", "paying", "--classes", "free=low,paying=normal")
+		if !strings.Contains(out, "level normal (1)") {
+			t.Fatalf("class output %q", out)
+		}
+
+		out = c.ok("stats")
+		for _, want := range []string{
+			`queue "default" (namespace "` + b.Prefix + `"): 0 live workers`,
+			"LEVEL    NAME  DEPTH  IN FLIGHT  SCHEDULED  DEAD  OLDEST WAIT",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stats lacks %q:\n%s", want, out)
+			}
+		}
+		rows := map[string]*regexp.Regexp{
+			"high":   regexp.MustCompile(`(?m)^\s*2\s+high\s+1\s+0\s+0\s+0\s+\d+ms$`),
+			"normal": regexp.MustCompile(`(?m)^\s*1\s+normal\s+1\s+0\s+0\s+0\s+\d+ms$`),
+			"low":    regexp.MustCompile(`(?m)^\s*0\s+low\s+1\s+0\s+1\s+0\s+\d+ms$`),
+			"total":  regexp.MustCompile(`(?m)^\s*total\s+3\s+0\s+1\s+0\s*$`),
+		}
+		for name, re := range rows {
+			if !re.MatchString(out) {
+				t.Errorf("stats row %s does not match %s:\n%s", name, re, out)
+			}
+		}
+
+		// A worker leases the high task and checkpoints binary state.
+		q := c.client()
+		ctx := context.Background()
+		res, err := q.Lease(ctx, queue.LeaseRequest{Worker: "w1", MinLevel: 2})
+		if err != nil || len(res.Tasks) != 1 {
+			t.Fatalf("lease: %v %v", res, err)
+		}
+		if _, err := q.SaveCheckpoint(ctx, "mail-1", res.Tasks[0].Token, []byte{0, 1, 2, 0xff}); err != nil {
+			t.Fatal(err)
+		}
+		out = c.ok("inspect", "mail-1")
+		for _, want := range []string{
+			"id           mail-1", "type         email", "level        high (2)", "state        active",
+			"attempts     0 failed of 3 retries allowed", "preemptible  false", "timeout      30s",
+			"worker       w1", "lease token  " + res.Tasks[0].Token,
+			`payload      24 bytes: "{\"to\":\"ada@example.com\"}"`,
+			"checkpoint   seq 1, 4 bytes, binary: 000102ff",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("inspect lacks %q:\n%s", want, out)
+			}
+		}
+		if !regexp.MustCompile(`enqueued at\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \S+ \(\d+ms ago\)`).MatchString(out) {
+			t.Errorf("inspect time format:\n%s", out)
+		}
+		out = c.ok("stats")
+		if !regexp.MustCompile(`(?m)^\s*2\s+high\s+0\s+1\s+0\s+0\s+-$`).MatchString(out) {
+			t.Errorf("stats after lease:\n%s", out)
+		}
+
+		// A pending task shows its position; flags may follow the ID.
+		id := enqueuedID.FindStringSubmatch(c.ok("enqueue", "--type", "resize", "--payload", "plain text"))[1]
+		out = c.ok("inspect", id)
+		if !strings.Contains(out, "state        pending (position 2 of 2 in low)") ||
+			!strings.Contains(out, `payload      10 bytes: "plain text"`) ||
+			!strings.Contains(out, "checkpoint   none") {
+			t.Errorf("inspect pending:\n%s", out)
+		}
+		errOut := c.fail(1, "inspect", "nope")
+		if !strings.Contains(errOut, "task not found") {
+			t.Errorf("inspect unknown: %q", errOut)
+		}
+	})
+}
+
+func TestDeadCommands(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		c := newCLI(t, b)
+		if out := c.ok("dead", "list"); !strings.Contains(out, "no dead tasks") {
+			t.Fatalf("empty list: %q", out)
+		}
+		q := c.client()
+		ctx := context.Background()
+		var ids []string
+		for i, reason := range []string{"boom", "bad input\nline two"} {
+			out := c.ok("enqueue", "--type", "job", "--level", "normal", "--payload", `{"i":1}`)
+			ids = append(ids, enqueuedID.FindStringSubmatch(out)[1])
+			res, err := q.Lease(ctx, queue.LeaseRequest{Worker: "w"})
+			if err != nil || len(res.Tasks) != 1 || res.Tasks[0].ID != ids[i] {
+				t.Fatalf("lease: %v %v", res, err)
+			}
+			if _, err := q.SaveCheckpoint(ctx, ids[i], res.Tasks[0].Token, []byte(`{"row":7}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Kill(ctx, res.Tasks[0], reason); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := c.ok("dead", "list")
+		for _, want := range []string{"ID", "REASON", ids[0], ids[1], "boom", "bad input line two", "showing 1-2 of 2 dead tasks"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("dead list lacks %q:\n%s", want, out)
+			}
+		}
+		if out := c.ok("dead", "list", "--offset", "1", "--limit", "5"); strings.Contains(out, ids[0]) || !strings.Contains(out, ids[1]) {
+			t.Errorf("paged list:\n%s", out)
+		}
+
+		out = c.ok("dead", "requeue", ids[0], "--reset-checkpoint")
+		if strings.TrimSpace(out) != "requeued "+ids[0] {
+			t.Errorf("requeue output %q", out)
+		}
+		tk, err := q.Inspect(ctx, ids[0])
+		if err != nil || tk.State != queue.StatePending || tk.Checkpoint != nil || tk.Attempt != 0 {
+			t.Errorf("requeued task: %+v %v", tk, err)
+		}
+		errOut := c.fail(1, "dead", "requeue", ids[0])
+		if !strings.Contains(errOut, "not dead-lettered") {
+			t.Errorf("second requeue: %q", errOut)
+		}
+		out = c.ok("dead", "delete", ids[1])
+		if strings.TrimSpace(out) != "deleted "+ids[1] {
+			t.Errorf("delete output %q", out)
+		}
+		if _, err := q.Inspect(ctx, ids[1]); err == nil {
+			t.Error("deleted task still exists")
+		}
+		c.fail(1, "dead", "delete", ids[1])
+		out = c.ok("stats")
+		if !regexp.MustCompile(`(?m)^\s*1\s+normal\s+1\s+0\s+0\s+0\s+\S+$`).MatchString(out) {
+			t.Errorf("stats after requeue and delete:\n%s", out)
+		}
+	})
+}
+
+func TestStatsCluster(t *testing.T) {
+	cl := testredis.StartCluster(t)
+	addrs := cl.Addrs()
+	q, err := queue.New(cl.Client(), queue.Config{Namespace: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := q.Enqueue(ctx, queue.NewTask("x", nil), queue.Level(2)); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "stats", "--namespace", "cli", "--redis", "redis://"+strings.Join(addrs, ","))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !regexp.MustCompile(`(?m)^\s*2\s+high\s+1\s+0\s+0\s+0\s+\S+$`).MatchString(out) {
+		t.Errorf("cluster stats:\n%s", out)
+	}
+}

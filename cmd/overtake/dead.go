@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/overtake/overtake/queue"
+)
+
+// cmdDead dispatches the dead-letter subcommands.
+func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	const synopsis = "list [--limit N --offset N] | requeue [--reset-checkpoint] ID... | delete ID..."
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "Usage: overtake dead %s\n", synopsis)
+		return usageErr("a subcommand is required: list, requeue or delete")
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlagSet("dead "+sub, synopsis, stderr)
+	rf := addRedisFlags(fs)
+	switch sub {
+	case "list", "ls":
+		limit := fs.Int64("limit", 50, "how many dead tasks to show")
+		offset := fs.Int64("offset", 0, "skip this many, oldest first")
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) > 0 {
+			return usageErr("unexpected argument %q", pos[0])
+		}
+		if *limit < 1 || *offset < 0 {
+			return usageErr("--limit must be positive and --offset not negative")
+		}
+		return withQueue(ctx, rf, func(q *queue.Client) error { return deadList(ctx, stdout, q, *offset, *limit) })
+	case "requeue", "delete", "rm":
+		reset := false
+		if sub == "requeue" {
+			fs.BoolVar(&reset, "reset-checkpoint", false, "drop the saved checkpoint: the task starts over")
+		}
+		ids, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return usageErr("at least one task ID is required")
+		}
+		return withQueue(ctx, rf, func(q *queue.Client) error {
+			var errs []error
+			for _, id := range ids {
+				var err error
+				if sub == "requeue" {
+					err = q.RequeueDead(ctx, id, queue.RequeueDeadOptions{ResetCheckpoint: reset})
+				} else {
+					err = q.DeleteDead(ctx, id)
+				}
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if sub == "requeue" {
+					fmt.Fprintf(stdout, "requeued %s\n", id)
+				} else {
+					fmt.Fprintf(stdout, "deleted %s\n", id)
+				}
+			}
+			return errors.Join(errs...)
+		})
+	default:
+		return usageErr("unknown subcommand %q (want list, requeue or delete)", sub)
+	}
+}
+
+func withQueue(ctx context.Context, rf *redisFlags, fn func(q *queue.Client) error) error {
+	q, closeFn, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	return fn(q)
+}
+
+// deadList prints a page of dead-lettered tasks, oldest first.
+func deadList(ctx context.Context, w io.Writer, q *queue.Client, offset, limit int64) error {
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, l := range st.Levels {
+		total += l.Dead
+	}
+	tasks, err := q.DeadTasks(ctx, offset, limit)
+	if err != nil {
+		return err
+	}
+	if len(tasks) == 0 {
+		fmt.Fprintf(w, "no dead tasks (offset %d)\n", offset)
+		return nil
+	}
+	now := q.Config().Clock()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTYPE\tLEVEL\tATTEMPTS\tENQUEUED\tREASON")
+	for _, t := range tasks {
+		age := "-"
+		if !t.EnqueuedAt.IsZero() {
+			age = roundDuration(now.Sub(t.EnqueuedAt)).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Type, q.LevelName(t.Level), t.Attempt, age, oneLine(t.LastError, 80))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nshowing %d-%d of %d dead tasks; requeue with: overtake dead requeue ID\n",
+		offset+1, offset+int64(len(tasks)), max(total, offset+int64(len(tasks))))
+	return nil
+}
+
+// oneLine flattens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

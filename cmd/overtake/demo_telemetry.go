@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/overtake/overtake/tracing"
+)
+
+// telemetry is the demo's tracer and meter providers and logger. The
+// tracer provider always carries the span processor that prints "taken"
+// lines; with --otlp it also exports to the collector.
+type telemetry struct {
+	tp       *sdktrace.TracerProvider
+	mp       metric.MeterProvider
+	log      *zap.Logger
+	target   string
+	shutdown func() error
+}
+
+func newTelemetry(ctx context.Context, o demoOptions, p *printer, queueName string, errOut io.Writer) (*telemetry, error) {
+	tel := &telemetry{log: zap.NewNop(), mp: metricnoop.NewMeterProvider()}
+	if o.Verbose {
+		enc := zap.NewDevelopmentEncoderConfig()
+		core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(errOut), zapcore.InfoLevel)
+		tel.log = zap.New(core)
+	}
+	taken := &takenPrinter{p: p, queue: queueName}
+	if o.OTLP == "" {
+		tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(taken))
+		tel.shutdown = func() error { return tel.tp.Shutdown(context.Background()) }
+		return tel, nil
+	}
+
+	opts := []tracing.Option{tracing.WithServiceName("overtake-demo")}
+	tel.target = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	if o.OTLP != "env" {
+		opts = append(opts, tracing.WithEndpoint(o.OTLP), tracing.WithInsecure())
+		tel.target = o.OTLP
+	}
+	if o.OTLPProtocol == "grpc" {
+		opts = append(opts, tracing.WithProtocol(tracing.ProtocolGRPC))
+	} else {
+		opts = append(opts, tracing.WithProtocol(tracing.ProtocolHTTP))
+	}
+	prov, err := tracing.Setup(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--otlp %s: %w", mask(o.OTLP), err)
+	}
+	sdk, ok := prov.TracerProvider.(*sdktrace.TracerProvider)
+	if !ok {
+		_ = prov.Shutdown(context.Background())
+		return nil, errors.New("--otlp: tracing.Setup returned no SDK tracer provider")
+	}
+	sdk.RegisterSpanProcessor(taken)
+	tel.tp, tel.mp = sdk, prov.MeterProvider
+	tel.shutdown = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := prov.Shutdown(ctx); err != nil {
+			return fmt.Errorf("flush telemetry to %s: %v", mask(tel.target), err)
+		}
+		return nil
+	}
+	return tel, nil
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/overtake/overtake/queue"
+)
+
+// previewBytes is how much of a payload or checkpoint inspect shows.
+const previewBytes = 240
+
+// cmdInspect prints every field of one or more tasks.
+func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("inspect", "[flags] TASK_ID...", stderr)
+	rf := addRedisFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageErr("a task ID is required")
+	}
+	q, closeFn, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	var errs []error
+	for i, id := range pos {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		t, err := q.Inspect(ctx, id)
+		switch {
+		case errors.Is(err, queue.ErrMalformedRecord) && t != nil:
+			fmt.Fprintf(stdout, "WARNING: %v\n", err)
+			errs = append(errs, err)
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		}
+		writeTask(ctx, stdout, q, t, q.Config().Clock())
+	}
+	return errors.Join(errs...)
+}
+
+// writeTask prints t field by field; now measures ages.
+func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.Task, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, a...)) }
+	row("id", "%s", t.ID)
+	row("type", "%s", t.Type)
+	row("level", "%s (%d)", q.LevelName(t.Level), t.Level)
+	state := string(t.State)
+	if t.State == queue.StatePending {
+		if ids, err := q.Pending(ctx, t.Level); err == nil {
+			if i := slices.Index(ids, t.ID); i >= 0 {
+				state += fmt.Sprintf(" (position %d of %d in %s)", i+1, len(ids), q.LevelName(t.Level))
+			}
+		}
+	}
+	row("state", "%s", state)
+	if t.Class != "" {
+		row("class", "%s", t.Class)
+	}
+	row("attempts", "%d failed of %d retries allowed", t.Attempt, t.MaxRetries)
+	row("preemptible", "%t", t.Preemptible)
+	row("preemptions", "%d", t.Preemptions)
+	row("recoveries", "%d", t.Recoveries)
+	if t.Timeout > 0 {
+		row("timeout", "%s", t.Timeout)
+	} else {
+		row("timeout", "none")
+	}
+	row("enqueued at", "%s", stamp(t.EnqueuedAt, now))
+	row("ready at", "%s", stamp(t.ReadyAt, now))
+	if !t.ProcessAt.IsZero() && t.ProcessAt.After(t.EnqueuedAt) {
+		row("process at", "%s", stamp(t.ProcessAt, now))
+	}
+	if t.Worker != "" || t.Token != "" {
+		row("worker", "%s", t.Worker)
+		row("lease token", "%s", t.Token)
+		row("lease until", "%s", stamp(t.LeaseDeadline, now))
+	}
+	if t.LastError != "" {
+		row("last error", "%s", t.LastError)
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
+		row("header "+k, "%s", t.Headers[k])
+	}
+	row("payload", "%s", preview(t.Payload))
+	if len(t.Checkpoint) > 0 || t.CheckpointSeq > 0 {
+		row("checkpoint", "seq %d, %s", t.CheckpointSeq, preview(t.Checkpoint))
+	} else {
+		row("checkpoint", "none")
+	}
+	_ = tw.Flush()
+}
+
+// stamp formats a time with its distance from now.
+func stamp(ts, now time.Time) string {
+	if ts.IsZero() {
+		return "-"
+	}
+	d := now.Sub(ts)
+	rel := roundDuration(d).String() + " ago"
+	if d < 0 {
+		rel = "in " + roundDuration(-d).String()
+	}
+	return ts.Local().Format("2006-01-02 15:04:05.000 MST") + " (" + rel + ")"
+}
+
+// preview describes b: its size and, if it is text, the text quoted (cut
+// to previewBytes); otherwise a hex dump of its start.
+func preview(b []byte) string {
+	if len(b) == 0 {
+		return "0 bytes"
+	}
+	size := strconv.Itoa(len(b)) + " bytes"
+	head, cut := b, false
+	if len(head) > previewBytes {
+		head, cut = head[:previewBytes], true
+		for i := 1; i < utf8.UTFMax && !utf8.Valid(head); i++ { // do not split a rune
+			head = head[:len(head)-1]
+		}
+	}
+	if printable(head) {
+		s := strconv.Quote(string(head))
+		if cut {
+			s += "…"
+		}
+		return size + ": " + s
+	}
+	n := min(len(b), 32)
+	var sb strings.Builder
+	for i, c := range b[:n] {
+		if i > 0 && i%4 == 0 {
+			sb.WriteByte(' ')
+		}
+		fmt.Fprintf(&sb, "%02x", c)
+	}
+	if n < len(b) {
+		sb.WriteString(" …")
+	}
+	return size + ", binary: " + sb.String()
+}
+
+// printable reports whether b is UTF-8 text without control characters
+// other than tab and newlines.
+func printable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) && r != '\n' && r != '\t' && r != '\r' {
+			return false
+		}
+	}
+	return true
+}

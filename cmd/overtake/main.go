@@ -1,0 +1,142 @@
+// Command overtake is the command line of Overtake, the Redis priority task
+// queue whose runtime preempts running low-priority tasks for urgent ones.
+//
+//	overtake demo                       # embedded Redis, no setup needed
+//	overtake enqueue --type email --level high --payload '{"to":"ada@example.com"}'
+//	overtake stats
+//	overtake inspect TASK_ID
+//	overtake dead list | requeue ID... | delete ID...
+//
+// Every command but demo connects with --redis (or REDIS_URL, default
+// redis://127.0.0.1:6379) and takes --namespace, --queue and --levels,
+// which must match the workers' queue configuration.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// command is one subcommand: it parses its own flags from args and writes
+// its results to stdout, its diagnostics to stderr.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"demo", "run a self-contained demo of priorities and preemption (embedded Redis)", cmdDemo},
+	{"enqueue", "enqueue one task", cmdEnqueue},
+	{"stats", "show depth, in-flight, scheduled and dead tasks per level, and live workers", cmdStats},
+	{"inspect", "show every field of one task, with its checkpoint", cmdInspect},
+	{"dead", "list, requeue or delete dead-lettered tasks", cmdDead},
+}
+
+// errUsage reports bad command-line usage; the exit status is 2.
+var errUsage = errors.New("usage error")
+
+func main() {
+	// go-redis logs connection retries on its own; the commands report
+	// errors themselves, masked.
+	redis.SetLogger(quietLogger{})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches args to a subcommand and returns the exit status: 0 on
+// success, 1 on failure, 2 on bad usage.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != name {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil, errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(stderr, "overtake %s: %s\n", name, mask(err.Error()))
+			return 2
+		default:
+			fmt.Fprintf(stderr, "overtake %s: %s\n", name, mask(err.Error()))
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "overtake: unknown command %q\n\n", name)
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, "Overtake: a Redis priority task queue that preempts low-priority work for urgent tasks.\n\n")
+	fmt.Fprint(w, "Usage: overtake <command> [flags] [args]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun 'overtake <command> -h' for the flags of a command.\n")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("overtake "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: overtake %s %s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags that may come before, between or after positional
+// arguments ("inspect ID --redis URL"), and returns the positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// quietLogger drops go-redis's internal log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// usageErr returns an error with exit status 2.
+func usageErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
