@@ -3,13 +3,16 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
@@ -52,21 +55,60 @@ func (o *observer) labels(t *queue.Task) tracing.Labels {
 	return tracing.Labels{Queue: o.r.q.Name(), Level: t.Level, LevelName: o.r.q.LevelName(t.Level)}
 }
 
+// linkKindKey is overtake.link.kind on the links of a process span:
+// linkPreviousRun for the task's earlier runs. (The link to a preempted
+// victim carries overtake.victim.id instead.)
+const (
+	linkKindKey     = attribute.Key("overtake.link.kind")
+	linkPreviousRun = "previous_run"
+)
+
 // taskLogger returns a logger whose every line carries the task's ID, type
-// and level (and, once its span starts, the trace ID).
+// and level, and the trace ID of the producer's trace when the record has
+// one (the process span joins that trace; leased adds its span ID).
 func (o *observer) taskLogger(t *queue.Task) *zap.Logger {
-	return o.r.log.With(tracing.TaskFields(t.ID, t.Type, t.Level)...)
+	f := tracing.TaskFields(t.ID, t.Type, t.Level)
+	if sc := o.producer(t); sc.IsValid() {
+		f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))
+	}
+	return o.r.log.With(f...)
 }
 
-// leased starts the process span of a run (child of the enqueue span stored
-// in the record) and records the wait time. Called before the run starts.
+// producer returns the span context of t's enqueue span, from its record.
+func (o *observer) producer(t *queue.Task) trace.SpanContext {
+	return trace.SpanContextFromContext(o.r.q.TraceContext(context.Background(), t))
+}
+
+// leased starts the process span of a run and records the wait time. Called
+// before the run starts. The span's parent is the enqueue span stored in the
+// record (never a span that happens to be in the runtime's base context), so
+// every run of a task is in the producer's trace; it links to the process
+// spans of the task's earlier runs, and is added to them for the next run.
 func (o *observer) leased(rn *run) {
 	t := rn.t
 	info := tracing.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,
-		LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions}
-	ctx, span := tracing.StartProcess(rn.ctx, o.tracer, info, t.Headers)
+		LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions, Class: t.Class}
+	parent := o.r.q.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), t)
+	var opts []trace.SpanStartOption
+	if prev := t.RunSpanContexts(); len(prev) > 0 {
+		links := make([]trace.Link, len(prev))
+		for i, sc := range prev {
+			links[i] = trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{linkKindKey.String(linkPreviousRun)}}
+		}
+		opts = append(opts, trace.WithLinks(links...))
+	}
+	ctx, span := tracing.StartProcess(parent, o.tracer, info, nil, opts...)
 	rn.ctx, rn.span = ctx, span
-	rn.log = rn.log.With(tracing.LogFields(ctx)...)
+	// A no-op tracer hands back the parent's span context: not a span of ours.
+	psc, sc := trace.SpanContextFromContext(parent), span.SpanContext()
+	if sc.IsValid() && sc.SpanID() != psc.SpanID() {
+		t.AddRunSpan(sc)
+		f := []zap.Field{zap.String(tracing.FieldSpanID, sc.SpanID().String())}
+		if sc.TraceID() != psc.TraceID() { // taskLogger had no trace ID
+			f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))
+		}
+		rn.log = rn.log.With(f...)
+	}
 	if len(t.Checkpoint) > 0 {
 		tracing.AddResumed(span, t.CheckpointSeq, t.Preemptions)
 		rn.log.Info("task resumed from checkpoint", zap.Int64("checkpoint_seq", t.CheckpointSeq),
@@ -109,9 +151,20 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 	}
 	defer span.End()
 	if note != "" {
+		if out.Err != nil {
+			recordError(span, out.Err)
+		}
 		span.SetStatus(codes.Error, note)
 		return
 	}
+	outcome := tracing.OutcomeFailed
+	switch out.Action {
+	case handlers.ActionDone:
+		outcome = tracing.OutcomeSucceeded
+	case handlers.ActionRequeue:
+		outcome = tracing.OutcomePreempted
+	}
+	span.SetAttributes(tracing.OutcomeKey.String(outcome.String()))
 	switch out.Action {
 	case handlers.ActionDone:
 		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomeSucceeded)
@@ -128,16 +181,16 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomePreempted)
 		o.metrics.RecordRequeued(ctx, l)
 	case handlers.ActionDead:
-		span.RecordError(out.Err)
+		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 		tracing.AddDead(span, out.Err.Error())
 		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomeFailed)
 		o.metrics.RecordDead(ctx, l)
 	default:
-		span.RecordError(out.Err)
+		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 		if rn.t.Attempt+1 > rn.t.MaxRetries {
-			tracing.AddDead(span, out.Err.Error())
+			tracing.AddDead(span, fmt.Sprintf("retries exhausted after %d attempts: %v", rn.t.Attempt+1, out.Err))
 			o.metrics.RecordDead(ctx, l)
 		} else {
 			tracing.AddRetry(span, rn.t.Attempt+1, out.Delay)
@@ -145,4 +198,16 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 		}
 		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomeFailed)
 	}
+}
+
+// recordError adds the exception event for err; a handler's panic
+// (exception.type *handlers.PanicError) carries the panicking goroutine's
+// stack as exception.stacktrace.
+func recordError(span trace.Span, err error) {
+	var perr *handlers.PanicError
+	if errors.As(err, &perr) {
+		span.RecordError(err, trace.WithAttributes(semconv.ExceptionStacktrace(string(perr.Stack))))
+		return
+	}
+	span.RecordError(err)
 }

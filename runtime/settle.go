@@ -58,6 +58,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 		if out.Action == handlers.ActionRetry {
 			delay = r.q.Config().Backoff(t.Attempt + 1)
 		}
+		out.Delay = delay // for the span's retry event
 		at := r.q.Config().Clock().Add(delay)
 		ferr = r.finishWithRetry(rn, "retry", func(c context.Context) error { return r.q.Retry(c, t, at, out.Err.Error()) })
 		rn.log.Warn("task failed; retry scheduled", zap.Error(out.Err), zap.Int("attempt", t.Attempt+1),

@@ -1,0 +1,499 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+	"github.com/overtake/overtake/tracing"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// Tests of the runtime's observability: spans, events, links and
+// attributes with the SDK's in-memory span recorder, metrics with a manual
+// reader, log fields with zap's observer.
+
+// obsRig is one queue whose producer and workers share a recording tracer
+// provider, a manually read meter provider and an observed logger.
+type obsRig struct {
+	q      *queue.Client
+	tp     *sdktrace.TracerProvider
+	rec    *tracetest.SpanRecorder
+	reader *sdkmetric.ManualReader
+	mp     *sdkmetric.MeterProvider
+	logs   *observer.ObservedLogs
+	log    *zap.Logger
+}
+
+func newObsRig(t *testing.T, b testredis.Backend, cfg queue.Config) *obsRig {
+	t.Helper()
+	o := &obsRig{rec: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
+	o.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.rec))
+	o.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))
+	t.Cleanup(func() {
+		_ = o.tp.Shutdown(context.Background())
+		_ = o.mp.Shutdown(context.Background())
+	})
+	core, logs := observer.New(zapcore.DebugLevel)
+	o.log, o.logs = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core())), logs
+	cfg.Namespace = b.Prefix
+	if cfg.Name == "" {
+		cfg.Name = "jobs"
+	}
+	cfg.TracerProvider = o.tp
+	var err error
+	o.q, err = queue.New(b.Client, cfg)
+	require.NoError(t, err)
+	return o
+}
+
+// start starts a runtime observed by the rig; it is shut down at cleanup,
+// before the providers.
+func (o *obsRig) start(t *testing.T, ctx context.Context, h handlers.Handler, cfg runtime.Config) *runtime.Runtime {
+	t.Helper()
+	cfg.TracerProvider, cfg.MeterProvider, cfg.Logger = o.tp, o.mp, o.log
+	rt, err := runtime.New(o.q, h, cfg)
+	require.NoError(t, err)
+	require.NoError(t, rt.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rt.Shutdown(sctx)
+	})
+	return rt
+}
+
+func (o *obsRig) enqueue(t *testing.T, typ string, level int, opts ...queue.Option) string {
+	t.Helper()
+	tk, err := o.q.Enqueue(context.Background(), queue.NewTask(typ, nil), append([]queue.Option{queue.Level(level)}, opts...)...)
+	require.NoError(t, err)
+	return tk.ID
+}
+
+// spans waits until n ended spans named "<op> jobs" concern task id, and
+// returns them in the order they ended.
+func (o *obsRig) spans(t *testing.T, op, id string, n int) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	var out []sdktrace.ReadOnlySpan
+	require.Eventually(t, func() bool {
+		out = out[:0]
+		for _, s := range o.rec.Ended() {
+			if s.Name() == op+" jobs" && obsAttrs(s.Attributes())["messaging.message.id"].AsString() == id {
+				out = append(out, s)
+			}
+		}
+		return len(out) >= n
+	}, 10*time.Second, 5*time.Millisecond, "%d %s span(s) of task %s", n, op, id)
+	require.Len(t, out, n, "%s spans of task %s", op, id)
+	return out
+}
+
+func obsAttrs(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
+	m := make(map[attribute.Key]attribute.Value, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func obsEventNames(s sdktrace.ReadOnlySpan) []string {
+	var names []string
+	for _, e := range s.Events() {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+// obsEvent returns the attributes of the only event called name.
+func obsEvent(t *testing.T, s sdktrace.ReadOnlySpan, name string) map[attribute.Key]attribute.Value {
+	t.Helper()
+	var found []sdktrace.Event
+	for _, e := range s.Events() {
+		if e.Name == name {
+			found = append(found, e)
+		}
+	}
+	require.Len(t, found, 1, "events %q of %s: %v", name, s.Name(), obsEventNames(s))
+	return obsAttrs(found[0].Attributes)
+}
+
+// obsMetrics collects the rig's metrics by name.
+func (o *obsRig) metrics(t *testing.T) map[string]metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, o.reader.Collect(context.Background(), &rm))
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+// obsCount sums a counter's, or counts a histogram's, data points at level.
+func obsCount(t *testing.T, agg metricdata.Aggregation, level int) int64 {
+	t.Helper()
+	lv := attribute.Int(string(tracing.LevelKey), level)
+	var n int64
+	switch d := agg.(type) {
+	case metricdata.Sum[int64]:
+		for _, p := range d.DataPoints {
+			if v, _ := p.Attributes.Value(tracing.LevelKey); v == lv.Value {
+				n += p.Value
+			}
+		}
+	case metricdata.Histogram[float64]:
+		for _, p := range d.DataPoints {
+			if v, _ := p.Attributes.Value(tracing.LevelKey); v == lv.Value {
+				n += int64(p.Count)
+			}
+		}
+	case metricdata.Histogram[int64]:
+		for _, p := range d.DataPoints {
+			if v, _ := p.Attributes.Value(tracing.LevelKey); v == lv.Value {
+				n += int64(p.Count)
+			}
+		}
+	case nil:
+		return 0
+	default:
+		t.Fatalf("unexpected aggregation %T", agg)
+	}
+	return n
+}
+
+// requireTaskLogs checks that every log line about a task carries its ID,
+// type, level and trace ID, and returns the lines about task id.
+func (o *obsRig) requireTaskLogs(t *testing.T, id string, traceID trace.TraceID) []observer.LoggedEntry {
+	t.Helper()
+	var mine []observer.LoggedEntry
+	for _, e := range o.logs.All() {
+		f := e.ContextMap()
+		if _, ok := f[tracing.FieldTaskID]; !ok {
+			continue
+		}
+		for _, k := range []string{tracing.FieldTaskType, tracing.FieldLevel, tracing.FieldTraceID} {
+			require.Contains(t, f, k, "log line %q: %v", e.Message, f)
+		}
+		if f[tracing.FieldTaskID] == id {
+			require.Equal(t, traceID.String(), f[tracing.FieldTraceID], "log line %q", e.Message)
+			mine = append(mine, e)
+		}
+	}
+	require.NotEmpty(t, mine, "no log line about task %s", id)
+	return mine
+}
+
+// A preemption, as the traces show it: the victim's run records preempted
+// (by whom, at which level, with which grace), checkpoint.saved and
+// requeued; the urgent task's span records preempted.victim and links to
+// the victim's span; the resumed run is a new span in the victim's trace,
+// linked to the preempted run, with resumed and the checkpoint's sequence.
+func TestObservePreemption(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		o := newObsRig(t, b, queue.Config{})
+		type progress struct{ Step int }
+		lowStarted, urgentRan := make(chan progress, 2), make(chan struct{}, 1)
+		mux := handlers.NewMux()
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+			p, _, err := checkpoint.Load[progress](ctx)
+			if err != nil {
+				return err
+			}
+			if p.Step > 0 {
+				lowStarted <- p
+				return nil
+			}
+			if err := checkpoint.Save(ctx, progress{Step: 5}); err != nil {
+				return err
+			}
+			lowStarted <- p
+			<-ctx.Done()
+			if err := checkpoint.Save(ctx, progress{Step: 7}); err != nil {
+				return err
+			}
+			return context.Cause(ctx)
+		})
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+			urgentRan <- struct{}{}
+			return nil
+		})
+		grace := 3 * time.Second
+		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 1, GracePeriod: grace})
+		lowID := o.enqueue(t, "low", 0)
+		require.Equal(t, progress{}, waitFor(t, lowStarted, "low start"))
+		urgentID := o.enqueue(t, "urgent", 2)
+		waitFor(t, urgentRan, "urgent run")
+		require.Equal(t, progress{Step: 7}, waitFor(t, lowStarted, "low resume"))
+
+		lowEnq := o.spans(t, "enqueue", lowID, 1)[0]
+		urgEnq := o.spans(t, "enqueue", urgentID, 1)[0]
+		low := o.spans(t, "process", lowID, 2)
+		urgent := o.spans(t, "process", urgentID, 1)[0]
+		first, second := low[0], low[1]
+
+		// One trace per task, from the producer to every run.
+		for _, s := range low {
+			require.Equal(t, trace.SpanKindConsumer, s.SpanKind())
+			require.Equal(t, lowEnq.SpanContext().TraceID(), s.SpanContext().TraceID())
+			require.Equal(t, lowEnq.SpanContext().SpanID(), s.Parent().SpanID(), "process span is a child of the enqueue span")
+			a := obsAttrs(s.Attributes())
+			require.Equal(t, "overtake", a["messaging.system"].AsString())
+			require.Equal(t, "jobs", a["messaging.destination.name"].AsString())
+			require.Equal(t, "process", a["messaging.operation.type"].AsString())
+			require.Equal(t, "process", a["messaging.operation.name"].AsString())
+			require.Equal(t, "low", a[tracing.TaskTypeKey].AsString())
+			require.EqualValues(t, 0, a[tracing.LevelKey].AsInt64())
+			require.Equal(t, "low", a[tracing.LevelNameKey].AsString())
+			require.EqualValues(t, 0, a[tracing.AttemptKey].AsInt64())
+		}
+		require.Equal(t, urgEnq.SpanContext().SpanID(), urgent.Parent().SpanID())
+		require.NotEqual(t, lowEnq.SpanContext().TraceID(), urgEnq.SpanContext().TraceID())
+
+		// The preempted run.
+		require.Equal(t, []string{"checkpoint.saved", "preempted", "checkpoint.saved", "requeued"}, obsEventNames(first))
+		pre := obsEvent(t, first, "preempted")
+		require.Equal(t, urgentID, pre[tracing.PreemptedByKey].AsString())
+		require.EqualValues(t, 2, pre[tracing.PreemptedByLevelKey].AsInt64())
+		require.EqualValues(t, grace.Milliseconds(), pre[tracing.GraceMsKey].AsInt64())
+		for i, e := range []sdktrace.Event{first.Events()[0], first.Events()[2]} {
+			a := obsAttrs(e.Attributes)
+			require.EqualValues(t, i+1, a[tracing.CheckpointSeqKey].AsInt64())
+			require.Positive(t, a[tracing.CheckpointBytesKey].AsInt64())
+		}
+		require.Equal(t, "preempted", obsEvent(t, first, "requeued")[tracing.ReasonKey].AsString())
+		require.Equal(t, codes.Unset, first.Status().Code, "a preemption is not an error")
+		require.Equal(t, "preempted", obsAttrs(first.Attributes())[tracing.OutcomeKey].AsString())
+		require.EqualValues(t, 0, obsAttrs(first.Attributes())[tracing.PreemptionsKey].AsInt64())
+		require.Empty(t, first.Links())
+
+		// The urgent run: event and link to the victim's span.
+		vic := obsEvent(t, urgent, "preempted.victim")
+		require.Equal(t, lowID, vic[tracing.VictimIDKey].AsString())
+		require.EqualValues(t, 0, vic[tracing.LevelKey].AsInt64())
+		require.Len(t, urgent.Links(), 1)
+		require.Equal(t, first.SpanContext(), urgent.Links()[0].SpanContext)
+		require.Equal(t, lowID, obsAttrs(urgent.Links()[0].Attributes)[tracing.VictimIDKey].AsString())
+		require.Equal(t, codes.Ok, urgent.Status().Code)
+
+		// The resumed run: a new span, linked to the preempted one.
+		require.Equal(t, []string{"resumed"}, obsEventNames(second))
+		res := obsEvent(t, second, "resumed")
+		require.EqualValues(t, 2, res[tracing.CheckpointSeqKey].AsInt64())
+		require.EqualValues(t, 1, res[tracing.PreemptionsKey].AsInt64())
+		require.Len(t, second.Links(), 1)
+		require.Equal(t, first.SpanContext().TraceID(), second.Links()[0].SpanContext.TraceID())
+		require.Equal(t, first.SpanContext().SpanID(), second.Links()[0].SpanContext.SpanID())
+		require.Equal(t, "previous_run", obsAttrs(second.Links()[0].Attributes)["overtake.link.kind"].AsString())
+		require.EqualValues(t, 1, obsAttrs(second.Attributes())[tracing.PreemptionsKey].AsInt64())
+		require.Equal(t, codes.Ok, second.Status().Code)
+		require.Equal(t, "succeeded", obsAttrs(second.Attributes())[tracing.OutcomeKey].AsString())
+
+		// Metrics per level.
+		m := o.metrics(t)
+		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricPreempted], 0))
+		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricRequeued], 0))
+		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricProcessed], 0))
+		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricProcessed], 2))
+		require.EqualValues(t, 0, obsCount(t, m[tracing.MetricFailed], 0))
+		require.EqualValues(t, 2, obsCount(t, m[tracing.MetricWaitDuration], 0))
+		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricWaitDuration], 2))
+		require.EqualValues(t, 2, obsCount(t, m[tracing.MetricRunDuration], 0))
+		require.EqualValues(t, 2, obsCount(t, m[tracing.MetricCheckpointSize], 0))
+		gauge, ok := m[tracing.MetricQueueDepth].(metricdata.Gauge[int64])
+		require.True(t, ok, "queue depth gauge: %T", m[tracing.MetricQueueDepth])
+		require.NotEmpty(t, gauge.DataPoints)
+
+		// Logs: every task line has ID, type, level and trace ID.
+		lines := o.requireTaskLogs(t, lowID, lowEnq.SpanContext().TraceID())
+		o.requireTaskLogs(t, urgentID, urgEnq.SpanContext().TraceID())
+		var preemptLine bool
+		for _, e := range lines {
+			if e.Message == "task preempted by more urgent work" {
+				preemptLine = true
+				require.Equal(t, first.SpanContext().SpanID().String(), e.ContextMap()[tracing.FieldSpanID])
+			}
+		}
+		require.True(t, preemptLine, "preemption logged")
+	})
+}
+
+// A retry is a new process span linked to the failed run; the failed run's
+// span has the error status, the exception and the retry event.
+func TestObserveRetry(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		o := newObsRig(t, b, queue.Config{Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+		var runs atomic.Int32
+		done := make(chan struct{})
+		mux := handlers.NewMux()
+		mux.HandleFunc("flaky", func(ctx context.Context, tk *queue.Task) error {
+			if runs.Add(1) == 1 {
+				return errors.New("flaky failure")
+			}
+			close(done)
+			return nil
+		})
+		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 2, PollInterval: 20 * time.Millisecond})
+		id := o.enqueue(t, "flaky", 1)
+		waitFor(t, done, "second run")
+
+		enq := o.spans(t, "enqueue", id, 1)[0]
+		runs2 := o.spans(t, "process", id, 2)
+		failed, ok := runs2[0], runs2[1]
+		require.Equal(t, enq.SpanContext().SpanID(), failed.Parent().SpanID())
+		require.Equal(t, enq.SpanContext().SpanID(), ok.Parent().SpanID())
+
+		require.Equal(t, codes.Error, failed.Status().Code)
+		require.Equal(t, "flaky failure", failed.Status().Description)
+		require.Equal(t, []string{"exception", "retry"}, obsEventNames(failed))
+		require.Equal(t, "flaky failure", obsEvent(t, failed, "exception")["exception.message"].AsString())
+		retry := obsEvent(t, failed, "retry")
+		require.EqualValues(t, 1, retry[tracing.AttemptKey].AsInt64())
+		require.EqualValues(t, 10, retry[tracing.RetryDelayMsKey].AsInt64())
+		require.Equal(t, "failed", obsAttrs(failed.Attributes())[tracing.OutcomeKey].AsString())
+
+		require.Len(t, ok.Links(), 1)
+		require.Equal(t, failed.SpanContext().SpanID(), ok.Links()[0].SpanContext.SpanID())
+		require.EqualValues(t, 1, obsAttrs(ok.Attributes())[tracing.AttemptKey].AsInt64())
+		require.Equal(t, codes.Ok, ok.Status().Code)
+		require.Empty(t, obsEventNames(ok), "a retry without checkpoint is not a resume")
+
+		m := o.metrics(t)
+		require.EqualValues(t, 2, obsCount(t, m[tracing.MetricProcessed], 1))
+		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricFailed], 1))
+		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricRetried], 1))
+		require.EqualValues(t, 0, obsCount(t, m[tracing.MetricDead], 1))
+		o.requireTaskLogs(t, id, enq.SpanContext().TraceID())
+	})
+}
+
+// A panic and dead-lettering show in the span's status and events.
+func TestObservePanicAndDead(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		o := newObsRig(t, b, queue.Config{})
+		mux := handlers.NewMux()
+		mux.HandleFunc("panics", func(ctx context.Context, tk *queue.Task) error { panic("boom") })
+		mux.HandleFunc("hopeless", func(ctx context.Context, tk *queue.Task) error {
+			return handlers.SkipRetry(errors.New("bad input"))
+		})
+		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 2})
+		panicID := o.enqueue(t, "panics", 0, queue.MaxRetries(0))
+		deadID := o.enqueue(t, "hopeless", 0)
+		unknownID := o.enqueue(t, "nobody-handles-this", 0)
+
+		s := o.spans(t, "process", panicID, 1)[0]
+		require.Equal(t, codes.Error, s.Status().Code)
+		require.Equal(t, "panic: boom", s.Status().Description)
+		ex := obsEvent(t, s, "exception")
+		require.Equal(t, "*handlers.PanicError", ex["exception.type"].AsString())
+		require.Equal(t, "panic: boom", ex["exception.message"].AsString())
+		require.Contains(t, ex["exception.stacktrace"].AsString(), "panic")
+		require.Contains(t, obsEvent(t, s, "dead")[tracing.ReasonKey].AsString(), "retries exhausted after 1 attempts: panic: boom")
+
+		for _, id := range []string{deadID, unknownID} {
+			s := o.spans(t, "process", id, 1)[0]
+			require.Equal(t, codes.Error, s.Status().Code)
+			require.Equal(t, []string{"exception", "dead"}, obsEventNames(s))
+			require.Equal(t, s.Status().Description, obsEvent(t, s, "dead")[tracing.ReasonKey].AsString())
+		}
+		require.Contains(t, o.spans(t, "process", deadID, 1)[0].Status().Description, "bad input")
+
+		m := o.metrics(t)
+		require.EqualValues(t, 3, obsCount(t, m[tracing.MetricDead], 0))
+		require.EqualValues(t, 3, obsCount(t, m[tracing.MetricFailed], 0))
+		enq := o.spans(t, "enqueue", panicID, 1)[0]
+		var logged bool
+		for _, e := range o.requireTaskLogs(t, panicID, enq.SpanContext().TraceID()) {
+			logged = logged || e.Message == "handler panicked"
+		}
+		require.True(t, logged)
+	})
+}
+
+// A shutdown requeues the running task with requeued (shutdown); the next
+// worker's run links to it. The process span's parent is the enqueue span
+// even when the runtime's own context carries a span.
+func TestObserveShutdownAndParent(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		o := newObsRig(t, b, queue.Config{})
+		started := make(chan int, 2)
+		var runs atomic.Int32
+		mux := handlers.NewMux()
+		mux.HandleFunc("long", func(ctx context.Context, tk *queue.Task) error {
+			n := int(runs.Add(1))
+			started <- n
+			if n > 1 {
+				return nil
+			}
+			<-ctx.Done()
+			return context.Cause(ctx)
+		})
+		appCtx, appSpan := o.tp.Tracer("app").Start(context.Background(), "worker main")
+		defer appSpan.End()
+		rt1 := o.start(t, appCtx, mux, runtime.Config{Concurrency: 1})
+		id := o.enqueue(t, "long", 1)
+		require.Equal(t, 1, waitFor(t, started, "first run"))
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		require.NoError(t, rt1.Shutdown(sctx))
+		cancel()
+		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 1})
+		require.Equal(t, 2, waitFor(t, started, "second run"))
+
+		enq := o.spans(t, "enqueue", id, 1)[0]
+		runs2 := o.spans(t, "process", id, 2)
+		for _, s := range runs2 {
+			require.Equal(t, enq.SpanContext().SpanID(), s.Parent().SpanID())
+			require.NotEqual(t, appSpan.SpanContext().TraceID(), s.SpanContext().TraceID())
+		}
+		require.Equal(t, "shutdown", obsEvent(t, runs2[0], "requeued")[tracing.ReasonKey].AsString())
+		require.Equal(t, runs2[0].SpanContext().SpanID(), runs2[1].Links()[0].SpanContext.SpanID())
+	})
+}
+
+// A task whose producer recorded no trace context gets a root process span;
+// its log lines carry that span's trace ID.
+func TestObserveUntracedProducer(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		o := newObsRig(t, b, queue.Config{})
+		producer, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "jobs", TracerProvider: noop.NewTracerProvider()})
+		require.NoError(t, err)
+		done := make(chan struct{})
+		mux := handlers.NewMux()
+		mux.HandleFunc("plain", func(ctx context.Context, tk *queue.Task) error {
+			if !trace.SpanContextFromContext(ctx).IsValid() {
+				return handlers.SkipRetry(fmt.Errorf("handler context has no span"))
+			}
+			close(done)
+			return nil
+		})
+		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 1})
+		tk, err := producer.Enqueue(context.Background(), queue.NewTask("plain", nil))
+		require.NoError(t, err)
+		require.Empty(t, tk.Headers)
+		waitFor(t, done, "run")
+		s := o.spans(t, "process", tk.ID, 1)[0]
+		require.False(t, s.Parent().IsValid(), "root span")
+		o.requireTaskLogs(t, tk.ID, s.SpanContext().TraceID())
+	})
+}
