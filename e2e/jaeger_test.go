@@ -84,7 +84,7 @@ func runPreemptionScenario(t *testing.T, b testredis.Backend, svc string, proto 
 
 	q, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "jobs",
 		TracerProvider: p.TracerProvider,
-		Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+		Backoff:        func(int) time.Duration { return 10 * time.Millisecond }})
 	require.NoError(t, err)
 
 	type progress struct{ Step int }
