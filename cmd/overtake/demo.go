@@ -28,6 +28,7 @@ type demoOptions struct {
 	Seed         uint64        // task order, durations and IDs
 	OTLP         string        // collector host:port, "env", or "" for none
 	OTLPProtocol string        // grpc or http
+	OTLPMetrics  bool          // also export metrics (Jaeger takes traces only)
 	Verbose      bool          // runtime logs on stderr
 }
 
@@ -48,9 +49,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&o.Load, "load", 3, "quick tasks per level in part 1 (1..100)")
 	fs.IntVar(&o.Concurrency, "concurrency", 2, "workers of the runtime (1..32)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the enqueue order, task durations and IDs")
-	fs.StringVar(&o.OTLP, "otlp", "", "send traces and metrics to this OTLP collector host:port "+
+	fs.StringVar(&o.OTLP, "otlp", "", "send traces to this OTLP collector host:port "+
 		"(e.g. 127.0.0.1:4317), or \"env\" for the OTEL_EXPORTER_OTLP_* variables")
 	fs.StringVar(&o.OTLPProtocol, "otlp-protocol", "grpc", "OTLP protocol: grpc or http")
+	fs.BoolVar(&o.OTLPMetrics, "otlp-metrics", false, "with --otlp, also export metrics (a collector must accept them; Jaeger does not)")
 	fs.BoolVar(&o.Verbose, "verbose", false, "also print the runtime's logs on stderr")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -113,7 +115,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, tel.shutdown()) }()
+	defer func() { _ = tel.shutdown() }() // after a failure; success checks it below
 
 	total := 3*o.Load + o.Concurrency + 1
 	rounds := (3*o.Load + o.Concurrency - 1) / o.Concurrency
@@ -153,8 +155,15 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		return err
 	}
 	d.summary()
+	if err := tel.shutdown(); err != nil {
+		return err
+	}
 	if o.OTLP != "" {
-		p.text("  traces and metrics were sent to %s (%s), service name overtake-demo\n", tel.target, o.OTLPProtocol)
+		what := "traces"
+		if o.OTLPMetrics {
+			what = "traces and metrics"
+		}
+		p.text("  %s sent to %s over %s, service name overtake-demo\n", what, tel.target, o.OTLPProtocol)
 	}
 	return nil
 }

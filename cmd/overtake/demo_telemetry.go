@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -25,7 +26,7 @@ type telemetry struct {
 	mp       metric.MeterProvider
 	log      *zap.Logger
 	target   string
-	shutdown func() error
+	shutdown func() error // idempotent
 }
 
 func newTelemetry(ctx context.Context, o demoOptions, p *printer, queueName string, errOut io.Writer) (*telemetry, error) {
@@ -38,11 +39,14 @@ func newTelemetry(ctx context.Context, o demoOptions, p *printer, queueName stri
 	taken := &takenPrinter{p: p, queue: queueName}
 	if o.OTLP == "" {
 		tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(taken))
-		tel.shutdown = func() error { return tel.tp.Shutdown(context.Background()) }
+		tel.shutdown = sync.OnceValue(func() error { return tel.tp.Shutdown(context.Background()) })
 		return tel, nil
 	}
 
 	opts := []tracing.Option{tracing.WithServiceName("overtake-demo")}
+	if !o.OTLPMetrics {
+		opts = append(opts, tracing.WithoutMetrics())
+	}
 	tel.target = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	if o.OTLP != "env" {
 		opts = append(opts, tracing.WithEndpoint(o.OTLP), tracing.WithInsecure())
@@ -64,13 +68,13 @@ func newTelemetry(ctx context.Context, o demoOptions, p *printer, queueName stri
 	}
 	sdk.RegisterSpanProcessor(taken)
 	tel.tp, tel.mp = sdk, prov.MeterProvider
-	tel.shutdown = func() error {
+	tel.shutdown = sync.OnceValue(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := prov.Shutdown(ctx); err != nil {
-			return fmt.Errorf("flush telemetry to %s: %v", mask(tel.target), err)
+			return fmt.Errorf("could not send telemetry to %s: %v", mask(tel.target), err)
 		}
 		return nil
-	}
+	})
 	return tel, nil
 }

@@ -99,6 +99,9 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.Task,
 	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
 		row("header "+k, "%s", t.Headers[k])
 	}
+	for i, sp := range t.RunSpans {
+		row(fmt.Sprintf("run span %d", i+1), "%s", sp)
+	}
 	row("payload", "%s", preview(t.Payload))
 	if len(t.Checkpoint) > 0 || t.CheckpointSeq > 0 {
 		row("checkpoint", "seq %d, %s", t.CheckpointSeq, preview(t.Checkpoint))

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+)
+
+// A transcode at low priority is preempted by an urgent thumbnail after
+// its fourth segment: it saves its progress, the thumbnail runs, and the
+// transcode resumes at segment 5.
+func Example() {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	q, err := queue.New(rdb, queue.Config{Name: "media"})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	tc := &Transcoder{SegmentTime: 5 * time.Millisecond, CheckpointEvery: time.Minute, Out: os.Stdout}
+	// After segment 4 of the first run, a producer enqueues an urgent
+	// thumbnail. The hook then waits for the preemption so that it always
+	// lands at the same segment; real work just carries on until it comes.
+	tc.AfterSegment = func(ctx context.Context, t *queue.Task, done int) {
+		if done != 4 || t.Preemptions > 0 {
+			return
+		}
+		if _, err := q.Enqueue(ctx, queue.NewTask(TypeThumbnail, []byte("movie.mp4")), queue.LevelNamed("high")); err != nil {
+			panic(err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			panic("not preempted")
+		}
+	}
+	// One slot, so the thumbnail can only run by preempting the transcode;
+	// StartAfterVictim starts it once the transcode has saved and returned.
+	rt, err := runtime.New(q, newMux(tc), runtime.Config{Concurrency: 1, UrgentStart: runtime.StartAfterVictim})
+	if err != nil {
+		panic(err)
+	}
+	payload, _ := json.Marshal(TranscodeArgs{Video: "movie.mp4", Segments: 6})
+	job, err := q.Enqueue(ctx, queue.NewTask(TypeTranscode, payload), queue.LevelNamed("low"))
+	if err != nil {
+		panic(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		panic(err)
+	}
+	// The transcode's record is deleted once it is done.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := q.Inspect(ctx, job.ID); errors.Is(err, queue.ErrTaskNotFound) {
+			break
+		} else if time.Now().After(deadline) {
+			panic("transcode not done")
+		}
+	}
+	if err := rt.Shutdown(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// transcode movie.mp4: segment 1/6
+	// transcode movie.mp4: segment 2/6
+	// transcode movie.mp4: segment 3/6
+	// transcode movie.mp4: segment 4/6
+	// transcode movie.mp4: preempted after 4/6 segments, checkpoint saved
+	// thumbnail movie.mp4: done
+	// transcode movie.mp4: resumed at segment 5/6
+	// transcode movie.mp4: segment 5/6
+	// transcode movie.mp4: segment 6/6
+	// transcode movie.mp4: done: 6 segments, preemptions: 1
+}

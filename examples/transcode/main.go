@@ -1,0 +1,77 @@
+// Command transcode is a worker whose long, low-priority transcodes give way
+// to urgent thumbnails: a preempted transcode saves how many segments it
+// finished and resumes there later.
+//
+//	export REDIS_URL=redis://127.0.0.1:6379
+//	go run ./examples/transcode                       # the worker (one slot)
+//	go run ./examples/transcode transcode movie.mp4   # enqueue 20 segments at low
+//	go run ./examples/transcode thumbnail movie.mp4   # enqueue at high: preempts it
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+	"github.com/redis/go-redis/v9"
+)
+
+// newMux registers the handlers of tc.
+func newMux(tc *Transcoder) *handlers.Mux {
+	mux := handlers.NewMux()
+	handlers.HandleJSON(mux, TypeTranscode, tc.Transcode)
+	mux.HandleFunc(TypeThumbnail, tc.Thumbnail)
+	return mux
+}
+
+func main() {
+	opt, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	q, err := queue.New(rdb, queue.Config{Name: "media"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if len(os.Args) == 3 { // producer mode
+		var t *queue.Task
+		switch video := os.Args[2]; os.Args[1] {
+		case TypeTranscode:
+			payload, _ := json.Marshal(TranscodeArgs{Video: video, Segments: 20})
+			t, err = q.Enqueue(ctx, queue.NewTask(TypeTranscode, payload), queue.LevelNamed("low"))
+		case TypeThumbnail:
+			t, err = q.Enqueue(ctx, queue.NewTask(TypeThumbnail, []byte(video)), queue.LevelNamed("high"))
+		default:
+			log.Fatalf("usage: %s [transcode|thumbnail VIDEO]", os.Args[0])
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("enqueued %s %s at level %s\n", t.Type, t.ID, q.LevelName(t.Level))
+		return
+	}
+
+	tc := &Transcoder{SegmentTime: 500 * time.Millisecond, CheckpointEvery: 2 * time.Second, Out: os.Stdout}
+	rt, err := runtime.New(q, newMux(tc), runtime.Config{Concurrency: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("transcode worker %s: one slot, Ctrl-C to stop", rt.WorkerID())
+	if err := rt.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+}

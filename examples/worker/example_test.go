@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+)
+
+// The worker on an in-process Redis: three emails enqueued in mixed order
+// before it starts are sent most urgent first.
+func Example() {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	q, err := queue.New(rdb, queue.Config{})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for _, e := range []struct{ to, level string }{
+		{"bob@example.com", "low"}, {"ada@example.com", "high"}, {"cy@example.com", "normal"},
+	} {
+		t, _ := handlers.NewJSONTask("welcome", WelcomeArgs{To: e.to})
+		if _, err := q.Enqueue(ctx, t, queue.LevelNamed(e.level)); err != nil {
+			panic(err)
+		}
+	}
+
+	mux := handlers.NewMux()
+	register(mux, q, os.Stdout)
+	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 1})
+	if err != nil {
+		panic(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		panic(err)
+	}
+	waitIdle(ctx, q)
+	if err := rt.Shutdown(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("sent:", rt.Stats().Processed)
+	// Output:
+	// welcome email to ada@example.com (high)
+	// welcome email to cy@example.com (normal)
+	// welcome email to bob@example.com (low)
+	// sent: 3
+}
+
+// waitIdle waits, for at most 10 s, until no task is pending or running.
+func waitIdle(ctx context.Context, q *queue.Client) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		st, err := q.Stats(ctx)
+		if err != nil {
+			panic(err)
+		}
+		busy := int64(0)
+		for _, l := range st.Levels {
+			busy += l.Pending + l.Active
+		}
+		if busy == 0 {
+			return
+		}
+	}
+	panic("tasks still pending after 10s")
+}
