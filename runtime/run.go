@@ -25,6 +25,7 @@ type run struct {
 	// Guarded by Runtime.mu.
 	holdsSlot bool // counted in Runtime.busy
 	running   bool // handed to the pool
+	ending    bool // the handler returned; its outcome is being recorded
 	victim    *preemption
 
 	lastCheckpoint atomic.Int64 // unix nanos of the last save, 0 if none
@@ -69,6 +70,9 @@ func (r *Runtime) execute(rn *run) {
 	}
 	err := recoverPanic(func() error { return r.h.ProcessTask(ctx, rn.t) })
 	cancelTimeout()
+	r.mu.Lock()
+	rn.ending = true
+	r.mu.Unlock()
 	r.settle(rn, ctx, err)
 	r.finished(rn)
 }
@@ -84,6 +88,16 @@ func (r *Runtime) finished(rn *run) {
 	if rn.holdsSlot {
 		rn.holdsSlot = false
 		r.busy--
+		// An urgent task that ends while the victim it displaced
+		// (StartImmediately) still winds down hands the slot back to the
+		// victim: leasing new work now would run it before the victim is
+		// requeued at the head of its level (invariant 5).
+		if by := rn.preemptedBy; by != nil {
+			if v := r.runs[by.ID]; v != nil && v.victim != nil && v.victim.by == rn.t && !v.holdsSlot {
+				v.holdsSlot = true
+				r.busy++
+			}
+		}
 	}
 	r.mu.Unlock()
 	r.signal()

@@ -86,6 +86,30 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 		r.start(urgent, true)
 		return
 	}
+	// A run that held a slot may have returned while the reservation was in
+	// flight: Redis then already counted this worker as having a free slot,
+	// but the fleet check skips the caller's own record. Urgent takes that
+	// slot (now, or once the run's outcome is recorded); nothing is
+	// preempted.
+	ending := 0
+	for _, rn := range r.runs {
+		if rn.ending && rn.holdsSlot {
+			ending++
+		}
+	}
+	free := r.cfg.Concurrency - r.busy - len(r.waiting)
+	if free > 0 {
+		r.mu.Unlock()
+		r.start(urgent, true)
+		return
+	}
+	if free+ending > 0 {
+		r.runs[urgent.t.ID] = urgent
+		r.waiting = append(r.waiting, urgent)
+		r.mu.Unlock()
+		r.signal()
+		return
+	}
 	cause := fmt.Errorf("%w: by task %s at level %d", ErrPreempted, urgent.t.ID, urgent.t.Level)
 	v.victim = &preemption{by: urgent.t, at: time.Now(), cause: cause}
 	urgent.preemptedBy = v.t
@@ -117,7 +141,9 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 // is still held and extended.
 func (r *Runtime) graceExpired(v *run) {
 	r.mu.Lock()
-	if _, held := r.runs[v.t.ID]; !held {
+	if r.runs[v.t.ID] != v {
+		// v returned (its timer fired as it finished), and the task may
+		// already run again here under a new lease: nothing is stuck.
 		r.mu.Unlock()
 		return
 	}

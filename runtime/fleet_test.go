@@ -1,0 +1,241 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+	"github.com/stretchr/testify/require"
+)
+
+// Fleet-wide preemption: several runtimes (worker processes) share one
+// queue, each with its own queue client and Redis connection.
+
+// ptFleet is a fleet of runtimes whose "job" tasks report where they run
+// and block until released or cancelled, and whose "urgent" tasks report
+// where they ran.
+type ptFleet struct {
+	b    testredis.Backend
+	qcfg queue.Config
+	q    *queue.Client // the producer's client
+
+	mu      sync.Mutex
+	rts     map[string]*runtime.Runtime
+	running map[string]string // job ID -> worker, while it runs
+
+	started   chan ptAt // job starts
+	cancelled chan ptAt // jobs cancelled by preemption
+	urgent    chan ptAt // urgent runs
+	release   chan struct{}
+	doRelease func()
+}
+
+// ptAt is a task ID and the worker it ran on.
+type ptAt struct{ ID, Worker string }
+
+func newPtFleet(t *testing.T, b testredis.Backend, qcfg queue.Config) *ptFleet {
+	f := &ptFleet{b: b, qcfg: qcfg, q: ptClient(t, b, qcfg), rts: map[string]*runtime.Runtime{},
+		running: map[string]string{}, started: make(chan ptAt, 64), cancelled: make(chan ptAt, 64),
+		urgent: make(chan ptAt, 64)}
+	f.release, f.doRelease = ptOnce()
+	return f
+}
+
+// start starts worker id with its own client; cfg.WorkerID is set to id.
+func (f *ptFleet) start(t *testing.T, id string, cfg runtime.Config) *runtime.Runtime {
+	t.Helper()
+	mux := handlers.NewMux()
+	mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+		f.mu.Lock()
+		f.running[tk.ID] = id
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			delete(f.running, tk.ID)
+			f.mu.Unlock()
+		}()
+		f.started <- ptAt{tk.ID, id}
+		select {
+		case <-f.release:
+			return nil
+		case <-ctx.Done():
+			if ptPreempted(ctx) {
+				f.cancelled <- ptAt{tk.ID, id}
+			}
+			return ctx.Err()
+		}
+	})
+	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		f.urgent <- ptAt{tk.ID, id}
+		return nil
+	})
+	cfg.WorkerID = id
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = ptPoll
+	}
+	rt := startRuntime(t, ptClient(t, f.b, f.qcfg), mux, cfg)
+	t.Cleanup(f.doRelease) // before this runtime's shutdown
+	f.mu.Lock()
+	f.rts[id] = rt
+	f.mu.Unlock()
+	return rt
+}
+
+func (f *ptFleet) all() []*runtime.Runtime {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*runtime.Runtime, 0, len(f.rts))
+	for _, rt := range f.rts {
+		out = append(out, rt)
+	}
+	return out
+}
+
+// jobOn enqueues a job at level and waits until it starts on worker want.
+func (f *ptFleet) jobOn(t *testing.T, level int, want string) string {
+	t.Helper()
+	id := enqueue(t, f.q, "job", "", level)
+	got := ptRecv(t, f.started, "start of job "+id)
+	require.Equal(t, ptAt{id, want}, got)
+	return id
+}
+
+// runningOn returns how many jobs run on each worker now.
+func (f *ptFleet) runningOn() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for _, w := range f.running {
+		out[w]++
+	}
+	return out
+}
+
+// While any worker of the fleet has a free slot, nothing is preempted
+// anywhere: the urgent task runs in the free slot.
+func TestFleetNoPreemptionWhileAnySlotFree(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		f := newPtFleet(t, b, queue.Config{})
+		for _, id := range []string{"A", "B", "C"} {
+			f.start(t, id, runtime.Config{Concurrency: 2})
+		}
+		// Five jobs fill five of the six slots, wherever they land.
+		jobs := map[string]bool{}
+		for range 5 {
+			jobs[enqueue(t, f.q, "job", "", 0)] = true
+		}
+		for range 5 {
+			require.True(t, jobs[ptRecv(t, f.started, "job start").ID])
+		}
+		var free string
+		for w, n := range f.runningOn() {
+			require.LessOrEqual(t, n, 2)
+			if n < 2 {
+				free = w
+			}
+		}
+		require.NotEmpty(t, free)
+		// Each urgent task, in turn, runs in the one free slot; every
+		// saturated worker is woken too and must not preempt.
+		for i := range 5 {
+			u := enqueue(t, f.q, "urgent", fmt.Sprint(i), 2)
+			require.Equal(t, ptAt{u, free}, ptRecv(t, f.urgent, "urgent run"))
+			ptGone(t, f.q, u)
+		}
+		require.Empty(t, f.cancelled, "a job was preempted although a slot was free")
+		require.Len(t, f.runningOn(), 3)
+		// (A worker may still reserve an urgent task for a slot that frees
+		// while the reservation is in flight; it must not preempt for it.)
+		require.Zero(t, ptStats(f.all()...).Preempted)
+		ptInvariant4(t, f.all()...)
+	})
+}
+
+// With every worker saturated, the victim is the lowest-level preemptible
+// task of the whole fleet: A and C run level-1 jobs, B a level-0 job; an
+// urgent level-2 task preempts B's job, twice in a row.
+func TestFleetVictimIsLowestInFleet(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		f := newPtFleet(t, b, queue.Config{})
+		rtB := f.start(t, "B", runtime.Config{Concurrency: 1})
+		low := f.jobOn(t, 0, "B")
+		rtA := f.start(t, "A", runtime.Config{Concurrency: 2})
+		f.jobOn(t, 1, "A")
+		f.jobOn(t, 1, "A")
+		rtC := f.start(t, "C", runtime.Config{Concurrency: 1})
+		f.jobOn(t, 1, "C")
+
+		for round := range 2 {
+			u := enqueue(t, f.q, "urgent", fmt.Sprint(round), 2)
+			require.Equal(t, ptAt{low, "B"}, ptRecv(t, f.cancelled, "preemption"), "round %d", round)
+			require.Equal(t, ptAt{u, "B"}, ptRecv(t, f.urgent, "urgent run"), "round %d", round)
+			// The victim comes back on B, the only worker with room.
+			require.Equal(t, ptAt{low, "B"}, ptRecv(t, f.started, "victim resumes"), "round %d", round)
+			ptGone(t, f.q, u)
+		}
+		require.Empty(t, f.cancelled, "a higher-level job was preempted")
+		require.Equal(t, map[string]int{"A": 2, "B": 1, "C": 1}, f.runningOn())
+		stA, stB, stC := rtA.Stats(), rtB.Stats(), rtC.Stats()
+		require.EqualValues(t, 2, stB.Preempted)
+		require.EqualValues(t, 2, stB.Reserved)
+		require.Zero(t, stA.Preempted+stA.Reserved)
+		require.Zero(t, stC.Preempted+stC.Reserved)
+		ptInvariant4(t, rtA, rtB, rtC)
+		f.doRelease()
+		ptGone(t, f.q, low)
+	})
+}
+
+// A worker that shut down deregisters: its capacity no longer counts as
+// free, so a saturated worker preempts at once instead of waiting for the
+// departed worker's record to expire (2 heartbeat intervals, 20 s here).
+func TestFleetShutdownWorkerNotCountedFree(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		f := newPtFleet(t, b, queue.Config{})
+		rtA := f.start(t, "A", runtime.Config{Concurrency: 1})
+		low := f.jobOn(t, 0, "A")
+		rtB := f.start(t, "B", runtime.Config{Concurrency: 1})
+		ctx, cancel := context.WithTimeout(context.Background(), ptLong)
+		defer cancel()
+		require.NoError(t, rtB.Shutdown(ctx))
+
+		before := time.Now()
+		u := enqueue(t, f.q, "urgent", "", 2)
+		require.Equal(t, ptAt{low, "A"}, ptRecv(t, f.cancelled, "preemption on A"))
+		require.Equal(t, ptAt{u, "A"}, ptRecv(t, f.urgent, "urgent run"))
+		require.Less(t, time.Since(before), 5*time.Second, "preemption waited for the departed worker's record to expire")
+		require.Equal(t, ptAt{low, "A"}, ptRecv(t, f.started, "victim resumes"))
+		require.EqualValues(t, 1, rtA.Stats().Preempted)
+		require.Zero(t, rtB.Stats().Reserved)
+		ptInvariant4(t, rtA, rtB)
+	})
+}
+
+// A worker that died without deregistering counts as free only until its
+// record expires; then the saturated worker preempts.
+func TestFleetDeadWorkerRecordExpires(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		const ttl = 1500 * time.Millisecond
+		f := newPtFleet(t, b, queue.Config{})
+		rtA := f.start(t, "A", runtime.Config{Concurrency: 1})
+		low := f.jobOn(t, 0, "A")
+
+		// "ghost" reports 4 free slots once and dies.
+		before := time.Now()
+		_, err := f.q.Heartbeat(context.Background(), queue.Heartbeat{Worker: "ghost", Capacity: 4, TTL: ttl})
+		require.NoError(t, err)
+		u := enqueue(t, f.q, "urgent", "", 2)
+		at := ptRecv(t, f.urgent, "urgent run after the ghost expired")
+		require.Equal(t, ptAt{u, "A"}, at)
+		require.GreaterOrEqual(t, time.Since(before), ttl, "preempted while a live worker had free slots")
+		require.Equal(t, ptAt{low, "A"}, ptRecv(t, f.cancelled, "preemption on A"))
+		require.EqualValues(t, 1, rtA.Stats().Preempted)
+		ptInvariant4(t, rtA)
+	})
+}

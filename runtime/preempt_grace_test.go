@@ -1,0 +1,140 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+	"github.com/stretchr/testify/require"
+)
+
+// A victim that ignores its cancellation past the grace period is counted
+// as stuck, keeps its slot and its lease (so no worker of the fleet runs it
+// a second time meanwhile), and when it finally returns its task is
+// requeued and then completes exactly once.
+func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		// A short lease: were the stuck victim's lease not extended, it
+		// would expire within the test's quiet windows and be recovered.
+		qcfg := queue.Config{LeaseDuration: time.Second}
+		qa := ptClient(t, b, qcfg)
+		runs := newPtRuns()
+		victimStarts := make(chan int, 4) // Preemptions seen at start
+		victimCancelled := make(chan struct{}, 1)
+		urgentDone := make(chan struct{}, 1)
+		otherStarted := make(chan string, 1)
+		unstick, doUnstick := ptOnce()
+		mux := handlers.NewMux()
+		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.Task) error {
+			leave := runs.enter(tk)
+			victimStarts <- tk.Preemptions
+			if tk.Preemptions > 0 {
+				leave(true)
+				return nil
+			}
+			<-ctx.Done()
+			victimCancelled <- struct{}{}
+			<-unstick // ignores the cancellation well past its grace
+			leave(false)
+			return ctx.Err()
+		})
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+			urgentDone <- struct{}{}
+			return nil
+		})
+		mux.HandleFunc("other", func(ctx context.Context, tk *queue.Task) error {
+			otherStarted <- tk.ID
+			return nil
+		})
+		cfg := runtime.Config{Concurrency: 1, PollInterval: ptPoll, GracePeriod: 200 * time.Millisecond}
+		cfg.WorkerID = "A"
+		rtA := startRuntime(t, qa, mux, cfg)
+		t.Cleanup(doUnstick)
+
+		victimID := enqueue(t, qa, "victim", "", 0)
+		require.Equal(t, 0, ptRecv(t, victimStarts, "victim start"))
+		urgentID := enqueue(t, qa, "urgent", "", 2)
+		ptRecv(t, urgentDone, "urgent run")
+		ptRecv(t, victimCancelled, "victim cancelled")
+		require.Eventually(t, func() bool { return rtA.Stats().Stuck == 1 }, ptLong, 10*time.Millisecond,
+			"stuck victim counted")
+		ptGone(t, qa, urgentID)
+
+		// The stuck victim keeps its slot: another task waits, for longer
+		// than a lease lasts.
+		otherID := enqueue(t, qa, "other", "", 0)
+		require.Never(t, func() bool { return len(otherStarted) > 0 }, 1500*time.Millisecond, 10*time.Millisecond,
+			"a task started in the stuck victim's slot")
+		rec, err := qa.Inspect(context.Background(), victimID)
+		require.NoError(t, err)
+		require.Equal(t, queue.StateActive, rec.State)
+		require.Equal(t, "A", rec.Worker)
+		require.True(t, rec.LeaseDeadline.After(time.Now()), "stuck victim's lease was not extended: %v", rec.LeaseDeadline)
+
+		// A second worker with a free slot joins: it takes the other task
+		// but never the stuck victim, whose lease A still extends.
+		cfgB := runtime.Config{Concurrency: 1, PollInterval: ptPoll, GracePeriod: 200 * time.Millisecond, WorkerID: "B"}
+		rtB := startRuntime(t, ptClient(t, b, qcfg), mux, cfgB)
+		require.Equal(t, otherID, ptRecv(t, otherStarted, "other task on worker B"))
+		require.Never(t, func() bool { return runs.maxConcurrent() > 1 || len(victimStarts) > 0 },
+			1500*time.Millisecond, 10*time.Millisecond, "stuck victim ran a second time")
+
+		doUnstick()
+		require.Equal(t, 1, ptRecv(t, victimStarts, "victim resumes after it returned"), "preemptions on resume")
+		ptGone(t, qa, victimID)
+		ptGone(t, qa, otherID)
+		require.Equal(t, 1, runs.maxConcurrent())
+		require.Equal(t, 1, runs.completions(victimID))
+		stA, stB := rtA.Stats(), rtB.Stats()
+		require.EqualValues(t, 1, stA.Stuck)
+		require.EqualValues(t, 1, stA.Preempted)
+		require.EqualValues(t, 1, stA.Reserved)
+		require.Zero(t, stB.Preempted)
+		ptInvariant4(t, rtA, rtB)
+	})
+}
+
+// A stuck victim that finally finishes its work (returns nil) is acked and
+// never runs again.
+func TestStuckVictimThatFinishesIsAcked(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		q := setup(t, b, queue.Config{})
+		runs := newPtRuns()
+		victimStarted := make(chan struct{}, 2)
+		urgentDone := make(chan struct{}, 1)
+		unstick, doUnstick := ptOnce()
+		mux := handlers.NewMux()
+		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.Task) error {
+			leave := runs.enter(tk)
+			victimStarted <- struct{}{}
+			<-ctx.Done()
+			<-unstick
+			leave(true)
+			return nil // finished its work after all
+		})
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+			urgentDone <- struct{}{}
+			return nil
+		})
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll, GracePeriod: 200 * time.Millisecond})
+		t.Cleanup(doUnstick)
+
+		victimID := enqueue(t, q, "victim", "", 0)
+		ptRecv(t, victimStarted, "victim start")
+		enqueue(t, q, "urgent", "", 2)
+		ptRecv(t, urgentDone, "urgent run")
+		require.Eventually(t, func() bool { return rt.Stats().Stuck == 1 }, ptLong, 10*time.Millisecond)
+		doUnstick()
+		ptGone(t, q, victimID)
+		require.Empty(t, victimStarted, "victim ran again after it finished")
+		require.Equal(t, 1, runs.completions(victimID))
+		st := rt.Stats()
+		require.EqualValues(t, 1, st.Preempted)
+		require.EqualValues(t, 1, st.Stuck)
+		ptInvariant4(t, rt)
+	})
+}

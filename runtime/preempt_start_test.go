@@ -1,0 +1,111 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+	"github.com/stretchr/testify/require"
+)
+
+// When a preempting task starts: after its victim returned
+// (StartAfterVictim) or at once (StartImmediately).
+
+// ptStartRig has a one-slot runtime whose victim, once preempted, blocks
+// in its cleanup until the test closes release.
+type ptStartRig struct {
+	q             *queue.Client
+	rt            *runtime.Runtime
+	log           *ptLog
+	victimBlocked chan struct{} // closed when the victim is cancelled and blocks
+	urgentStarted chan struct{} // closed when the urgent task starts
+	victimResumed chan struct{}
+	doRelease     func()
+	victimID      string
+	urgentID      string
+}
+
+func newPtStartRig(t *testing.T, b testredis.Backend, mode runtime.UrgentStart) *ptStartRig {
+	t.Helper()
+	rig := &ptStartRig{q: setup(t, b, queue.Config{}), log: &ptLog{}, victimResumed: make(chan struct{}, 1)}
+	var blocked, urgent func()
+	var release chan struct{}
+	rig.victimBlocked, blocked = ptOnce()
+	rig.urgentStarted, urgent = ptOnce()
+	release, rig.doRelease = ptOnce()
+	victimStarted := make(chan struct{}, 1)
+	mux := handlers.NewMux()
+	mux.HandleFunc("victim", func(ctx context.Context, tk *queue.Task) error {
+		if tk.Preemptions > 0 {
+			rig.log.add("victim-resume")
+			rig.victimResumed <- struct{}{}
+			return nil
+		}
+		victimStarted <- struct{}{}
+		<-ctx.Done()
+		rig.log.add("victim-cancelled")
+		blocked()
+		<-release // cleanup the test controls
+		rig.log.add("victim-return")
+		return ctx.Err()
+	})
+	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		rig.log.add("urgent-start")
+		urgent()
+		return nil
+	})
+	// A long grace period: the victim's cleanup must not run into it.
+	rig.rt = startRuntime(t, rig.q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll,
+		UrgentStart: mode, GracePeriod: 30 * time.Second})
+	t.Cleanup(rig.doRelease)
+	rig.victimID = enqueue(t, rig.q, "victim", "", 0)
+	ptRecv(t, victimStarted, "victim start")
+	rig.urgentID = enqueue(t, rig.q, "urgent", "", 2)
+	ptRecv(t, rig.victimBlocked, "victim cancelled")
+	return rig
+}
+
+func (rig *ptStartRig) finish(t *testing.T) {
+	t.Helper()
+	ptRecv(t, rig.victimResumed, "victim resumes")
+	ptGone(t, rig.q, rig.victimID)
+	ptGone(t, rig.q, rig.urgentID)
+	st := rig.rt.Stats()
+	require.EqualValues(t, 1, st.Preempted)
+	require.EqualValues(t, 1, st.Reserved)
+	require.Zero(t, st.Stuck)
+	ptInvariant4(t, rig.rt)
+}
+
+// StartAfterVictim: the urgent handler starts only once the victim's
+// handler returned.
+func TestUrgentStartsAfterVictim(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		rig := newPtStartRig(t, b, runtime.StartAfterVictim)
+		require.Never(t, func() bool { return ptClosed(rig.urgentStarted) },
+			ptQuiet, 10*time.Millisecond, "urgent task started while its victim was still running")
+		rig.doRelease()
+		ptRecv(t, rig.urgentStarted, "urgent start")
+		rig.finish(t)
+		require.Equal(t, []string{"victim-cancelled", "victim-return", "urgent-start", "victim-resume"}, rig.log.list())
+	})
+}
+
+// StartImmediately: the urgent handler starts while the victim is still
+// blocked in its cleanup.
+func TestUrgentStartsImmediately(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		rig := newPtStartRig(t, b, runtime.StartImmediately)
+		ptRecv(t, rig.urgentStarted, "urgent start while the victim is blocked")
+		require.Equal(t, -1, rig.log.index("victim-return"))
+		rig.doRelease()
+		rig.finish(t)
+		ev := rig.log.list()
+		require.Less(t, rig.log.index("urgent-start"), rig.log.index("victim-return"), "events %v", ev)
+		require.Equal(t, "victim-resume", ev[len(ev)-1], "events %v", ev)
+	})
+}
