@@ -19,6 +19,10 @@ func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErr("a subcommand is required: list, requeue or delete")
 	}
 	sub, args := args[0], args[1:]
+	if sub == "-h" || sub == "-help" || sub == "--help" || sub == "help" {
+		fmt.Fprintf(stderr, "Usage: overtake dead %s\nRun 'overtake dead list -h' for the connection flags.\n", synopsis)
+		return nil
+	}
 	fs := newFlagSet("dead "+sub, synopsis, stderr)
 	rf := addRedisFlags(fs)
 	switch sub {

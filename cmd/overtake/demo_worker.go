@@ -101,7 +101,10 @@ func (d *demo) process(ctx context.Context, t *queue.Task, a demoArgs) error {
 	default:
 		d.p.task(t.ID, t.Level, t.Type, "done (waited %s, ran %s)", roundDuration(wait), ran)
 	}
-	d.finished <- t.Type
+	select {
+	case d.finished <- t.Type: // sized for every task of the demo
+	default:
+	}
 	return nil
 }
 

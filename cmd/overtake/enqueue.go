@@ -25,7 +25,7 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	maxRetries := fs.Int("max-retries", -1, fmt.Sprintf("failed attempts retried before dead-lettering (default %d)", queue.DefaultMaxRetries))
 	timeout := fs.Duration("timeout", 0, "bound on one run of the handler (0: none)")
 	notPreemptible := fs.Bool("not-preemptible", false, "never preempt this task once it runs")
-	class := fs.String("class", "", "logical priority class, mapped to a level by --classes (overrides --level)")
+	class := fs.String("class", "", "logical priority class, mapped to a level by --classes (instead of --level)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -46,6 +46,8 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var opts []queue.Option
 	switch {
+	case *class != "" && *level != "":
+		return usageErr("give --level or --class, not both")
 	case *class != "":
 		opts = append(opts, queue.Class(*class))
 	case *level != "":

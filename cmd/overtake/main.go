@@ -94,7 +94,9 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, "\nRun 'overtake <command> -h' for the flags of a command.\n")
+	fmt.Fprint(w, "\nEvery command but demo connects to Redis with --redis, or $REDIS_URL (default "+defaultRedisURL+");\n")
+	fmt.Fprint(w, "a password not in the URL comes from $REDIS_PASSWORD. Passwords are never printed.\n")
+	fmt.Fprint(w, "Run 'overtake <command> -h' for the flags of a command.\n")
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.
