@@ -43,7 +43,9 @@ func (c *Client) Name() string { return c.cfg.Name }
 func (c *Client) Levels() int { return c.cfg.Levels }
 
 // WakeChannel is the Pub/Sub channel on which the queue announces, with the
-// level as the message, every task that becomes pending.
+// level as the message, every task that becomes pending, and with the
+// message "s" every delayed task enqueued (workers then look up its due
+// time).
 func (c *Client) WakeChannel() string { return c.keys.wake() }
 
 // newID returns 16 random bytes as hex.

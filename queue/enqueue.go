@@ -15,7 +15,9 @@ import (
 //	ARGV[1] prefix  ARGV[2] id  ARGV[3] "p" pending | "s" scheduled
 //	ARGV[4] score (process-at ms)  ARGV[5] level  ARGV[6..] field/value pairs
 //
-// Returns 1, or 0 when the ID exists.
+// Returns 1, or 0 when the ID exists. A scheduled task is announced with
+// the message "s", so that idle workers learn its due time at once rather
+// than at their next slow poll.
 var enqueueScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 6))
@@ -25,6 +27,7 @@ if ARGV[3] == 'p' then
 else
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
   redis.call('HINCRBY', ARGV[1] .. 'cnt', 's' .. ARGV[5], 1)
+  redis.call('PUBLISH', ARGV[1] .. 'wake', 's')
 end
 return 1
 `)

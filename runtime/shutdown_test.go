@@ -1,0 +1,250 @@
+package runtime_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+type shutProgress struct{ Step int }
+
+// resumedRun is what a handler saw when it resumed a task.
+type resumedRun struct {
+	ID          string
+	Progress    shutProgress
+	Attempt     int
+	Preemptions int
+}
+
+// Shutdown preempts every running task with the cause ErrShutdown: each
+// saves its checkpoint and is requeued at the head of its level with its
+// attempt and preemption counts unchanged; a new runtime resumes them from
+// their checkpoints. Shutdown twice is safe.
+func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		const running = 3
+		q := setup(t, b, queue.Config{})
+		started := make(chan string, running)
+		causes := make(chan error, running)
+		resumed := make(chan resumedRun, running)
+		laterRan := make(chan string, 2)
+		mux := handlers.NewMux()
+		mux.HandleFunc("long", func(ctx context.Context, tk *queue.Task) error {
+			p, ok, err := checkpoint.Load[shutProgress](ctx)
+			if !assert.NoError(t, err) {
+				return err
+			}
+			if ok {
+				resumed <- resumedRun{tk.ID, p, tk.Attempt, tk.Preemptions}
+				return nil
+			}
+			assert.NoError(t, checkpoint.Save(ctx, shutProgress{Step: 1}))
+			started <- tk.ID
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			assert.NoError(t, checkpoint.Save(ctx, shutProgress{Step: 2}))
+			return ctx.Err()
+		})
+		mux.HandleFunc("later", func(_ context.Context, tk *queue.Task) error {
+			laterRan <- tk.ID
+			return nil
+		})
+		var long []string
+		for i := 0; i < running; i++ {
+			long = append(long, enqueue(t, q, "long", "", 1))
+		}
+		later := []string{enqueue(t, q, "later", "", 1), enqueue(t, q, "later", "", 1)}
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: running})
+		for i := 0; i < running; i++ {
+			waitFor(t, started, "long tasks to start")
+		}
+
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, rt.Shutdown(ctx))
+		require.NoError(t, rt.Shutdown(ctx), "second Shutdown")
+		for i := 0; i < running; i++ {
+			require.ErrorIs(t, waitFor(t, causes, "cancellation causes"), runtime.ErrShutdown)
+		}
+		require.Empty(t, laterRan, "a waiting task ran during shutdown")
+
+		pending, err := q.Pending(context.Background(), 1)
+		require.NoError(t, err)
+		require.Len(t, pending, running+len(later))
+		require.ElementsMatch(t, long, pending[:running], "requeued tasks are at the head")
+		require.Equal(t, later, pending[running:], "waiting tasks keep their order behind them")
+		for _, id := range long {
+			tk, err := q.Inspect(context.Background(), id)
+			require.NoError(t, err)
+			require.Equal(t, queue.StatePending, tk.State)
+			require.Zero(t, tk.Attempt, "a shutdown is not a failed attempt")
+			require.Zero(t, tk.Preemptions, "a shutdown is not a preemption")
+			require.JSONEq(t, `{"Step":2}`, string(tk.Checkpoint))
+		}
+
+		startRuntime(t, q, mux, runtime.Config{Concurrency: running})
+		var got []string
+		for i := 0; i < running; i++ {
+			r := waitFor(t, resumed, "resumed runs")
+			require.Equal(t, shutProgress{Step: 2}, r.Progress)
+			require.Zero(t, r.Attempt)
+			require.Zero(t, r.Preemptions)
+			got = append(got, r.ID)
+		}
+		require.ElementsMatch(t, long, got)
+		for _, id := range append(slices.Clone(long), later...) {
+			waitGone(t, q, id)
+		}
+	})
+}
+
+// With a DrainTimeout, Shutdown lets running tasks finish on their own
+// first: one that finishes in time is acked; one still running when the
+// drain ends is preempted with ErrShutdown and requeued.
+func TestShutdownDrainTimeout(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		const drain = time.Second
+		q := setup(t, b, queue.Config{})
+		started := make(chan string, 2)
+		release := make(chan struct{})
+		shortCancelled := make(chan error, 1)
+		type cancelled struct {
+			cause error
+			at    time.Time
+		}
+		longCancelled := make(chan cancelled, 1)
+		mux := handlers.NewMux()
+		mux.HandleFunc("short", func(ctx context.Context, tk *queue.Task) error {
+			started <- tk.ID
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				shortCancelled <- context.Cause(ctx)
+				return ctx.Err()
+			}
+		})
+		mux.HandleFunc("long", func(ctx context.Context, tk *queue.Task) error {
+			started <- tk.ID
+			<-ctx.Done()
+			longCancelled <- cancelled{context.Cause(ctx), time.Now()}
+			assert.NoError(t, checkpoint.Save(ctx, shutProgress{Step: 1}))
+			return ctx.Err()
+		})
+		short := enqueue(t, q, "short", "", 1)
+		long := enqueue(t, q, "long", "", 1)
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 2, DrainTimeout: drain})
+		waitFor(t, started, "tasks to start")
+		waitFor(t, started, "tasks to start")
+
+		shutStart := time.Now()
+		res := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			res <- rt.Shutdown(ctx)
+		}()
+		// Shutdown has begun once the worker reports no capacity.
+		capKey := "{" + b.Prefix + ":" + q.Name() + "}:cap"
+		require.Eventually(t, func() bool {
+			return b.Client.HGet(context.Background(), capKey, rt.WorkerID()).Val() == "0"
+		}, 10*time.Second, 2*time.Millisecond, "worker never reported draining")
+		close(release)
+		require.NoError(t, waitFor(t, res, "Shutdown"))
+
+		require.Empty(t, shortCancelled, "the short task was cancelled instead of drained")
+		waitGone(t, q, short)
+		c := waitFor(t, longCancelled, "the long task's cancellation")
+		require.ErrorIs(t, c.cause, runtime.ErrShutdown)
+		require.GreaterOrEqual(t, c.at.Sub(shutStart), drain, "cancelled before the drain ended")
+		tk, err := q.Inspect(context.Background(), long)
+		require.NoError(t, err)
+		require.Equal(t, queue.StatePending, tk.State)
+		require.Zero(t, tk.Attempt)
+		require.JSONEq(t, `{"Step":1}`, string(tk.Checkpoint))
+	})
+}
+
+// A handler that ignores the shutdown past Shutdown's context: Shutdown
+// returns an error naming its task and requeues the task, so nothing is
+// lost. When the handler returns later, its checkpoint save and its ack
+// fail with ErrLeaseLost and change nothing; another runtime runs the task
+// from its last valid checkpoint.
+func TestShutdownStuckHandler(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		q := setup(t, b, queue.Config{})
+		log, logs := observedLogger(t)
+		started := make(chan string, 1)
+		release := make(chan struct{})
+		lateSave := make(chan error, 1)
+		resumed := make(chan shutProgress, 1)
+		var runs atomic.Int32
+		mux := handlers.NewMux()
+		mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.Task) error {
+			p, ok, err := checkpoint.Load[shutProgress](ctx)
+			if !assert.NoError(t, err) {
+				return err
+			}
+			if ok {
+				resumed <- p
+				return nil
+			}
+			assert.EqualValues(t, 1, runs.Add(1), "the task ran again while its first run was stuck")
+			assert.NoError(t, checkpoint.Save(ctx, shutProgress{Step: 1}))
+			started <- tk.ID
+			<-release // ignores ctx
+			lateSave <- checkpoint.Save(ctx, shutProgress{Step: 99})
+			return nil
+		})
+		mux.HandleFunc("after", func(context.Context, *queue.Task) error { return nil })
+		id := enqueue(t, q, "stubborn", "", 2)
+		other := enqueue(t, q, "after", "", 2) // waits behind it
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, Logger: log})
+		require.Equal(t, id, waitFor(t, started, "the stubborn task"))
+
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		err := rt.Shutdown(ctx)
+		require.Error(t, err)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Contains(t, err.Error(), id, "the error names the stuck task")
+		pending, perr := q.Pending(context.Background(), 2)
+		require.NoError(t, perr)
+		require.Equal(t, []string{id, other}, pending, "the stuck task is requeued at the head")
+		tk, ierr := q.Inspect(context.Background(), id)
+		require.NoError(t, ierr)
+		require.Equal(t, queue.StatePending, tk.State)
+		require.Zero(t, tk.Attempt)
+
+		// The stuck handler returns: its save and ack are fenced off.
+		close(release)
+		require.ErrorIs(t, waitFor(t, lateSave, "the late save"), queue.ErrLeaseLost)
+		waitForLog(t, logs, "the late ack failing with lease lost", func(e observer.LoggedEntry) bool {
+			eid, _ := fieldString(e, "task_id")
+			msg, _ := fieldString(e, "error")
+			return eid == id && strings.Contains(e.Message, "could not record") &&
+				strings.Contains(msg, queue.ErrLeaseLost.Error())
+		})
+		tk, ierr = q.Inspect(context.Background(), id)
+		require.NoError(t, ierr, "the late ack deleted the requeued task")
+		require.Equal(t, queue.StatePending, tk.State)
+		require.JSONEq(t, `{"Step":1}`, string(tk.Checkpoint), "the stale save overwrote the checkpoint")
+
+		startRuntime(t, q, mux, runtime.Config{Concurrency: 1})
+		require.Equal(t, shutProgress{Step: 1}, waitFor(t, resumed, "the task resumed elsewhere"))
+		waitGone(t, q, id)
+		waitGone(t, q, other)
+	})
+}
