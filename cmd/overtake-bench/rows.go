@@ -15,8 +15,8 @@ func (b *bench) throughputRows(t *table, best tputBest, c ceil) {
 	on := best.on
 	t.add(row{id: "1", figure: fmt.Sprintf("throughput, no-op tasks, Concurrency %d, 3 levels, preemption on, tracing off",
 		o.concurrency), value: num(on.tasksPer), unit: "tasks/s", target: "—",
-		note: fmt.Sprintf("info: %d tasks in %v, best of runs %s; CPU per task: %s; pre-enqueue %s tasks/s (EnqueueBatch of %d)",
-			on.n, on.elapsed.Round(timeMs), runs(best.runs["on"]), cpu(on), num(float64(on.n)/on.enqueue.Seconds()), o.batch)})
+		note: fmt.Sprintf("info: %d tasks in %v, best of runs %s; CPU per task: %s; pre-enqueue %s tasks/s (EnqueueBatch of %d from %d goroutines)",
+			on.n, on.elapsed.Round(timeMs), runs(best.runs["on"]), cpu(on), num(float64(on.n)/on.enqueue.Seconds()), o.batch, fillers)})
 
 	trips := float64(on.trips.trips) / float64(on.n)
 	batch := 0.0
