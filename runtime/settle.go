@@ -18,6 +18,9 @@ func recoverPanic(fn func() error) error { return handlers.RecoverPanic(fn) }
 // it to Redis: ack, retry, dead-letter or requeue.
 func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	t := rn.t
+	if err != nil && errors.Is(context.Cause(ctx), ErrTaskTimeout) && !errors.Is(err, ErrTaskTimeout) {
+		err = fmt.Errorf("%w after %v: %w", ErrTaskTimeout, t.Timeout, err)
+	}
 	out := handlers.ClassifyContext(ctx, err)
 	runTime := time.Since(rn.started)
 	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
