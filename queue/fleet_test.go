@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -119,6 +120,9 @@ func TestReserveFleet(t *testing.T) {
 		{name: "lower victim of a worker that is not registered", want: ErrLowerVictimElsewhere, setup: func(e *env) {
 			e.run("w2", "o", 0)
 		}},
+		{name: "own lower task is not elsewhere", setup: func(e *env) {
+			e.beat("w1", 2, 0, e.run("w1", "x", 0))
+		}},
 		{name: "equal level elsewhere is not lower", setup: func(e *env) {
 			e.beat("w2", 1, 0, e.run("w2", "o", 1))
 		}},
@@ -163,6 +167,8 @@ func TestReserveFleet(t *testing.T) {
 				if tc.req != nil {
 					tc.req(&req)
 				}
+				busy, err := e.rdb.HGet(e.ctx, e.c.keys.busy(), "w1").Int()
+				require.NoError(t, err)
 				got, _, err := e.c.Reserve(e.ctx, req)
 				if tc.want != nil {
 					require.ErrorIs(t, err, tc.want)
@@ -177,7 +183,7 @@ func TestReserveFleet(t *testing.T) {
 				require.NotEmpty(t, got.Token)
 				require.NotContains(t, e.zset(e.c.keys.running()), "v", "the victim is spoken for")
 				require.Contains(t, e.zset(e.c.keys.running()), "u")
-				require.Equal(t, "2", e.rdb.HGet(e.ctx, e.c.keys.busy(), "w1").Val())
+				require.Equal(t, strconv.Itoa(busy+1), e.rdb.HGet(e.ctx, e.c.keys.busy(), "w1").Val())
 				require.NoError(t, e.c.Requeue(e.ctx, v, RequeuePreempted))
 				require.Equal(t, 1, e.inspect("v").Preemptions)
 			})
