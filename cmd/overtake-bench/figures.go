@@ -147,9 +147,9 @@ type tputBest struct {
 	runs            map[string][]float64 // tasks/s of every run, by variant
 }
 
-// throughputs runs each variant o.rounds times, interleaved so that drift
-// on a shared machine hits all of them alike, and keeps the fastest run of
-// each. A short unreported run warms Redis and the process up first.
+// throughputs runs each variant o.rounds times, interleaved and in
+// alternating order so that drift on a shared machine hits all of them
+// alike, and keeps the fastest run of each. A short unreported run warms Redis and the process up first.
 func (b *bench) throughputs(ctx context.Context) (tputBest, error) {
 	o := b.opts
 	best := tputBest{runs: map[string][]float64{}}
@@ -162,6 +162,9 @@ func (b *bench) throughputs(ctx context.Context) (tputBest, error) {
 		return best, err
 	}
 	for r := 1; r <= o.rounds; r++ {
+		if r > 1 {
+			slices.Reverse(variants) // on, off, traced; then traced, off, on; ...
+		}
 		for _, v := range variants {
 			progress("throughput round %d/%d, %s: %d tasks", r, o.rounds, v.name, o.tasks)
 			goruntime.GC()
