@@ -145,6 +145,9 @@ func (r *Runtime) killMalformed(res *queue.LeaseResult) {
 // start registers rn as held and submits it to the pool. takeSlot says
 // whether it occupies a slot now.
 func (r *Runtime) start(rn *run, takeSlot bool) {
+	// The span and logger are set before the run is visible to the
+	// heartbeat, which may read them.
+	r.obs.leased(rn)
 	r.mu.Lock()
 	r.runs[rn.t.ID] = rn
 	rn.holdsSlot = takeSlot
@@ -155,7 +158,6 @@ func (r *Runtime) start(rn *run, takeSlot bool) {
 	}
 	r.mu.Unlock()
 	r.tasks.Add(1)
-	r.obs.leased(rn)
 	if err := r.pool.Submit(func() { r.execute(rn) }); err != nil {
 		// The pool is closed only after every task returned, so this means
 		// a bug; the lease expires and recovery runs the task elsewhere.
