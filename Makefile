@@ -41,9 +41,9 @@ test/jaeger: ## run the Jaeger end-to-end tests (-run Jaeger) against a real Jae
 
 demo: ## run the demo (embedded Redis); traces go to Jaeger if `make jaeger` runs
 	@if env=$$(scripts/jaeger.sh env 2>/dev/null); then eval "$$env"; \
-		export OTEL_EXPORTER_OTLP_ENDPOINT=http://$$OVERTAKE_JAEGER_OTLP_GRPC; \
-		echo "traces: $$OVERTAKE_JAEGER_QUERY"; fi; \
-	$(GO) run ./cmd/overtake demo $(DEMO_ARGS)
+		echo "traces: $$OVERTAKE_JAEGER_QUERY"; \
+		otlp="--otlp $$OVERTAKE_JAEGER_OTLP_GRPC --otlp-protocol grpc"; fi; \
+	$(GO) run ./cmd/overtake demo $${otlp:-} $(DEMO_ARGS)
 
 clean: ## remove build outputs and local run state
 	rm -rf .run bin coverage.out coverage.html
