@@ -2,7 +2,9 @@ package tracing
 
 import (
 	"context"
+	"net/http"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -28,7 +30,7 @@ func newSpanExporter(ctx context.Context, c *config) (sdktrace.SpanExporter, err
 		}
 		return otlptracegrpc.New(ctx, opts...)
 	}
-	var opts []otlptracehttp.Option
+	opts := []otlptracehttp.Option{otlptracehttp.WithHTTPClient(c.httpClient())}
 	if c.endpoint != "" {
 		opts = append(opts, otlptracehttp.WithEndpoint(c.endpoint))
 	}
@@ -36,6 +38,15 @@ func newSpanExporter(ctx context.Context, c *config) (sdktrace.SpanExporter, err
 		opts = append(opts, otlptracehttp.WithInsecure())
 	}
 	return otlptracehttp.New(ctx, opts...)
+}
+
+// httpClient returns the client of the OTLP/HTTP exporters, on a
+// transport of their own that Shutdown can close.
+func (c *config) httpClient() *http.Client {
+	if c.transport == nil {
+		c.transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	return &http.Client{Transport: c.transport, Timeout: 10 * time.Second}
 }
 
 // newMetricExporter builds the OTLP metric exporter for c.
@@ -54,7 +65,7 @@ func newMetricExporter(ctx context.Context, c *config) (sdkmetric.Exporter, erro
 		}
 		return otlpmetricgrpc.New(ctx, opts...)
 	}
-	var opts []otlpmetrichttp.Option
+	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithHTTPClient(c.httpClient())}
 	if c.endpoint != "" {
 		opts = append(opts, otlpmetrichttp.WithEndpoint(c.endpoint))
 	}

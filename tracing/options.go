@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -41,6 +42,9 @@ type config struct {
 	propagator     propagation.TextMapPropagator
 	noMetrics      bool
 	global         bool
+	// transport carries the OTLP/HTTP exports; Shutdown closes its idle
+	// connections so no keep-alive goroutine outlives the providers.
+	transport *http.Transport
 }
 
 // WithProtocol selects the OTLP transport for traces and metrics. Without

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"time"
 
@@ -33,9 +34,10 @@ type Providers struct {
 	// Propagator stores trace context in task headers; see [WithPropagator].
 	Propagator Propagator
 
-	tp       *sdktrace.TracerProvider
-	mp       *sdkmetric.MeterProvider // nil WithoutMetrics
-	exporter *abortableExporter
+	tp        *sdktrace.TracerProvider
+	mp        *sdkmetric.MeterProvider // nil WithoutMetrics
+	exporter  *abortableExporter
+	transport *http.Transport // OTLP/HTTP only
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -57,7 +59,7 @@ func Setup(ctx context.Context, opts ...Option) (*Providers, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Providers{Propagator: NewPropagator(c.propagator), exporter: newAbortableExporter(se)}
+	p := &Providers{Propagator: NewPropagator(c.propagator), exporter: newAbortableExporter(se), transport: c.transport}
 	var me sdkmetric.Exporter
 	if !c.noMetrics {
 		if me, err = newMetricExporter(ctx, &c); err != nil {
@@ -147,5 +149,8 @@ func (p *Providers) shutdown(ctx context.Context) error {
 	case <-time.After(abortWait):
 	}
 	wg.Wait()
+	if p.transport != nil {
+		p.transport.CloseIdleConnections()
+	}
 	return errors.Join(traceErr, metrErr)
 }
