@@ -72,10 +72,13 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		}
 		out[i], kss[i], args[i], spans[i] = nt, ks, a, span
 	}
-	exec := func(useSha bool) error {
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// EVALSHA first; only the commands that met a server without the
+	// script (fresh or restarted Redis, another cluster node) run again,
+	// with EVAL, so no stored task is sent twice.
+	exec := func(only func(i int) bool, useSha bool) {
+		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := range tasks {
-				if out[i] == nil {
+				if out[i] == nil || !only(i) {
 					continue
 				}
 				if useSha {
@@ -86,11 +89,9 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 			}
 			return nil
 		})
-		return err
 	}
-	if err := exec(true); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		_ = exec(false)
-	}
+	exec(func(int) bool { return true }, true)
+	exec(func(i int) bool { return cmds[i] != nil && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }, false)
 	for i, cmd := range cmds {
 		if cmd == nil {
 			continue
