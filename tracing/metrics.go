@@ -94,6 +94,13 @@ type Metrics struct {
 	slaBreaches                                           metric.Int64Counter
 	depth                                                 metric.Int64ObservableGauge
 	sets                                                  sync.Map // Labels -> attribute.Set
+	runSets                                               sync.Map // runKey -> attribute.Set
+}
+
+// runKey selects the cached attribute set of a run: labels and outcome.
+type runKey struct {
+	l Labels
+	o Outcome
 }
 
 // NewMetrics creates the instruments on mp's meter [InstrumentationName].
@@ -147,6 +154,17 @@ func (m *Metrics) set(l Labels) attribute.Set {
 	return s
 }
 
+// runSet returns the cached attribute set of l plus the outcome o.
+func (m *Metrics) runSet(l Labels, o Outcome, base attribute.Set) attribute.Set {
+	k := runKey{l, o}
+	if s, ok := m.runSets.Load(k); ok {
+		return s.(attribute.Set)
+	}
+	s := attribute.NewSet(append(base.ToSlice(), OutcomeKey.String(o.String()))...)
+	m.runSets.Store(k, s)
+	return s
+}
+
 func (m *Metrics) add(ctx context.Context, c metric.Int64Counter, l Labels) {
 	c.Add(ctx, 1, metric.WithAttributeSet(m.set(l)))
 }
@@ -165,8 +183,7 @@ func (m *Metrics) RecordRun(ctx context.Context, l Labels, run time.Duration, o 
 		return
 	}
 	s := m.set(l)
-	kv := append(s.ToSlice(), OutcomeKey.String(o.String()))
-	m.run.Record(ctx, run.Seconds(), metric.WithAttributes(kv...))
+	m.run.Record(ctx, run.Seconds(), metric.WithAttributeSet(m.runSet(l, o, s)))
 	switch o {
 	case OutcomeSucceeded:
 		m.processed.Add(ctx, 1, metric.WithAttributeSet(s))
