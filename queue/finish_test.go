@@ -192,6 +192,24 @@ func TestAckWithRetention(t *testing.T) {
 	})
 }
 
+// An idle queue has no acks: the heartbeat expires retained records.
+func TestRetentionExpiresOnHeartbeat(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Retention = time.Minute })
+		e.enqueue("", ID("a"))
+		require.NoError(t, e.c.Ack(e.ctx, e.leaseOne("w")))
+		_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		require.NoError(t, err)
+		require.Equal(t, StateDone, e.inspect("a").State, "kept while retained")
+		e.clk.Advance(time.Minute)
+		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		require.NoError(t, err)
+		e.gone("a")
+		require.Empty(t, e.zset(e.c.keys.done()))
+		e.enqueue("", ID("a")) // the ID is free again
+	})
+}
+
 func TestCheckpoint(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, func(c *Config) { c.MaxCheckpointBytes = 8 })

@@ -8,7 +8,9 @@ import (
 
 // heartbeatScript registers a live worker and extends its leases in one
 // call. A lease whose token no longer matches is not extended and its ID is
-// returned as lost. Records of workers whose liveness expired are removed.
+// returned as lost. Records of workers whose liveness expired are removed,
+// and so are completed task records whose retention ended (Ack also sweeps
+// them, but an idle queue has no acks).
 //
 //	KEYS[1] alive
 //	ARGV[1] prefix  ARGV[2] worker  ARGV[3] now ms  ARGV[4] alive-until ms
@@ -20,6 +22,11 @@ for _, o in ipairs(dead) do
   redis.call('ZREM', P .. 'alive', o)
   redis.call('HDEL', P .. 'cap', o)
   if tonumber(redis.call('HGET', P .. 'busy', o) or '0') <= 0 then redis.call('HDEL', P .. 'busy', o) end
+end
+local done = redis.call('ZRANGEBYSCORE', P .. 'done', '-inf', now, 'LIMIT', 0, 100)
+for _, o in ipairs(done) do
+  redis.call('DEL', tkey(o))
+  redis.call('ZREM', P .. 'done', o)
 end
 redis.call('ZADD', P .. 'alive', ARGV[4], w)
 redis.call('HSET', P .. 'cap', w, ARGV[5])
