@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"github.com/overtake/overtake/tracing"
+	"go.opentelemetry.io/otel/trace"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -12,9 +14,11 @@ import (
 // Client speaks to Redis about the tasks of one queue. It is safe for
 // concurrent use and holds no global state.
 type Client struct {
-	rdb  redis.UniversalClient
-	cfg  Config
-	keys keys
+	rdb    redis.UniversalClient
+	cfg    Config
+	keys   keys
+	tracer trace.Tracer
+	prop   tracing.Propagator
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a
@@ -27,7 +31,8 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name)}, nil
+	return &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name),
+		tracer: tracing.Tracer(cfg.TracerProvider), prop: tracing.NewPropagator(cfg.Propagator)}, nil
 }
 
 // Config returns the client's configuration with defaults filled in.

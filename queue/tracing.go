@@ -31,7 +31,7 @@ func (c *Client) startEnqueue(ctx context.Context, nt *Task) (context.Context, t
 	}
 	info := tracing.TaskInfo{Queue: c.cfg.Name, ID: nt.ID, Type: nt.Type, Level: nt.Level,
 		LevelName: c.LevelName(nt.Level), Class: nt.Class}
-	ctx, span := tracing.StartEnqueue(ctx, tracing.Tracer(c.cfg.TracerProvider), info,
+	ctx, span := tracing.StartEnqueue(ctx, c.tracer, info,
 		trace.WithAttributes(semconv.MessagingMessageBodySize(len(nt.Payload))))
 	nt.Headers = prop.Inject(ctx, maps.Clone(nt.Headers))
 	return ctx, span
@@ -46,9 +46,7 @@ func endEnqueue(span trace.Span, err error) {
 	span.End()
 }
 
-func (c *Client) propagator() tracing.Propagator {
-	return tracing.NewPropagator(c.cfg.Propagator)
-}
+func (c *Client) propagator() tracing.Propagator { return c.prop }
 
 // TraceContext returns ctx carrying the producer's span context stored in
 // t.Headers at enqueue, read with Config.Propagator: the parent of the

@@ -215,20 +215,21 @@ func TestEnqueueDefaultsToGlobalProvider(t *testing.T) {
 	require.Equal(t, tracing.DefaultPropagator(), cfg.Propagator)
 
 	b := testredis.Backends(t)[0]
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+	// With a no-op global, nothing is added to the headers.
+	otel.SetTracerProvider(noop.NewTracerProvider())
 	q, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix})
 	require.NoError(t, err)
-	// With the default no-op global, nothing is added to the headers.
 	got, err := q.Enqueue(context.Background(), queue.NewTask("send", nil))
 	require.NoError(t, err)
 	require.Empty(t, got.Headers)
 
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	otel.SetTracerProvider(tp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(noop.NewTracerProvider())
-		_ = tp.Shutdown(context.Background())
-	})
+	q, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix})
+	require.NoError(t, err)
 	got, err = q.Enqueue(context.Background(), queue.NewTask("send", nil))
 	require.NoError(t, err)
 	require.Len(t, rec.Ended(), 1)
