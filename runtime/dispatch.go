@@ -53,6 +53,11 @@ func (r *Runtime) dispatch() {
 	backoff := time.Duration(0)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// polled: the last wait ended on the timer (or this is the first
+	// round), so a saturated worker looks for urgent work it was not told
+	// about; otherwise it reserves only for an announced level, and a pool
+	// that just filled up costs no extra round trip.
+	polled := true
 	for {
 		select {
 		case <-r.stopLease:
@@ -75,9 +80,9 @@ func (r *Runtime) dispatch() {
 			if !next.IsZero() {
 				wait = min(wait, max(time.Until(next), time.Millisecond))
 			}
-		case r.canPreempt():
-			// Saturated: an announced level (or the slow poll, woken = -1)
-			// may be worth a reservation.
+		case r.canPreempt() && (woken >= 0 || polled):
+			// Saturated: an announced level (or, on the slow poll, any
+			// level: woken = -1) may be worth a reservation.
 			var preempted bool
 			preempted, err = r.tryPreempt(int(woken))
 			if err == nil && preempted {
@@ -93,11 +98,13 @@ func (r *Runtime) dispatch() {
 			backoff = 0
 		}
 		timer.Reset(wait)
+		polled = false
 		select {
 		case <-r.stopLease:
 			return
 		case <-r.kick:
 		case <-timer.C:
+			polled = true
 		}
 		if !timer.Stop() {
 			select {
