@@ -143,7 +143,7 @@ func TestFleetNoPreemptionWhileAnySlotFree(t *testing.T) {
 		require.NotEmpty(t, free)
 		// Each urgent task, in turn, runs in the one free slot; every
 		// saturated worker is woken too and must not preempt.
-		for i := range 5 {
+		for i := range 20 {
 			u := enqueue(t, f.q, "urgent", fmt.Sprint(i), 2)
 			require.Equal(t, ptAt{u, free}, ptRecv(t, f.urgent, "urgent run"))
 			ptGone(t, f.q, u)

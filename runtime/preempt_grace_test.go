@@ -25,9 +25,12 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 		runs := newPtRuns()
 		victimStarts := make(chan int, 4) // Preemptions seen at start
 		victimCancelled := make(chan struct{}, 1)
-		urgentDone := make(chan struct{}, 1)
+		fillerStarted := make(chan struct{}, 1)
+		urgentStarted := make(chan struct{}, 1)
 		otherStarted := make(chan string, 1)
 		unstick, doUnstick := ptOnce()
+		fillerDone, doFiller := ptOnce()
+		urgentDone, doUrgent := ptOnce()
 		mux := handlers.NewMux()
 		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.Task) error {
 			leave := runs.enter(tk)
@@ -42,30 +45,40 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 			leave(false)
 			return ctx.Err()
 		})
+		mux.HandleFunc("filler", func(ctx context.Context, tk *queue.Task) error {
+			fillerStarted <- struct{}{}
+			<-fillerDone
+			return nil
+		})
 		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
-			urgentDone <- struct{}{}
+			urgentStarted <- struct{}{}
+			<-urgentDone
 			return nil
 		})
 		mux.HandleFunc("other", func(ctx context.Context, tk *queue.Task) error {
 			otherStarted <- tk.ID
 			return nil
 		})
-		cfg := runtime.Config{Concurrency: 1, PollInterval: ptPoll, GracePeriod: 200 * time.Millisecond}
-		cfg.WorkerID = "A"
-		rtA := startRuntime(t, qa, mux, cfg)
-		t.Cleanup(doUnstick)
+		grace := 200 * time.Millisecond
+		rtA := startRuntime(t, qa, mux, runtime.Config{WorkerID: "A", Concurrency: 2, PollInterval: ptPoll, GracePeriod: grace})
+		t.Cleanup(func() { doUnstick(); doFiller(); doUrgent() })
 
+		// Two slots: an opted-out filler and the victim.
+		fillerID := enqueue(t, qa, "filler", "", 0, queue.Preemptible(false))
+		ptRecv(t, fillerStarted, "filler start")
 		victimID := enqueue(t, qa, "victim", "", 0)
 		require.Equal(t, 0, ptRecv(t, victimStarts, "victim start"))
 		urgentID := enqueue(t, qa, "urgent", "", 2)
-		ptRecv(t, urgentDone, "urgent run")
+		ptRecv(t, urgentStarted, "urgent start")
 		ptRecv(t, victimCancelled, "victim cancelled")
 		require.Eventually(t, func() bool { return rtA.Stats().Stuck == 1 }, ptLong, 10*time.Millisecond,
 			"stuck victim counted")
-		ptGone(t, qa, urgentID)
 
-		// The stuck victim keeps its slot: another task waits, for longer
-		// than a lease lasts.
+		// The stuck victim took its slot back: with the filler gone, the
+		// urgent task and the victim fill both slots, for longer than a
+		// lease lasts, and another task waits.
+		doFiller()
+		ptGone(t, qa, fillerID)
 		otherID := enqueue(t, qa, "other", "", 0)
 		require.Never(t, func() bool { return len(otherStarted) > 0 }, 1500*time.Millisecond, 10*time.Millisecond,
 			"a task started in the stuck victim's slot")
@@ -75,11 +88,16 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 		require.Equal(t, "A", rec.Worker)
 		require.True(t, rec.LeaseDeadline.After(time.Now()), "stuck victim's lease was not extended: %v", rec.LeaseDeadline)
 
-		// A second worker with a free slot joins: it takes the other task
-		// but never the stuck victim, whose lease A still extends.
-		cfgB := runtime.Config{Concurrency: 1, PollInterval: ptPoll, GracePeriod: 200 * time.Millisecond, WorkerID: "B"}
-		rtB := startRuntime(t, ptClient(t, b, qcfg), mux, cfgB)
-		require.Equal(t, otherID, ptRecv(t, otherStarted, "other task on worker B"))
+		// The urgent task's slot frees; the victim keeps its own.
+		doUrgent()
+		require.Equal(t, otherID, ptRecv(t, otherStarted, "other task in the urgent task's slot"))
+		ptGone(t, qa, urgentID)
+
+		// A second worker with a free slot joins: were the stuck victim's
+		// lease not extended, it would recover the task and run it a
+		// second time at once.
+		rtB := startRuntime(t, ptClient(t, b, qcfg), mux, runtime.Config{WorkerID: "B", Concurrency: 1,
+			PollInterval: ptPoll, GracePeriod: grace})
 		require.Never(t, func() bool { return runs.maxConcurrent() > 1 || len(victimStarts) > 0 },
 			1500*time.Millisecond, 10*time.Millisecond, "stuck victim ran a second time")
 

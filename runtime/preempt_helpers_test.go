@@ -113,6 +113,22 @@ func (r *ptRuns) completions(id string) int {
 	return r.done[id]
 }
 
+// runningOf returns how many of ids run now, and how many of them
+// completed.
+func (r *ptRuns) runningOf(ids []string) (running, done int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		if r.now[id] > 0 {
+			running++
+		}
+		if r.done[id] > 0 {
+			done++
+		}
+	}
+	return running, done
+}
+
 func (r *ptRuns) completed() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -88,14 +88,17 @@ func (r *Runtime) finished(rn *run) {
 	if rn.holdsSlot {
 		rn.holdsSlot = false
 		r.busy--
-		// An urgent task that ends while the victim it displaced
-		// (StartImmediately) still winds down hands the slot back to the
+		// While a victim winds down without a slot (StartImmediately) and
+		// no reserved urgent task waits for one, the slot goes back to the
 		// victim: leasing new work now would run it before the victim is
 		// requeued at the head of its level (invariant 5).
-		if by := rn.preemptedBy; by != nil {
-			if v := r.runs[by.ID]; v != nil && v.victim != nil && v.victim.by == rn.t && !v.holdsSlot {
-				v.holdsSlot = true
-				r.busy++
+		if len(r.waiting) == 0 {
+			for _, v := range r.runs {
+				if v.victim != nil && !v.holdsSlot {
+					v.holdsSlot = true
+					r.busy++
+					break
+				}
 			}
 		}
 	}

@@ -80,17 +80,11 @@ func (r *Runtime) tryPreempt(announced int) (bool, error) {
 func (r *Runtime) preempt(victimID string, urgent *run) {
 	r.mu.Lock()
 	v := r.runs[victimID]
-	if v == nil || v.victim != nil || !v.holdsSlot {
-		// The victim finished meanwhile: its slot is free for urgent.
-		r.mu.Unlock()
-		r.start(urgent, true)
-		return
-	}
 	// A run that held a slot may have returned while the reservation was in
 	// flight: Redis then already counted this worker as having a free slot,
-	// but the fleet check skips the caller's own record. Urgent takes that
-	// slot (now, or once the run's outcome is recorded); nothing is
-	// preempted.
+	// but the fleet check skips the caller's own record. Then, or if the
+	// victim itself finished meanwhile, nothing is preempted: urgent takes
+	// a free slot now, or waits for the first one to free.
 	ending := 0
 	for _, rn := range r.runs {
 		if rn.ending && rn.holdsSlot {
@@ -98,12 +92,12 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 		}
 	}
 	free := r.cfg.Concurrency - r.busy - len(r.waiting)
-	if free > 0 {
-		r.mu.Unlock()
-		r.start(urgent, true)
-		return
-	}
-	if free+ending > 0 {
+	if v == nil || v.victim != nil || !v.holdsSlot || free+ending > 0 {
+		if free > 0 {
+			r.mu.Unlock()
+			r.start(urgent, true)
+			return
+		}
 		r.runs[urgent.t.ID] = urgent
 		r.waiting = append(r.waiting, urgent)
 		r.mu.Unlock()
