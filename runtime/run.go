@@ -84,7 +84,11 @@ func (r *Runtime) finished(rn *run) {
 	if rn.graceTimer != nil {
 		rn.graceTimer.Stop()
 	}
-	delete(r.runs, rn.t.ID)
+	// The task may already run again here under a new lease (requeued,
+	// then leased before this point): remove only this run.
+	if r.runs[rn.t.ID] == rn {
+		delete(r.runs, rn.t.ID)
+	}
 	if rn.holdsSlot {
 		rn.holdsSlot = false
 		r.busy--
