@@ -7,7 +7,8 @@ import (
 )
 
 // heartbeatScript registers a live worker and extends its leases in one
-// call. A lease whose token no longer matches is not extended and its ID is
+// call. It also recovers expired leases, as leasing does, so crashed
+// workers' tasks return even while every worker is saturated. A lease whose token no longer matches is not extended and its ID is
 // returned as lost. Records of workers whose liveness expired are removed,
 // and so are completed task records whose retention ended (Ack also sweeps
 // them, but an idle queue has no acks).
@@ -17,6 +18,7 @@ import (
 //	ARGV[5] capacity  ARGV[6] lease deadline ms  ARGV[7..] id, token pairs
 var heartbeatScript = newScript(`
 local w, now = ARGV[2], tonumber(ARGV[3])
+recover(now)
 local dead = redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now, 'LIMIT', 0, 20)
 for _, o in ipairs(dead) do
   redis.call('ZREM', P .. 'alive', o)

@@ -43,7 +43,8 @@ if ARGV[9] == '1' then
   for i = 1, #lower, 2 do
     local id, lvl = lower[i], lower[i + 1]
     local ow, stt, pre = unpack(redis.call('HMGET', tkey(id), 'wkr', 'stt', 'pre'))
-    if ow ~= w and not string.find(never, ',' .. lvl .. ',', 1, true)
+    local live = ow and tonumber(redis.call('ZSCORE', P .. 'alive', ow) or '0') >= now
+    if ow ~= w and live and not string.find(never, ',' .. lvl .. ',', 1, true)
       and tonumber(stt or '0') + minrun <= now
       and (maxpre < 0 or (tonumber(pre or '0') or 0) < maxpre) then
       return {-2}
@@ -142,8 +143,9 @@ type ReserveRequest struct {
 
 // Reserve leases one task at req.MinLevel or above, for preemption, only if
 // no other live worker in the fleet has a free slot (else
-// ErrFreeSlotInFleet) and no other worker runs an eligible preemptible task
-// below req.VictimLevel (else ErrLowerVictimElsewhere). On success the
+// ErrFreeSlotInFleet) and no other live worker runs an eligible preemptible
+// task below req.VictimLevel (else ErrLowerVictimElsewhere); a crashed
+// worker's tasks do not count, they wait for recovery. On success the
 // victim leaves the fleet's running set, so no other worker picks it too.
 // It returns ErrNoTask when nothing qualifies.
 func (c *Client) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseResult, error) {

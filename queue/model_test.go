@@ -141,10 +141,7 @@ func (m *model) lease(rng *rand.Rand) {
 		mt.state = mPending
 		m.lists[mt.level] = append(m.lists[mt.level], mt.id)
 	}
-	for _, mt := range m.sortedBy(mActive, func(mt *mtask) int64 { return mt.deadline }) {
-		mt.state, mt.token, mt.worker = mPending, "", ""
-		m.lists[mt.level] = append([]string{mt.id}, m.lists[mt.level]...)
-	}
+	m.recoverExpired()
 	var want []string
 	for l := 2; l >= minLevel && len(want) < count; l-- {
 		n := min(count-len(want), len(m.lists[l]))
@@ -228,8 +225,18 @@ func (m *model) finish(rng *rand.Rand) string {
 	return op
 }
 
+// recoverExpired returns expired leases to the head of their level, as the
+// lease and heartbeat scripts do.
+func (m *model) recoverExpired() {
+	for _, mt := range m.sortedBy(mActive, func(mt *mtask) int64 { return mt.deadline }) {
+		mt.state, mt.token, mt.worker = mPending, "", ""
+		m.lists[mt.level] = append([]string{mt.id}, m.lists[mt.level]...)
+	}
+}
+
 func (m *model) heartbeat(rng *rand.Rand) {
 	e := m.e
+	m.recoverExpired()
 	w := fmt.Sprint("w", rng.IntN(3))
 	var leases []*Task
 	var wantLost []string
