@@ -45,7 +45,9 @@ const (
 	// Redis round trip.
 	StartImmediately UrgentStart = iota
 	// StartAfterVictim starts the urgent task when its victim has returned
-	// (or its grace period ended), so the pool never exceeds Concurrency.
+	// (or another slot frees first), so the pool never exceeds Concurrency.
+	// A victim stuck past its grace period keeps its slot, and the urgent
+	// task waits for another.
 	StartAfterVictim
 )
 
@@ -75,7 +77,9 @@ type Config struct {
 	// rolling deploy is fast and loses no progress.
 	DrainTimeout time.Duration
 	// Preemption is the preemption policy. The zero value is the default
-	// policy; set Preemption.Disabled to turn preemption off.
+	// policy; set Preemption.Disabled to turn preemption off. Give every
+	// worker of a fleet the same policy: a worker defers to another that
+	// runs a lower eligible victim by its own policy's rules.
 	Preemption preempt.Policy
 	// UrgentStart chooses when a preempting task starts. Defaults to
 	// StartImmediately.

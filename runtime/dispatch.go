@@ -69,6 +69,7 @@ func (r *Runtime) dispatch() {
 		woken := r.wakeLevel.Swap(-1)
 		free := r.free()
 		var err error
+		forcePoll := false // look for urgent work after the wait, whatever ends it
 		switch {
 		case free > 0:
 			var more bool
@@ -84,10 +85,15 @@ func (r *Runtime) dispatch() {
 			// Saturated: an announced level (or, on the slow poll, any
 			// level: woken = -1) may be worth a reservation.
 			var preempted bool
-			preempted, err = r.tryPreempt(int(woken))
+			var retryAt time.Time
+			preempted, retryAt, err = r.tryPreempt(int(woken))
 			if err == nil && preempted {
 				r.raiseWake(woken)
 				continue // more urgent tasks may wait: try the next victim at once
+			}
+			if !retryAt.IsZero() {
+				wait = min(wait, max(time.Until(retryAt), time.Millisecond))
+				forcePoll = true
 			}
 		}
 		if err != nil {
@@ -106,6 +112,7 @@ func (r *Runtime) dispatch() {
 		case <-timer.C:
 			polled = true
 		}
+		polled = polled || forcePoll
 		if !timer.Stop() {
 			select {
 			case <-timer.C:

@@ -208,7 +208,9 @@ func TestNoPreemptionPastMaxPreemptions(t *testing.T) {
 	})
 }
 
-// A task is not preempted before it ran MinRunTime; then it is.
+// A task is not preempted before it ran MinRunTime; then it is, without
+// waiting for the slow poll (a minute here): the dispatcher looks again
+// when the first task becomes eligible.
 func TestPreemptionWaitsForMinRunTime(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		const minRun = 1200 * time.Millisecond
@@ -230,7 +232,7 @@ func TestPreemptionWaitsForMinRunTime(t *testing.T) {
 			urgentAt <- time.Now()
 			return nil
 		})
-		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll,
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: time.Minute,
 			Preemption: preempt.Policy{MinRunTime: minRun}})
 
 		before := time.Now() // the low run starts after this

@@ -39,16 +39,21 @@ func (r *Runtime) candidates() []preempt.Candidate {
 // was leased cancel the victim. So preemptions never exceed urgent tasks
 // taken. announced is the highest level announced since the last look, or
 // -1 on a poll.
-func (r *Runtime) tryPreempt(announced int) (bool, error) {
+//
+// When no victim is eligible yet only because of the policy's MinRunTime,
+// retryAt says when the first one will be, so the dispatcher looks again
+// then rather than at its next slow poll.
+func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, err error) {
 	pol := r.cfg.Preemption
 	arriving := r.q.Levels() - 1
 	if announced >= 0 {
 		arriving = announced
 	}
 	now := time.Now()
-	victim, ok := pol.Choose(r.candidates(), arriving, now)
+	cands := r.candidates()
+	victim, ok := pol.Choose(cands, arriving, now)
 	if !ok {
-		return false, nil
+		return false, r.firstEligible(cands, arriving, now), nil
 	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
@@ -65,13 +70,34 @@ func (r *Runtime) tryPreempt(announced int) (bool, error) {
 		if err != queue.ErrNoTask {
 			r.log.Debug("no preemption", zap.String("why", err.Error()))
 		}
-		return false, nil
+		return false, time.Time{}, nil
 	case err != nil:
-		return false, err
+		return false, time.Time{}, err
 	}
 	r.stats.reserved.Add(1)
 	r.preempt(victim.ID, r.newRun(t))
-	return true, nil
+	return true, time.Time{}, nil
+}
+
+// firstEligible returns when the first candidate below arriving that only
+// lacks MinRunTime becomes eligible, or zero.
+func (r *Runtime) firstEligible(cands []preempt.Candidate, arriving int, now time.Time) time.Time {
+	pol := r.cfg.Preemption
+	if pol.MinRunTime <= 0 {
+		return time.Time{}
+	}
+	var first time.Time
+	for _, c := range cands {
+		at := c.StartedAt.Add(pol.MinRunTime)
+		if !at.After(now) || !pol.Preempts(arriving, c.Level) {
+			continue
+		}
+		c.StartedAt = c.StartedAt.Add(-pol.MinRunTime) // as if it had run long enough
+		if pol.Eligible(c, now) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
 }
 
 // preempt cancels the victim for urgent, which this worker has leased, and
