@@ -113,3 +113,20 @@ func RetryDelay(err error) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// PreemptedError is the cause of a handler's context cancelled for more
+// urgent work: it matches ErrPreempted with errors.Is, and errors.As gives
+// the task that took the slot.
+type PreemptedError struct {
+	// ByID and ByLevel name the urgent task that took the slot.
+	ByID    string
+	ByLevel int
+}
+
+// Error describes the preemption.
+func (e *PreemptedError) Error() string {
+	return fmt.Sprintf("%v: by task %s at level %d", ErrPreempted, e.ByID, e.ByLevel)
+}
+
+// Is reports whether target is ErrPreempted.
+func (e *PreemptedError) Is(target error) bool { return target == ErrPreempted }

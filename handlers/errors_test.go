@@ -72,3 +72,15 @@ func TestRetryAfterErrorAs(t *testing.T) {
 	assert.False(t, ok)
 	assert.Zero(t, d)
 }
+
+func TestPreemptedError(t *testing.T) {
+	t.Parallel()
+	var err error = fmt.Errorf("wrapped: %w", &handlers.PreemptedError{ByID: "u1", ByLevel: 2})
+	assert.ErrorIs(t, err, handlers.ErrPreempted)
+	assert.NotErrorIs(t, err, handlers.ErrShutdown)
+	var pe *handlers.PreemptedError
+	assert.ErrorAs(t, err, &pe)
+	assert.Equal(t, "u1", pe.ByID)
+	assert.Equal(t, handlers.ActionRequeue, handlers.Classify(err).Action)
+	assert.Contains(t, err.Error(), "by task u1 at level 2")
+}

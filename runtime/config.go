@@ -20,6 +20,7 @@ import (
 var (
 	// ErrPreempted: more urgent work took the task's slot. Save a
 	// checkpoint and return; the task is requeued at the head of its level.
+	// The cause is a *handlers.PreemptedError naming the urgent task.
 	ErrPreempted = handlers.ErrPreempted
 	// ErrShutdown: the worker is shutting down. Save a checkpoint and
 	// return; the task is requeued at the head of its level.

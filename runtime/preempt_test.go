@@ -48,7 +48,12 @@ func TestPreemptAndResume(t *testing.T) {
 		require.Equal(t, progress{}, waitFor(t, lowStarted, "low start"))
 		urgentID := enqueue(t, q, "urgent", "", 2)
 		require.Equal(t, urgentID, waitFor(t, urgentRan, "urgent run"))
-		require.True(t, errors.Is(waitFor(t, lowCause, "cause"), runtime.ErrPreempted))
+		cause := waitFor(t, lowCause, "cause")
+		require.True(t, errors.Is(cause, runtime.ErrPreempted))
+		var pe *handlers.PreemptedError
+		require.ErrorAs(t, cause, &pe)
+		require.Equal(t, urgentID, pe.ByID)
+		require.Equal(t, 2, pe.ByLevel)
 		require.Equal(t, progress{Step: 7}, waitFor(t, lowStarted, "low resume"))
 		require.Equal(t, progress{Step: 7}, waitFor(t, lowDone, "low done"))
 		st := rt.Stats()

@@ -3,7 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
+	"github.com/overtake/overtake/handlers"
 	"time"
 
 	"github.com/overtake/overtake/preempt"
@@ -130,7 +130,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 		r.signal()
 		return
 	}
-	cause := fmt.Errorf("%w: by task %s at level %d", ErrPreempted, urgent.t.ID, urgent.t.Level)
+	cause := &handlers.PreemptedError{ByID: urgent.t.ID, ByLevel: urgent.t.Level}
 	v.victim = &preemption{by: urgent.t, at: time.Now(), cause: cause}
 	urgent.preemptedBy = v.t
 	if v.span != nil {
