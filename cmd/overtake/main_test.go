@@ -8,17 +8,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/overtake/overtake/internal/testredis"
 )
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{}) // as main does
-	// ants starts a package-level default pool at init; it is not ours.
-	testredis.Main(m,
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"))
+	testredis.Main(m)
 }
 
 // runCLI runs the command line with args and returns its output and exit

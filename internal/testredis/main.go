@@ -15,9 +15,10 @@ import (
 // It runs the tests, stops every redis-server this package started in the
 // test binary (the shared one included), and, if the tests passed, fails the
 // run when goroutines leaked, like goleak.VerifyTestMain. opts are passed to
-// goleak (e.g. goleak.IgnoreTopFunction for a known background goroutine).
-// Main does not return.
+// goleak (e.g. goleak.IgnoreTopFunction for a known background goroutine),
+// after IgnoreAnts. Main does not return.
 func Main(m *testing.M, opts ...goleak.Option) {
+	opts = append(IgnoreAnts(), opts...)
 	code := m.Run()
 	stopAll()
 	if shared.dir != "" {
@@ -30,4 +31,13 @@ func Main(m *testing.M, opts ...goleak.Option) {
 		}
 	}
 	os.Exit(code)
+}
+
+// IgnoreAnts ignores the goroutines of the package-level default pool that
+// github.com/panjf2000/ants/v2 starts at init: not ours, never stopped.
+func IgnoreAnts() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	}
 }
