@@ -40,6 +40,15 @@ type Config struct {
 	// LeaseDuration is how long a lease lasts without a heartbeat.
 	// Defaults to 30 s.
 	LeaseDuration time.Duration
+	// AgeAfter turns on aging, so low priority never starves under a
+	// stream of urgent work: a pending task that waited AgeAfter at a level
+	// below the top moves to the tail of the next level up, and again after
+	// another AgeAfter, up to the top level. Task.OriginalLevel keeps the
+	// level it was enqueued at; it keeps the level it reached when it runs,
+	// is retried or is requeued. Aging happens in every lease and heartbeat
+	// call (at most about 20 moves each), at millisecond resolution.
+	// Defaults to zero: off.
+	AgeAfter time.Duration
 	// Backoff returns the delay before retry number attempt (1-based).
 	// Defaults to exponential backoff with full jitter, 1 s base, 1 h cap.
 	Backoff func(attempt int) time.Duration
@@ -122,6 +131,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("overtake: config: LeaseDuration %v is under 100ms", c.LeaseDuration)
 	case c.Retention < 0:
 		return fmt.Errorf("overtake: config: negative Retention %v", c.Retention)
+	case c.AgeAfter < 0 || (c.AgeAfter > 0 && c.AgeAfter < time.Millisecond):
+		return fmt.Errorf("overtake: config: AgeAfter %v must be 0 (off) or at least 1ms", c.AgeAfter)
 	}
 	for name, lvl := range c.Classes {
 		if lvl < 0 || lvl >= c.Levels {

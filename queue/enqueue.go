@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -151,7 +152,7 @@ func (c *Client) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []
 		endEnqueue(span, err)
 		return nil, nil, nil, nil, err
 	}
-	nt.State, nt.EnqueuedAt, nt.ReadyAt = state, now, now
+	nt.State, nt.EnqueuedAt, nt.ReadyAt, nt.OriginalLevel, nt.AgedAt = state, now, now, nt.Level, time.Time{}
 	args := append([]any{c.keys.prefix, nt.ID, mode, nt.ProcessAt.UnixMilli(), nt.Level}, fields...)
 	return &nt, []string{c.keys.task(nt.ID), dest}, args, span, nil
 }

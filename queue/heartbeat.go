@@ -7,18 +7,22 @@ import (
 )
 
 // heartbeatScript registers a live worker and extends its leases in one
-// call. It also recovers expired leases, as leasing does, so crashed
-// workers' tasks return even while every worker is saturated. A lease whose token no longer matches is not extended and its ID is
+// call. It also recovers expired leases and ages long-waiting tasks, as
+// leasing does, so crashed workers' tasks return and low levels keep aging
+// even while every worker is saturated (nobody leases then). A lease whose
+// token no longer matches is not extended and its ID is
 // returned as lost. Records of workers whose liveness expired are removed,
 // and so are completed task records whose retention ended (Ack also sweeps
 // them, but an idle queue has no acks).
 //
 //	KEYS[1] alive
 //	ARGV[1] prefix  ARGV[2] worker  ARGV[3] now ms  ARGV[4] alive-until ms
-//	ARGV[5] capacity  ARGV[6] lease deadline ms  ARGV[7..] id, token pairs
+//	ARGV[5] capacity  ARGV[6] lease deadline ms
+//	ARGV[7] age after ms (0: no aging)  ARGV[8] top level  ARGV[9..] id, token pairs
 var heartbeatScript = newScript(`
 local w, now = ARGV[2], tonumber(ARGV[3])
 recover(now)
+age(now, tonumber(ARGV[7]), tonumber(ARGV[8]))
 local dead = redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now, 'LIMIT', 0, 20)
 for _, o in ipairs(dead) do
   redis.call('ZREM', P .. 'alive', o)
@@ -33,7 +37,7 @@ end
 redis.call('ZADD', P .. 'alive', ARGV[4], w)
 redis.call('HSET', P .. 'cap', w, ARGV[5])
 local lost = {}
-for i = 7, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   local id, tok = ARGV[i], ARGV[i + 1]
   local h = tkey(id)
   if check_token(h, tok) then
@@ -70,9 +74,9 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (lost []string, er
 		hb.TTL = c.cfg.LeaseDuration
 	}
 	now := c.cfg.Clock()
-	args := make([]any, 0, 6+2*len(hb.Leases))
+	args := make([]any, 0, 8+2*len(hb.Leases))
 	args = append(args, c.keys.prefix, hb.Worker, now.UnixMilli(), now.Add(hb.TTL).UnixMilli(),
-		hb.Capacity, now.Add(c.cfg.LeaseDuration).UnixMilli())
+		hb.Capacity, now.Add(c.cfg.LeaseDuration).UnixMilli(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1)
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
 	}

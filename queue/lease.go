@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// leaseScript promotes due scheduled tasks, recovers expired leases, then
-// leases up to Count tasks, highest level first, FIFO within a level. With
+// leaseScript promotes due scheduled tasks, recovers expired leases, ages
+// long-waiting tasks up a level (Config.AgeAfter), then leases up to Count
+// tasks, highest level first, FIFO within a level. With
 // reserve set it first checks the fleet, for preemption (see Reserve).
 //
 //	KEYS[1] leases (routes the call to the queue's slot)
@@ -19,6 +20,7 @@ import (
 //	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
 //	ARGV[14] never-preempted levels as ",l1,l2,"
 //	ARGV[15] levels not to reserve (they never preempt) as ",l1,l2,"
+//	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
 //
 // Returns {next due ms or 0, record...} where each record is HGETALL's list,
 // or {-1} / {-2} when a reservation is refused (free slot / lower victim
@@ -28,6 +30,7 @@ local now, dl, w = tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 promote(now)
 recover(now)
+age(now, tonumber(ARGV[16]), tonumber(ARGV[7]))
 if ARGV[9] == '1' then
   local vlvl = tonumber(ARGV[11])
   local live = redis.call('ZRANGEBYSCORE', P .. 'alive', now, '+inf')
@@ -179,6 +182,7 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	} else {
 		args = append(args, "0", "", 0, 0, -1, ",", ",")
 	}
+	args = append(args, c.cfg.AgeAfter.Milliseconds())
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("overtake: lease: %w", err)

@@ -12,6 +12,9 @@ import "github.com/redis/go-redis/v9"
 //   - running  ZSET id -> level, the preemptible tasks now running (fleet view)
 //   - busy     HASH worker -> leases it holds
 //   - cnt      HASH a<level>/s<level>/d<level> -> active/scheduled/dead per level
+//
+// Pending counts are the lists' lengths (LLEN), so moving a pending task
+// between lists (age) needs no counter.
 const luaPrelude = `
 local P = ARGV[1]
 local function tkey(id) return P .. 't:' .. id end
@@ -99,6 +102,44 @@ local function recover(now)
     else
       redis.call('ZREM', P .. 'leases', id)
     end
+  end
+end
+
+-- age moves pending tasks that waited at least 'after' ms at a level below
+-- 'top' to the TAIL of the next level up, so low priority never starves
+-- under a stream of urgent work. Only the heads of the lists are looked at
+-- (the longest waiting, as lists are FIFO), at most about 20 per call, and
+-- at least one per level so that every level makes progress. A task's time
+-- at its level runs from 'agd' (when it last aged) or 'rdy' (when it last
+-- became pending), whichever is later; a task that ages keeps its first
+-- level in 'olvl' and stays at the level it reached when it is leased,
+-- retried or requeued. A moved task is announced on the wake channel with
+-- its new level, so a saturated worker may preempt for it. A record deleted
+-- behind its list's back is dropped from the list, as leasing does.
+local function age(now, after, top)
+  if after <= 0 or top < 1 then return end
+  local per = math.max(1, math.floor(20 / top))
+  for lvl = top - 1, 0, -1 do
+    local src, dst = P .. 'p:' .. lvl, P .. 'p:' .. (lvl + 1)
+    local moved = 0
+    for _ = 1, per do
+      local id = redis.call('LINDEX', src, 0)
+      if not id then break end
+      local h = tkey(id)
+      if redis.call('EXISTS', h) == 0 then
+        redis.call('LPOP', src)
+      else
+        local rdy, agd = unpack(redis.call('HMGET', h, 'rdy', 'agd'))
+        local since = math.max(tonumber(rdy or '') or 0, tonumber(agd or '') or 0)
+        if now - since < after then break end
+        redis.call('LPOP', src)
+        redis.call('RPUSH', dst, id)
+        redis.call('HSETNX', h, 'olvl', lvl)
+        redis.call('HSET', h, 'lvl', lvl + 1, 'agd', now)
+        moved = moved + 1
+      end
+    end
+    if moved > 0 then redis.call('PUBLISH', P .. 'wake', lvl + 1) end
   end
 end
 

@@ -15,6 +15,8 @@ const (
 	fType        = "type"
 	fPayload     = "payload"
 	fLevel       = "lvl"
+	fOrigLevel   = "olvl" // the level before the first aging (see age in lua.go)
+	fAgedAt      = "agd"  // when the task last aged into its level
 	fState       = "state"
 	fAttempt     = "att"
 	fMaxRetries  = "maxr"
@@ -89,6 +91,11 @@ func decodeMap(m map[string]string) (*Task, error) {
 	}
 	d := decoder{m: m}
 	t.Level = int(d.int(fLevel, true))
+	t.OriginalLevel = t.Level
+	if _, ok := m[fOrigLevel]; ok {
+		t.OriginalLevel = int(d.int(fOrigLevel, false))
+	}
+	t.AgedAt = d.time(fAgedAt)
 	t.Attempt = int(d.int(fAttempt, false))
 	t.MaxRetries = int(d.int(fMaxRetries, false))
 	t.Timeout = time.Duration(d.int(fTimeout, false)) * time.Millisecond

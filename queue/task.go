@@ -47,6 +47,12 @@ type Task struct {
 
 	// Fields below are read-only: the queue maintains them.
 
+	// OriginalLevel is the level the task was enqueued at. It differs from
+	// Level once the task aged (Config.AgeAfter).
+	OriginalLevel int
+	// AgedAt is when the task last moved up a level by aging, zero if it
+	// never did.
+	AgedAt time.Time
 	// State is the lifecycle state when the record was read.
 	State State
 	// Attempt counts failed attempts so far (a preemption is not one).

@@ -62,6 +62,9 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.Task,
 	row("id", "%s", t.ID)
 	row("type", "%s", t.Type)
 	row("level", "%s (%d)", q.LevelName(t.Level), t.Level)
+	if t.OriginalLevel != t.Level {
+		row("enqueued at level", "%s (%d), aged up, last at %s", q.LevelName(t.OriginalLevel), t.OriginalLevel, stamp(t.AgedAt, now))
+	}
 	state := string(t.State)
 	if t.State == queue.StatePending {
 		if ids, err := q.Pending(ctx, t.Level); err == nil {
