@@ -55,8 +55,12 @@ const (
 // Config configures a Runtime. Zero fields take the defaults documented on
 // them.
 type Config struct {
-	// Concurrency is the number of tasks run at once. Defaults to 10.
+	// Concurrency is the number of tasks run at once. Defaults to 10; with
+	// Autoscale, it is the starting value and defaults to Autoscale.Min.
 	Concurrency int
+	// Autoscale, when set, lets the concurrency follow the queue's backlog
+	// within bounds (see Autoscale). nil, the default, keeps it fixed.
+	Autoscale *Autoscale
 	// WorkerID names this worker in the fleet. Defaults to
 	// hostname-pid-random.
 	WorkerID string
@@ -99,7 +103,11 @@ type Config struct {
 func (c Config) withDefaults(q *queue.Client) Config {
 	if c.Concurrency == 0 {
 		c.Concurrency = 10
+		if c.Autoscale != nil {
+			c.Concurrency = max(c.Autoscale.Min, 1)
+		}
 	}
+	c.Autoscale = c.Autoscale.withDefaults()
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
 		c.WorkerID = host + "-" + strconv.Itoa(os.Getpid()) + "-" + queue.NewToken()[:6]
@@ -144,6 +152,9 @@ func (c Config) validate(q *queue.Client) error {
 		return bad("unknown UrgentStart %d", c.UrgentStart)
 	}
 	if err := c.Preemption.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if err := c.Autoscale.validate(c.Concurrency); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil

@@ -126,7 +126,7 @@ func (r *Runtime) dispatch() {
 func (r *Runtime) free() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.cfg.Concurrency - r.busy - len(r.waiting)
+	return r.Concurrency() - r.busy - len(r.waiting)
 }
 
 // leaseFree leases up to free tasks and starts them. more reports that
@@ -186,7 +186,7 @@ func (r *Runtime) start(rn *run, takeSlot bool) {
 func (r *Runtime) startWaiting() {
 	for {
 		r.mu.Lock()
-		if len(r.waiting) == 0 || r.busy >= r.cfg.Concurrency {
+		if len(r.waiting) == 0 || r.busy >= r.Concurrency() {
 			r.mu.Unlock()
 			return
 		}

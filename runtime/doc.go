@@ -45,6 +45,17 @@
 // (minimum run time, maximum preemptions per task, levels that never preempt
 // or are never preempted) are in package preempt.
 //
+// # Autoscaling
+//
+// With Config.Autoscale set, the concurrency follows the queue's backlog
+// within [Min, Max]: every Interval one pipelined round trip reads the
+// pending count per level, and the runtime sets
+// clamp(used + ceil(pending/TargetBacklogPerWorker), Min, Max) slots, up at
+// once and down by at most ScaleDownStep per Interval. Scaling down never
+// cancels a task; it only stops leasing. Every change is logged, counted
+// in Stats, shown by Concurrency and reported to the fleet by a heartbeat
+// at once, so fleet-wide free-slot checks stay right.
+//
 // # Shutdown
 //
 // Shutdown stops leasing, tells the fleet it has no capacity and preempts

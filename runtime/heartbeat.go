@@ -34,7 +34,7 @@ func (r *Runtime) heartbeat(ctx context.Context) error {
 	for _, rn := range r.runs {
 		leases = append(leases, rn.t)
 	}
-	capacity := r.cfg.Concurrency
+	capacity := r.Concurrency()
 	if r.draining {
 		capacity = 0
 	}

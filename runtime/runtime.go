@@ -25,6 +25,9 @@ type Runtime struct {
 
 	pool *ants.Pool
 
+	capacity     atomic.Int64 // current concurrency: Config.Concurrency, or the autoscaler's choice
+	unregisterCc func() error // the concurrency gauge
+
 	mu       sync.Mutex
 	runs     map[string]*run // every task this worker holds a lease on
 	busy     int             // slots taken (see run.holdsSlot)
@@ -37,7 +40,7 @@ type Runtime struct {
 	baseCtx    context.Context // parent of every run; never cancelled by Run's ctx
 	stopLease  chan struct{}   // closed when leasing stops
 	stopAll    context.CancelFunc
-	loops      sync.WaitGroup // dispatcher, listener, heartbeat
+	loops      sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
 	dispatchWG sync.WaitGroup
 	tasks      sync.WaitGroup // running handlers
 	started    atomic.Bool
@@ -50,16 +53,19 @@ type Runtime struct {
 // counters are cumulative figures, exposed by Stats.
 type counters struct {
 	processed, failed, dead, preempted, reserved, stuck atomic.Int64
+	scaledUp, scaledDown                                atomic.Int64
 }
 
 // RunStats are cumulative counts of one runtime since it started.
 type RunStats struct {
-	Processed int64 // runs that ended, whatever the outcome
-	Failed    int64 // runs that failed (retry or dead)
-	Dead      int64 // tasks dead-lettered by this runtime
-	Preempted int64 // victims this runtime cancelled for urgent work
-	Reserved  int64 // urgent tasks this runtime leased in order to preempt
-	Stuck     int64 // victims that ignored cancellation past the grace period
+	Processed  int64 // runs that ended, whatever the outcome
+	Failed     int64 // runs that failed (retry or dead)
+	Dead       int64 // tasks dead-lettered by this runtime
+	Preempted  int64 // victims this runtime cancelled for urgent work
+	Reserved   int64 // urgent tasks this runtime leased in order to preempt
+	Stuck      int64 // victims that ignored cancellation past the grace period
+	ScaledUp   int64 // times the autoscaler raised the concurrency
+	ScaledDown int64 // times the autoscaler lowered the concurrency
 }
 
 // New returns a runtime that takes tasks from q and runs them with h.
@@ -71,9 +77,10 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	if err := cfg.validate(q); err != nil {
 		return nil, err
 	}
-	// The pool holds Concurrency workers plus room for victims winding
-	// down (StartImmediately) and for handlers stuck past their grace.
-	pool, err := ants.NewPool(2*cfg.Concurrency, ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{cfg.Logger}))
+	// The pool holds Concurrency (or Autoscale.Max) workers plus room for
+	// victims winding down (StartImmediately) and for handlers stuck past
+	// their grace; see poolSize.
+	pool, err := ants.NewPool(cfg.poolSize(), ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{cfg.Logger}))
 	if err != nil {
 		return nil, fmt.Errorf("overtake: pool: %w", err)
 	}
@@ -85,7 +92,13 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		stopLease: make(chan struct{}),
 	}
 	r.wakeLevel.Store(-1)
+	r.capacity.Store(int64(cfg.Concurrency))
 	if r.obs, err = newObserver(r); err != nil {
+		pool.Release()
+		return nil, err
+	}
+	if r.unregisterCc, err = r.obs.metrics.RegisterConcurrency(r.capacity.Load, q.Name()); err != nil {
+		r.obs.close()
 		pool.Release()
 		return nil, err
 	}
@@ -99,7 +112,8 @@ func (r *Runtime) WorkerID() string { return r.cfg.WorkerID }
 func (r *Runtime) Stats() RunStats {
 	s := &r.stats
 	return RunStats{Processed: s.processed.Load(), Failed: s.failed.Load(), Dead: s.dead.Load(),
-		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load()}
+		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load(),
+		ScaledUp: s.scaledUp.Load(), ScaledDown: s.scaledDown.Load()}
 }
 
 // Start registers the worker and starts leasing; it returns at once.
@@ -124,7 +138,14 @@ func (r *Runtime) Start(ctx context.Context) error {
 	go r.listen(sub)
 	go r.heartbeatLoop()
 	go r.dispatch()
-	r.log.Info("runtime started", zap.Int("concurrency", r.cfg.Concurrency))
+	fields := []zap.Field{zap.Int("concurrency", r.Concurrency())}
+	if a := r.cfg.Autoscale; a != nil {
+		r.loops.Add(1)
+		go r.autoscaleLoop()
+		fields = append(fields, zap.Int("autoscale_min", a.Min), zap.Int("autoscale_max", a.Max),
+			zap.Duration("autoscale_interval", a.Interval))
+	}
+	r.log.Info("runtime started", fields...)
 	return nil
 }
 

@@ -68,6 +68,9 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 		r.log.Warn("deregister failed", zap.Error(derr))
 	}
 	r.pool.Release()
+	if uerr := r.unregisterCc(); uerr != nil {
+		r.log.Warn("unregister concurrency gauge", zap.Error(uerr))
+	}
 	r.obs.close()
 	r.log.Info("runtime stopped", zap.Any("stats", r.Stats()))
 	return err

@@ -117,7 +117,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 			ending++
 		}
 	}
-	free := r.cfg.Concurrency - r.busy - len(r.waiting)
+	free := r.Concurrency() - r.busy - len(r.waiting)
 	if v == nil || v.victim != nil || !v.holdsSlot || free+ending > 0 {
 		if free > 0 {
 			r.mu.Unlock()

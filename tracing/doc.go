@@ -56,7 +56,8 @@
 // # Metrics
 //
 // Meter "github.com/overtake/overtake". Every series carries
-// messaging.destination.name, overtake.level and overtake.level.name.
+// messaging.destination.name, and all but overtake.worker.concurrency
+// carry overtake.level and overtake.level.name.
 //
 //	| name                        | instrument      | unit   | extra attributes |
 //	|-----------------------------|-----------------|--------|------------------|
@@ -71,7 +72,10 @@
 //	| overtake.checkpoint.size    | histogram       | By     |                  |
 //	| overtake.sla.breaches       | counter         | {task} |                  |
 //	| overtake.queue.depth        | gauge (async)   | {task} |                  |
+//	| overtake.worker.concurrency | gauge (async)   | {slot} | (no level)       |
 //
+// overtake.worker.concurrency is one worker's slots: its configured
+// concurrency, or the value its autoscaler chose (see [Metrics.RegisterConcurrency]).
 // processed counts runs that succeeded or failed (failed is a subset);
 // preempted runs count only as preempted. overtake.outcome is succeeded,
 // failed or preempted.

@@ -36,6 +36,9 @@ const (
 	MetricSLABreaches = "overtake.sla.breaches"
 	// MetricQueueDepth is the gauge of pending tasks per level.
 	MetricQueueDepth = "overtake.queue.depth"
+	// MetricWorkerConcurrency is the gauge of tasks a worker runs at once
+	// (its slots; it moves with autoscaling).
+	MetricWorkerConcurrency = "overtake.worker.concurrency"
 )
 
 // Histogram bucket boundaries: durations in seconds from 5 ms to an hour,
@@ -92,7 +95,7 @@ type Metrics struct {
 	ckpt                                                  metric.Int64Histogram
 	processed, failed, dead, preempted, retried, requeued metric.Int64Counter
 	slaBreaches                                           metric.Int64Counter
-	depth                                                 metric.Int64ObservableGauge
+	depth, concurrency                                    metric.Int64ObservableGauge
 	sets                                                  sync.Map // Labels -> attribute.Set
 	runSets                                               sync.Map // runKey -> attribute.Set
 }
@@ -110,7 +113,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		mp = noop.NewMeterProvider()
 	}
 	m := &Metrics{meter: mp.Meter(InstrumentationName, metric.WithSchemaURL(SchemaURL))}
-	var errs [11]error
+	var errs [12]error
 	m.wait, errs[0] = m.meter.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time a task waited in its level before a worker leased it."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
@@ -134,6 +137,8 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	m.slaBreaches = counter(MetricSLABreaches, "Tasks that waited longer than their level's SLA.", &errs[9])
 	m.depth, errs[10] = m.meter.Int64ObservableGauge(MetricQueueDepth, metric.WithUnit("{task}"),
 		metric.WithDescription("Pending tasks per level."))
+	m.concurrency, errs[11] = m.meter.Int64ObservableGauge(MetricWorkerConcurrency, metric.WithUnit("{slot}"),
+		metric.WithDescription("Tasks the worker runs at once (its slots), as set or autoscaled."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -251,6 +256,25 @@ func (m *Metrics) RegisterDepth(depth func(context.Context) (map[int]int64, erro
 		}
 		return nil
 	}, m.depth)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Unregister, nil
+}
+
+// RegisterConcurrency reports the worker's slots as the gauge
+// overtake.worker.concurrency (attribute messaging.destination.name =
+// queue), reading concurrency at each collection; it costs no Redis call.
+// Call unregister when the worker stops.
+func (m *Metrics) RegisterConcurrency(concurrency func() int64, queue string) (unregister func() error, err error) {
+	if m == nil {
+		return func() error { return nil }, nil
+	}
+	set := attribute.NewSet(DestinationKey.String(queue))
+	reg, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(m.concurrency, concurrency(), metric.WithAttributeSet(set))
+		return nil
+	}, m.concurrency)
 	if err != nil {
 		return nil, err
 	}

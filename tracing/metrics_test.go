@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,12 +31,17 @@ func TestMetricNamesAndUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = unregister() }()
+	unregisterCc, err := m.RegisterConcurrency(func() int64 { return 4 }, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unregisterCc() }()
 
 	want := map[string]string{
 		MetricWaitDuration: "s", MetricRunDuration: "s", MetricCheckpointSize: "By",
 		MetricProcessed: "{task}", MetricFailed: "{task}", MetricDead: "{task}",
 		MetricPreempted: "{task}", MetricRetried: "{task}", MetricRequeued: "{task}",
-		MetricSLABreaches: "{task}", MetricQueueDepth: "{task}",
+		MetricSLABreaches: "{task}", MetricQueueDepth: "{task}", MetricWorkerConcurrency: "{slot}",
 	}
 	got := collect(t, r)
 	if len(got) != len(want) {
@@ -156,6 +162,41 @@ func TestRegisterDepth(t *testing.T) {
 	}
 }
 
+func TestRegisterConcurrency(t *testing.T) {
+	t.Parallel()
+	m, r := newManualMetrics(t)
+	var n atomic.Int64
+	n.Store(3)
+	unregister, err := m.RegisterConcurrency(n.Load, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func() int64 {
+		g := collect(t, r)[MetricWorkerConcurrency].Data.(metricdata.Gauge[int64])
+		if len(g.DataPoints) != 1 {
+			t.Fatalf("%d data points, want 1", len(g.DataPoints))
+		}
+		dp := g.DataPoints[0]
+		if q, _ := dp.Attributes.Value(DestinationKey); q.AsString() != "q" || dp.Attributes.Len() != 1 {
+			t.Errorf("attributes = %v, want only %s=q", dp.Attributes.ToSlice(), DestinationKey)
+		}
+		return dp.Value
+	}
+	if got := value(); got != 3 {
+		t.Errorf("concurrency = %d, want 3", got)
+	}
+	n.Store(7)
+	if got := value(); got != 7 {
+		t.Errorf("concurrency = %d after a change, want 7", got)
+	}
+	if err := unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := collect(t, r)[MetricWorkerConcurrency]; ok {
+		t.Error("concurrency still reported after unregister")
+	}
+}
+
 // A failing depth callback surfaces its error to the reader (the SDK
 // hands it to the otel error handler on periodic collection).
 func TestRegisterDepthError(t *testing.T) {
@@ -189,6 +230,10 @@ func TestNilMetricsIsNoop(t *testing.T) {
 	unregister, err := m.RegisterDepth(nil, nil, "q")
 	if err != nil || unregister() != nil {
 		t.Errorf("nil RegisterDepth: %v", err)
+	}
+	unregister, err = m.RegisterConcurrency(nil, "q")
+	if err != nil || unregister() != nil {
+		t.Errorf("nil RegisterConcurrency: %v", err)
 	}
 	noop, err := NewMetrics(nil)
 	if err != nil {

@@ -1,0 +1,185 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Autoscale lets a runtime's concurrency follow the queue's backlog, within
+// bounds. Every Interval the runtime reads the pending count of every level
+// (queue.Client.Depths: one pipelined round trip of one LLEN per level) and
+// sets its concurrency to
+//
+//	desired = clamp(used + ceil(pending / TargetBacklogPerWorker), Min, Max)
+//
+// where used is the slots this runtime has taken (running tasks and reserved
+// urgent tasks waiting for a slot) and pending is the tasks waiting in all
+// levels. It scales up to desired at once, and down by at most ScaleDownStep
+// per Interval, so a backlog that comes and goes does not make it flap.
+// Since desired is never below used, scaling down never goes below the tasks
+// that are running and never cancels any: it only stops leasing new work.
+//
+// Each worker of a fleet sees the whole backlog, so N autoscaling workers
+// add up to N × pending/TargetBacklogPerWorker slots between them for a
+// while; those left idle scale back down. Raise TargetBacklogPerWorker
+// with the size of the fleet if that matters.
+//
+// Autoscaling does not replace preemption: while the pool is saturated an
+// urgent arrival still preempts (within one Interval, before the pool has
+// grown), and the pool then grows for the backlog that remains.
+type Autoscale struct {
+	// Min and Max bound the concurrency: 1 ≤ Min ≤ Max. Config.Concurrency
+	// is the starting value and must lie within them; it defaults to Min
+	// when Autoscale is set.
+	Min, Max int
+	// Interval is how often the backlog is read. Defaults to 5 s.
+	Interval time.Duration
+	// TargetBacklogPerWorker is how many pending tasks call for one more
+	// slot. Defaults to 1: one slot per pending task, up to Max.
+	TargetBacklogPerWorker int
+	// ScaleDownStep is the most the concurrency falls per Interval.
+	// Defaults to 1.
+	ScaleDownStep int
+}
+
+// DefaultAutoscaleInterval is the default Autoscale.Interval.
+const DefaultAutoscaleInterval = 5 * time.Second
+
+// withDefaults returns a copy of a with its defaults, or nil.
+func (a *Autoscale) withDefaults() *Autoscale {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	if c.Interval == 0 {
+		c.Interval = DefaultAutoscaleInterval
+	}
+	if c.TargetBacklogPerWorker == 0 {
+		c.TargetBacklogPerWorker = 1
+	}
+	if c.ScaleDownStep == 0 {
+		c.ScaleDownStep = 1
+	}
+	return &c
+}
+
+// validate checks a (with its defaults) against the starting concurrency.
+func (a *Autoscale) validate(concurrency int) error {
+	switch {
+	case a == nil:
+		return nil
+	case a.Min < 1:
+		return fmt.Errorf("Autoscale.Min must be at least 1, got %d", a.Min)
+	case a.Max < a.Min:
+		return fmt.Errorf("Autoscale.Max %d is under Autoscale.Min %d", a.Max, a.Min)
+	case concurrency < a.Min || concurrency > a.Max:
+		return fmt.Errorf("Concurrency %d is outside Autoscale bounds [%d, %d]", concurrency, a.Min, a.Max)
+	case a.Interval <= 0:
+		return fmt.Errorf("Autoscale.Interval %v must be positive", a.Interval)
+	case a.TargetBacklogPerWorker < 1:
+		return fmt.Errorf("Autoscale.TargetBacklogPerWorker must be at least 1, got %d", a.TargetBacklogPerWorker)
+	case a.ScaleDownStep < 1:
+		return fmt.Errorf("Autoscale.ScaleDownStep must be at least 1, got %d", a.ScaleDownStep)
+	}
+	return nil
+}
+
+// next returns the concurrency that follows cur when used slots are taken
+// and pending tasks wait (see Autoscale).
+func (a *Autoscale) next(cur, used int, pending int64) int {
+	target := int64(a.TargetBacklogPerWorker)
+	slots := pending / target
+	if pending%target > 0 {
+		slots++
+	}
+	want := int64(used) + min(slots, int64(a.Max))
+	desired := int(min(max(want, int64(a.Min)), int64(a.Max)))
+	if desired < cur {
+		return max(desired, cur-a.ScaleDownStep)
+	}
+	return desired
+}
+
+// poolSize is the size of the ants pool: the largest concurrency plus room
+// for victims winding down (StartImmediately) and for handlers stuck past
+// their grace. The pool is not Tuned as the concurrency changes: the slot
+// accounting (Runtime.capacity) is what bounds the running tasks, ants
+// starts its goroutines on demand and retires idle ones, so a pool sized for
+// the maximum costs nothing while small, and shrinking it under running
+// handlers would only make Submit block the dispatcher.
+func (c Config) poolSize() int {
+	if c.Autoscale != nil {
+		return 2 * c.Autoscale.Max
+	}
+	return 2 * c.Concurrency
+}
+
+// Concurrency returns how many tasks the runtime runs at once now: the
+// configured Concurrency, or the value the autoscaler last chose.
+func (r *Runtime) Concurrency() int { return int(r.capacity.Load()) }
+
+// autoscaleLoop applies Config.Autoscale every Interval until leasing stops.
+func (r *Runtime) autoscaleLoop() {
+	defer r.loops.Done()
+	tick := time.NewTicker(r.cfg.Autoscale.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stopLease:
+			return
+		case <-r.baseCtx.Done():
+			return
+		case <-tick.C:
+			if err := r.autoscale(r.baseCtx); err != nil {
+				r.log.Warn("autoscale: could not read the backlog", zap.Error(err))
+			}
+		}
+	}
+}
+
+// autoscale reads the backlog and sets the concurrency. A change is logged,
+// counted and reported to the fleet at once by a heartbeat, so fleet-wide
+// free-slot checks see the new capacity without waiting for the next one.
+func (r *Runtime) autoscale(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	depths, err := r.q.Depths(dctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	var pending int64
+	for _, n := range depths {
+		pending += n
+	}
+	r.mu.Lock()
+	if r.draining {
+		r.mu.Unlock()
+		return nil
+	}
+	used := r.busy + len(r.waiting)
+	cur := r.Concurrency()
+	next := r.cfg.Autoscale.next(cur, used, pending)
+	// Set under mu: free, preempt and startWaiting read the capacity with
+	// busy, and the heartbeat reads it with the held leases.
+	r.capacity.Store(int64(next))
+	r.mu.Unlock()
+	if next == cur {
+		return nil
+	}
+	if next > cur {
+		r.stats.scaledUp.Add(1)
+		r.signal() // lease into the new slots now
+	} else {
+		r.stats.scaledDown.Add(1)
+	}
+	r.log.Info("concurrency scaled", zap.Int("old", cur), zap.Int("new", next),
+		zap.Int64("backlog", pending), zap.Int("used", used))
+	if err := r.heartbeat(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		r.log.Warn("could not report the new capacity; the next heartbeat will", zap.Error(err))
+	}
+	return nil
+}
