@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"time"
@@ -98,6 +99,14 @@ type Config struct {
 	// MaxRedisBackoff caps the wait between attempts while Redis is
 	// unreachable. Defaults to 2 s.
 	MaxRedisBackoff time.Duration
+	// SLA is the longest wait each level allows, by level: e.g.
+	// {2: 10 * time.Second}. A task leased after waiting longer, since it
+	// last became pending (Task.ReadyAt, by the queue's clock), counts as
+	// an SLA breach of the level it was enqueued at (Task.OriginalLevel,
+	// which aging does not change): the metric overtake.sla.breaches, the
+	// span event sla.breached, a Warn log line and RunStats.SLABreaches.
+	// Levels without an entry have no SLA. Defaults to none.
+	SLA map[int]time.Duration
 }
 
 func (c Config) withDefaults(q *queue.Client) Config {
@@ -131,12 +140,16 @@ func (c Config) withDefaults(q *queue.Client) Config {
 		c.MaxRedisBackoff = 2 * time.Second
 	}
 	c.Preemption = c.Preemption.WithDefaults()
+	c.SLA = maps.Clone(c.SLA)
 	return c
 }
 
 func (c Config) validate(q *queue.Client) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	if err := validateSLA(c.SLA, q.Levels()); err != nil {
+		return bad("%v", err)
 	}
 	switch {
 	case c.Concurrency < 1:

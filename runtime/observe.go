@@ -21,6 +21,7 @@ import (
 // the engine's code reads as the protocol and nothing else.
 type observer struct {
 	r          *Runtime
+	clock      func() time.Time // the queue's, which stamps ReadyAt
 	tracer     trace.Tracer
 	metrics    *tracing.Metrics
 	unregister func() error
@@ -42,7 +43,7 @@ func newObserver(r *Runtime) (*observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observer{r: r, tracer: tracing.Tracer(tp), metrics: m, unregister: unreg}, nil
+	return &observer{r: r, clock: r.q.Config().Clock, tracer: tracing.Tracer(tp), metrics: m, unregister: unreg}, nil
 }
 
 func (o *observer) close() {
@@ -79,7 +80,8 @@ func (o *observer) producer(t *queue.Task) trace.SpanContext {
 	return trace.SpanContextFromContext(o.r.q.TraceContext(context.Background(), t))
 }
 
-// leased starts the process span of a run and records the wait time. Called
+// leased starts the process span of a run, records the wait time and checks
+// it against the SLA (Config.SLA). Called
 // before the run starts. The span's parent is the enqueue span stored in the
 // record (never a span that happens to be in the runtime's base context), so
 // every run of a task is in the producer's trace; it links to the process
@@ -122,7 +124,9 @@ func (o *observer) leased(rn *run) {
 		rn.log.Debug("task started")
 	}
 	if !t.ReadyAt.IsZero() {
-		o.metrics.RecordWait(ctx, o.labels(t), time.Since(t.ReadyAt))
+		wait := max(o.clock().Sub(t.ReadyAt), 0)
+		o.metrics.RecordWait(ctx, o.labels(t), wait)
+		o.checkSLA(ctx, rn, wait)
 	}
 }
 

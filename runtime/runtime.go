@@ -54,6 +54,7 @@ type Runtime struct {
 type counters struct {
 	processed, failed, dead, preempted, reserved, stuck atomic.Int64
 	scaledUp, scaledDown                                atomic.Int64
+	slaBreaches                                         atomic.Int64
 }
 
 // RunStats are cumulative counts of one runtime since it started.
@@ -66,6 +67,9 @@ type RunStats struct {
 	Stuck      int64 // victims that ignored cancellation past the grace period
 	ScaledUp   int64 // times the autoscaler raised the concurrency
 	ScaledDown int64 // times the autoscaler lowered the concurrency
+	// SLABreaches counts tasks leased after waiting longer than their
+	// level's SLA (Config.SLA).
+	SLABreaches int64
 }
 
 // New returns a runtime that takes tasks from q and runs them with h.
@@ -113,7 +117,7 @@ func (r *Runtime) Stats() RunStats {
 	s := &r.stats
 	return RunStats{Processed: s.processed.Load(), Failed: s.failed.Load(), Dead: s.dead.Load(),
 		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load(),
-		ScaledUp: s.scaledUp.Load(), ScaledDown: s.scaledDown.Load()}
+		ScaledUp: s.scaledUp.Load(), ScaledDown: s.scaledDown.Load(), SLABreaches: s.slaBreaches.Load()}
 }
 
 // Start registers the worker and starts leasing; it returns at once.

@@ -51,7 +51,7 @@
 // constants (overtake.task.type, overtake.level, overtake.level.name,
 // overtake.attempt, overtake.preemptions, overtake.class, ...). Events:
 // preempted, preempted.victim, checkpoint.saved, resumed, requeued, retry,
-// dead.
+// dead, sla.breached.
 //
 // # Metrics
 //

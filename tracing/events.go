@@ -68,3 +68,14 @@ func AddRetry(span trace.Span, attempt int, delay time.Duration) {
 func AddDead(span trace.Span, reason string) {
 	span.AddEvent(EventDead, trace.WithAttributes(ReasonKey.String(reason)))
 }
+
+// AddSLABreached records that the task waited wait before this run, longer
+// than sla, the SLA of level (the level whose SLA applies: the one the
+// task was enqueued at).
+func AddSLABreached(span trace.Span, level int, wait, sla time.Duration) {
+	span.AddEvent(EventSLABreached, trace.WithAttributes(
+		LevelKey.Int(level),
+		WaitMsKey.Int64(wait.Milliseconds()),
+		SLAMsKey.Int64(sla.Milliseconds()),
+	))
+}

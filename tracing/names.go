@@ -49,6 +49,9 @@ const (
 	EventRetry = "retry"
 	// EventDead marks that the task was dead-lettered.
 	EventDead = "dead"
+	// EventSLABreached marks that the task waited longer than its level's
+	// SLA before this run was leased.
+	EventSLABreached = "sla.breached"
 )
 
 // Attribute keys of the OpenTelemetry messaging conventions, taken from
@@ -96,6 +99,10 @@ const (
 	ReasonKey = attribute.Key("overtake.reason")
 	// RetryDelayMsKey is overtake.retry.delay_ms: backoff before the retry.
 	RetryDelayMsKey = attribute.Key("overtake.retry.delay_ms")
+	// WaitMsKey is overtake.wait_ms: how long the task waited, in ms.
+	WaitMsKey = attribute.Key("overtake.wait_ms")
+	// SLAMsKey is overtake.sla_ms: the longest wait its level's SLA allows.
+	SLAMsKey = attribute.Key("overtake.sla_ms")
 	// OutcomeKey is overtake.outcome: how a run ended (see [Outcome]).
 	OutcomeKey = attribute.Key("overtake.outcome")
 )

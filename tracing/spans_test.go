@@ -134,6 +134,17 @@ func TestPreemptionEvents(t *testing.T) {
 	wantAttrs(t, "link", links[0].Attributes, map[attribute.Key]any{"overtake.victim.id": "low"})
 }
 
+func TestSLABreachedEvent(t *testing.T) {
+	t.Parallel()
+	tp, rec := newRecorder(t)
+	_, s := StartProcess(context.Background(), Tracer(tp), TaskInfo{Queue: "q", Level: 2}, nil)
+	AddSLABreached(s, 1, 2500*time.Millisecond, 2*time.Second)
+	s.End()
+	wantAttrs(t, EventSLABreached, events(rec.Ended()[0])[EventSLABreached], map[attribute.Key]any{
+		"overtake.level": int64(1), "overtake.wait_ms": int64(2500), "overtake.sla_ms": int64(2000),
+	})
+}
+
 // An invalid victim span context adds the event but no link.
 func TestPreemptedVictimWithoutSpan(t *testing.T) {
 	t.Parallel()
