@@ -1,11 +1,3 @@
-// Command transcode is a worker whose long, low-priority transcodes give way
-// to urgent thumbnails: a preempted transcode saves how many segments it
-// finished and resumes there later.
-//
-//	export REDIS_URL=redis://127.0.0.1:6379
-//	go run ./examples/transcode                       # the worker (one slot)
-//	go run ./examples/transcode transcode movie.mp4   # enqueue 20 segments at low
-//	go run ./examples/transcode thumbnail movie.mp4   # enqueue at high: preempts it
 package main
 
 import (

@@ -1,0 +1,13 @@
+// Command overtake is the command line of Overtake, the Redis priority task
+// queue whose runtime preempts running low-priority tasks for urgent ones.
+//
+//	overtake demo                       # embedded Redis, no setup needed
+//	overtake enqueue --type email --level high --payload '{"to":"ada@example.com"}'
+//	overtake stats
+//	overtake inspect TASK_ID
+//	overtake dead list | requeue ID... | delete ID...
+//
+// Every command but demo connects with --redis (or REDIS_URL, default
+// redis://127.0.0.1:6379) and takes --namespace, --queue and --levels,
+// which must match the workers' queue configuration.
+package main
