@@ -27,6 +27,7 @@ if ARGV[3] == 'p' then
   redis.call('PUBLISH', ARGV[1] .. 'wake', ARGV[5])
 else
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
+  redis.call('HSET', KEYS[1], 'slv', ARGV[5]) -- the count promote takes back
   redis.call('HINCRBY', ARGV[1] .. 'cnt', 's' .. ARGV[5], 1)
   redis.call('PUBLISH', ARGV[1] .. 'wake', 's')
 end

@@ -43,6 +43,7 @@ elseif mode == 'retry' then
   incr(h, 'att')
   redis.call('HSET', h, 'state', 'retry', 'err', ARGV[7], 'pat', ARGV[6])
   redis.call('ZADD', P .. 'scheduled', ARGV[6], id)
+  redis.call('HSET', h, 'slv', lvl or '0') -- the count promote takes back
   redis.call('HINCRBY', P .. 'cnt', 's' .. (lvl or '0'), 1)
 elseif mode == 'dead' then
   incr(h, 'att')

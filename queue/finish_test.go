@@ -48,7 +48,7 @@ func TestRequeue(t *testing.T) {
 				require.Empty(t, rec.Worker)
 				require.Empty(t, e.zset(e.c.keys.leases()))
 				require.Empty(t, e.zset(e.c.keys.running()))
-				require.Equal(t, "0", e.rdb.HGet(e.ctx, e.c.keys.busy(), "w").Val())
+				require.Empty(t, e.rdb.HGet(e.ctx, e.c.keys.busy(), "w").Val(), "an unregistered worker that holds nothing has no busy field")
 				e.requireCounts(counts{}, counts{Pending: 3})
 				requireLeaseLost(t, e.c.Requeue(e.ctx, tk, tc.why))
 

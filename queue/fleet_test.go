@@ -87,6 +87,27 @@ func TestHeartbeatWorkers(t *testing.T) {
 	})
 }
 
+// A departed worker leaves no busy field behind: Deregister removes it when
+// the worker holds no lease, else the release of its last lease does.
+func TestDepartedWorkerBusyField(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.enqueue("", ID("a"))
+		e.enqueue("", ID("b"))
+		e.beat("w1", 2, 0)
+		e.beat("w2", 2, 0)
+		a := e.leaseOne("w1")
+		bt := e.leaseOne("w2")
+		require.NoError(t, e.c.Ack(e.ctx, a))
+		require.NoError(t, e.c.Deregister(e.ctx, "w1"))
+		require.NoError(t, e.c.Deregister(e.ctx, "w2"))
+		require.Equal(t, map[string]string{"w2": "1"}, e.rdb.HGetAll(e.ctx, e.c.keys.busy()).Val(),
+			"w1 held nothing; w2 still holds b")
+		require.NoError(t, e.c.Ack(e.ctx, bt))
+		require.Empty(t, e.rdb.HGetAll(e.ctx, e.c.keys.busy()).Val())
+	})
+}
+
 func TestReserveFleet(t *testing.T) {
 	// Every case starts with w1 (capacity 1) running victim "v" at level 1
 	// and "u" pending at level 2; w1 asks to reserve at MinLevel 2.

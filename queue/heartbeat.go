@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"github.com/redis/go-redis/v9"
 	"time"
 )
 
@@ -87,15 +88,24 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (lost []string, er
 	return lost, nil
 }
 
+// deregisterScript removes a worker's record; its busy count goes too once
+// it holds no lease (else the release of its last lease removes it).
+//
+//	KEYS[1] alive  ARGV[1] prefix  ARGV[2] worker
+var deregisterScript = redis.NewScript(`
+local P, w = ARGV[1], ARGV[2]
+redis.call('ZREM', KEYS[1], w)
+redis.call('HDEL', P .. 'cap', w)
+if tonumber(redis.call('HGET', P .. 'busy', w) or '0') <= 0 then
+  redis.call('HDEL', P .. 'busy', w)
+end
+return 1
+`)
+
 // Deregister removes a stopping worker from the fleet, so it is no longer
 // counted as having free slots.
 func (c *Client) Deregister(ctx context.Context, worker string) error {
-	_, err := c.rdb.TxPipelined(ctx, func(p redisPipeliner) error {
-		p.ZRem(ctx, c.keys.alive(), worker)
-		p.HDel(ctx, c.keys.capacity(), worker)
-		return nil
-	})
-	if err != nil {
+	if err := deregisterScript.Run(ctx, c.rdb, []string{c.keys.alive()}, c.keys.prefix, worker).Err(); err != nil {
 		return fmt.Errorf("overtake: deregister %s: %w", worker, err)
 	}
 	return nil

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-type redisPipeliner = redis.Pipeliner
 
 // LevelStats counts the tasks of one level.
 type LevelStats struct {

@@ -28,7 +28,7 @@ import (
 var leaseScript = newScript(`
 local now, dl, w = tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-promote(now)
+promote(now, maxl)
 recover(now)
 age(now, tonumber(ARGV[16]), tonumber(ARGV[7]))
 if ARGV[9] == '1' then

@@ -273,6 +273,52 @@ func TestLeaseMalformedRecord(t *testing.T) {
 	})
 }
 
+// A record that lost its id field gets it back from its key when leased,
+// so it can still be acked or dead-lettered under its lease.
+func TestLeaseRestoresMissingID(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.enqueue("", ID("a"))
+		require.NoError(t, e.rdb.HDel(e.ctx, e.c.keys.task("a"), fID).Err())
+		tk := e.leaseOne("w")
+		require.Equal(t, "a", tk.ID)
+		require.NoError(t, e.c.Kill(e.ctx, tk, "test"))
+		require.Equal(t, []string{"a"}, e.zset(e.c.keys.dead()))
+	})
+}
+
+// A due scheduled task whose level is garbled or missing is dead-lettered
+// with the reason, not pushed to a list nothing leases from; the counters
+// stay consistent.
+func TestPromoteMalformedLevel(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		for _, val := range []string{"x", "7", "-1", ""} {
+			t.Run("lvl="+val, func(t *testing.T) {
+				e := newEnv(t, b, nil)
+				e.enqueue("", ID("bad"), Level(1), ProcessIn(time.Second))
+				e.requireCounts(counts{}, counts{Scheduled: 1})
+				if val == "" {
+					require.NoError(t, e.rdb.HDel(e.ctx, e.c.keys.task("bad"), fLevel).Err())
+				} else {
+					e.hset("bad", fLevel, val)
+				}
+				e.clk.Advance(time.Second)
+				res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w"})
+				require.NoError(t, err)
+				require.Empty(t, res.Tasks)
+				require.Empty(t, res.Malformed)
+				require.Equal(t, []string{"bad"}, e.zset(e.c.keys.dead()))
+				require.Empty(t, e.zset(e.c.keys.scheduled()))
+				rec, err := e.c.Inspect(e.ctx, "bad")
+				require.NoError(t, err)
+				require.Equal(t, StateDead, rec.State)
+				require.Contains(t, rec.LastError, "malformed record: bad level")
+				e.requireCounts(counts{Dead: 1})
+			})
+		}
+	})
+}
+
 // A malformed task whose holder crashed is recovered to the level it was
 // leased from and handed out (as malformed) again: never lost.
 func TestRecoverMalformedRecord(t *testing.T) {

@@ -38,14 +38,19 @@ local function release(id, h)
   lvl = alv or lvl
   redis.call('ZREM', P .. 'leases', id)
   redis.call('ZREM', P .. 'running', id)
-  if w and w ~= '' then redis.call('HINCRBY', P .. 'busy', w, -1) end
+  if w and w ~= '' then
+    -- A departed worker's last lease takes its busy field with it.
+    if redis.call('HINCRBY', P .. 'busy', w, -1) <= 0 and not redis.call('ZSCORE', P .. 'alive', w) then
+      redis.call('HDEL', P .. 'busy', w)
+    end
+  end
   if lvl then redis.call('HINCRBY', P .. 'cnt', 'a' .. lvl, -1) end
   redis.call('HDEL', h, 'tok', 'wkr', 'ldl', 'alv')
   return lvl
 end
 
 local function acquire(id, h, lvl, now, dl, tok, w)
-  redis.call('HSET', h, 'state', 'active', 'tok', tok, 'wkr', w, 'ldl', dl, 'stt', now, 'alv', lvl)
+  redis.call('HSET', h, 'id', id, 'state', 'active', 'tok', tok, 'wkr', w, 'ldl', dl, 'stt', now, 'alv', lvl)
   redis.call('ZADD', P .. 'leases', dl, id)
   redis.call('HINCRBY', P .. 'busy', w, 1)
   redis.call('HINCRBY', P .. 'cnt', 'a' .. lvl, 1)
@@ -72,15 +77,25 @@ local function to_dead(id, h, now, reason)
 end
 
 -- promote moves due scheduled and retrying tasks to the tail of their level.
-local function promote(now)
+-- A record whose level is missing or not a level of the queue (0..top) is
+-- dead-lettered rather than pushed to a list nothing leases from; the
+-- scheduled count it was made under (slv, else its level) is taken back.
+local function promote(now, top)
   local ids = redis.call('ZRANGEBYSCORE', P .. 'scheduled', '-inf', now, 'LIMIT', 0, 100)
   for _, id in ipairs(ids) do
     local h = tkey(id)
     redis.call('ZREM', P .. 'scheduled', id)
-    local lvl = redis.call('HGET', h, 'lvl')
-    if lvl then
-      redis.call('HINCRBY', P .. 'cnt', 's' .. lvl, -1)
-      push_pending(id, h, lvl, now, false)
+    if redis.call('EXISTS', h) == 1 then
+      local lvl, slv = unpack(redis.call('HMGET', h, 'lvl', 'slv'))
+      local l = tonumber(lvl)
+      redis.call('HINCRBY', P .. 'cnt', 's' .. (slv or lvl or '0'), -1)
+      redis.call('HDEL', h, 'slv')
+      if l and l >= 0 and l <= top and l == math.floor(l) then
+        push_pending(id, h, lvl, now, false)
+      else
+        redis.call('HSET', h, 'lvl', '0')
+        to_dead(id, h, now, 'malformed record: bad level ' .. tostring(lvl))
+      end
     end
   end
 end
