@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-
 // LevelStats counts the tasks of one level.
 type LevelStats struct {
 	Level     int
