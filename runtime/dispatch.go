@@ -132,6 +132,14 @@ func (r *Runtime) free() int {
 // leaseFree leases up to free tasks and starts them. more reports that
 // every slot asked for was filled, so more tasks may be waiting.
 func (r *Runtime) leaseFree(free int) (more bool, next time.Time, err error) {
+	// Never lease more than the pool can start at once: handlers that
+	// ignored cancellation still hold pool workers.
+	if room := r.poolRoom(); free > room {
+		free = room
+		if free <= 0 {
+			return false, time.Time{}, nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
 	res, err := r.q.Lease(ctx, queue.LeaseRequest{Worker: r.cfg.WorkerID, Count: free})
@@ -146,13 +154,22 @@ func (r *Runtime) leaseFree(free int) (more bool, next time.Time, err error) {
 	return n > 0 && n == free, res.NextDue, nil
 }
 
-// killMalformed dead-letters leased records that could not be decoded.
+// poolRoom is how many more handlers the pool can start without blocking.
+func (r *Runtime) poolRoom() int { return r.cfg.poolSize() - int(r.handlers.Load()) }
+
+// killMalformed dead-letters leased records that could not be decoded, off
+// the dispatcher goroutine (a Redis outage would hold it for a lease
+// duration); Shutdown waits for them like for handlers.
 func (r *Runtime) killMalformed(res *queue.LeaseResult) {
 	for _, m := range res.Malformed {
 		rn := &run{t: m.Task, log: r.log.With(zap.String("task_id", m.Task.ID))}
-		if err := r.kill(rn, m.Err.Error()); err != nil {
-			r.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
-		}
+		r.tasks.Add(1)
+		go func() {
+			defer r.tasks.Done()
+			if err := r.kill(rn, m.Err.Error()); err != nil {
+				r.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
+			}
+		}()
 	}
 }
 
@@ -172,7 +189,9 @@ func (r *Runtime) start(rn *run, takeSlot bool) {
 	}
 	r.mu.Unlock()
 	r.tasks.Add(1)
+	r.handlers.Add(1)
 	if err := r.pool.Submit(func() { r.execute(rn) }); err != nil {
+		r.handlers.Add(-1)
 		// The pool is closed only after every task returned, so this means
 		// a bug; the lease expires and recovery runs the task elsewhere.
 		r.tasks.Done()

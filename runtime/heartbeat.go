@@ -39,6 +39,12 @@ func (r *Runtime) heartbeat(ctx context.Context) error {
 		capacity = 0
 	}
 	r.mu.Unlock()
+	return r.sendHeartbeat(ctx, leases, capacity)
+}
+
+// sendHeartbeat reports capacity and extends leases, a snapshot of the held
+// runs' tasks that may be stale by the time the answer comes.
+func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capacity int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	lost, err := r.q.Heartbeat(ctx, queue.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
@@ -46,11 +52,17 @@ func (r *Runtime) heartbeat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sent := make(map[string]string, len(leases))
+	for _, t := range leases {
+		sent[t.ID] = t.Token
+	}
 	for _, id := range lost {
 		r.mu.Lock()
 		rn := r.runs[id]
 		r.mu.Unlock()
-		if rn != nil {
+		// Only the run whose token went out lost its lease: the task may
+		// have been requeued and leased here again meanwhile.
+		if rn != nil && rn.t.Token == sent[id] {
 			rn.log.Error("lease lost; cancelling the task")
 			rn.cancel(ErrLeaseLost)
 		}

@@ -63,6 +63,7 @@ func (r *Runtime) newRun(t *queue.Task) *run {
 // execute runs the handler for rn in a pool goroutine and settles the task.
 func (r *Runtime) execute(rn *run) {
 	defer r.tasks.Done()
+	defer r.handlers.Add(-1)
 	ctx := rn.ctx
 	var cancelTimeout context.CancelFunc = func() {}
 	if rn.t.Timeout > 0 {

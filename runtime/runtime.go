@@ -43,6 +43,7 @@ type Runtime struct {
 	loops      sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
 	dispatchWG sync.WaitGroup
 	tasks      sync.WaitGroup // running handlers
+	handlers   atomic.Int64   // goroutines handed to the pool and not yet returned
 	started    atomic.Bool
 	shutOnce   sync.Once
 	shutErr    error

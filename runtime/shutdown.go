@@ -27,7 +27,13 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 
 func (r *Runtime) shutdown(ctx context.Context) error {
 	close(r.stopLease)
-	r.dispatchWG.Wait()
+	dispatched := make(chan struct{})
+	go func() { r.dispatchWG.Wait(); close(dispatched) }()
+	select {
+	case <-dispatched:
+	case <-ctx.Done():
+		r.log.Error("shutdown: the dispatcher did not stop in time", zap.Error(ctx.Err()))
+	}
 	r.mu.Lock()
 	r.draining = true
 	waiting := r.waiting
@@ -95,7 +101,9 @@ func (r *Runtime) abandon(ctx context.Context) error {
 	r.mu.Lock()
 	var left []*run
 	for _, rn := range r.runs {
-		left = append(left, rn)
+		if !rn.ending { // an ending run's outcome is being recorded: it owns the transition
+			left = append(left, rn)
+		}
 	}
 	r.mu.Unlock()
 	ids := make([]string, 0, len(left))

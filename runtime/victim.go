@@ -49,6 +49,11 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 	if announced >= 0 {
 		arriving = announced
 	}
+	if r.poolRoom() <= 0 {
+		// Victims that ignore cancellation hold every pool worker: an
+		// urgent task could not start, so take none.
+		return false, time.Time{}, nil
+	}
 	now := time.Now()
 	cands := r.candidates()
 	victim, ok := pol.Choose(cands, arriving, now)

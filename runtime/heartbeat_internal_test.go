@@ -1,0 +1,48 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/stretchr/testify/require"
+)
+
+// A heartbeat whose snapshot holds a task's old lease reports that lease
+// lost; if the task was requeued and leased here again meanwhile, the new
+// run (another token) must not be cancelled.
+func TestStaleHeartbeatSparesNewLease(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		ctx := context.Background()
+		q, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix})
+		require.NoError(t, err)
+		rt, err := New(q, handlers.NewMux(), Config{WorkerID: "w"})
+		require.NoError(t, err)
+		t.Cleanup(rt.pool.Release)
+		_, err = q.Enqueue(ctx, queue.NewTask("x", nil))
+		require.NoError(t, err)
+		lease := func() *queue.Task {
+			res, err := q.Lease(ctx, queue.LeaseRequest{Worker: "w"})
+			require.NoError(t, err)
+			require.Len(t, res.Tasks, 1)
+			return res.Tasks[0]
+		}
+		old := lease()
+		require.NoError(t, q.Requeue(ctx, old, queue.RequeueYield))
+		cur := lease()
+		require.NotEqual(t, old.Token, cur.Token)
+
+		var cause error
+		rt.runs[cur.ID] = &run{t: cur, log: rt.log, cancel: func(err error) { cause = err }}
+		require.NoError(t, rt.sendHeartbeat(ctx, []*queue.Task{old}, 1))
+		require.NoError(t, cause, "the new run was cancelled by a stale heartbeat")
+
+		// The run whose token went out is cancelled.
+		rt.runs[cur.ID] = &run{t: old, log: rt.log, cancel: func(err error) { cause = err }}
+		require.NoError(t, rt.sendHeartbeat(ctx, []*queue.Task{old}, 1))
+		require.True(t, errors.Is(cause, ErrLeaseLost))
+	})
+}
