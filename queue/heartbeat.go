@@ -122,7 +122,7 @@ var checkpointScript = newScript(`
 if not check_token(KEYS[1], ARGV[3]) then return redis.error_reply('` + leaseLostMsg + `') end
 redis.call('HSET', KEYS[1], 'cp', ARGV[4], 'ldl', ARGV[5])
 redis.call('ZADD', P .. 'leases', 'XX', ARGV[5], ARGV[2])
-return redis.call('HINCRBY', KEYS[1], 'cps', 1)
+return incr(KEYS[1], 'cps')
 `)
 
 // SaveCheckpoint stores data as the checkpoint of a leased task in one

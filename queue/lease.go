@@ -48,7 +48,7 @@ if ARGV[9] == '1' then
     local ow, stt, pre = unpack(redis.call('HMGET', tkey(id), 'wkr', 'stt', 'pre'))
     local live = ow and tonumber(redis.call('ZSCORE', P .. 'alive', ow) or '0') >= now
     if ow ~= w and live and not string.find(never, ',' .. lvl .. ',', 1, true)
-      and tonumber(stt or '0') + minrun <= now
+      and (tonumber(stt or '') or 0) + minrun <= now
       and (maxpre < 0 or (tonumber(pre or '0') or 0) < maxpre) then
       return {-2}
     end

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"github.com/overtake/overtake/tracing"
 	"time"
 
 	"github.com/overtake/overtake/queue"
@@ -63,7 +64,8 @@ func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capac
 		// Only the run whose token went out lost its lease: the task may
 		// have been requeued and leased here again meanwhile.
 		if rn != nil && rn.t.Token == sent[id] {
-			rn.log.Error("lease lost; cancelling the task")
+			// r.log, not rn.log: the dispatcher may be setting that up.
+			r.log.Error("lease lost; cancelling the task", tracing.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
 			rn.cancel(ErrLeaseLost)
 		}
 	}

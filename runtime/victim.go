@@ -166,7 +166,8 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 // is still held and extended.
 func (r *Runtime) graceExpired(v *run) {
 	r.mu.Lock()
-	if r.runs[v.t.ID] != v {
+	if r.runs[v.t.ID] != v || v.ending {
+		// (An ending victim returned; its outcome is being recorded.)
 		// v returned (its timer fired as it finished), and the task may
 		// already run again here under a new lease: nothing is stuck.
 		r.mu.Unlock()
