@@ -268,3 +268,26 @@ func TestReserveTakesVictimOutOfFleet(t *testing.T) {
 		e.requireCounts(counts{Active: 1}, counts{Active: 1}, counts{Active: 2})
 	})
 }
+
+// A victim named in a reservation leaves the fleet's running set; Rejoin
+// puts it back (fenced by its token) when the caller did not preempt it.
+func TestRejoin(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		v := e.run("w1", "v", 1)
+		np := e.run("w1", "np", 0, Preemptible(false))
+		e.beat("w1", 2, 0, v, np)
+		e.enqueue("", ID("u"), Level(2))
+		_, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w1", VictimID: "v", VictimLevel: 1, MinLevel: 2, MaxPreemptions: -1})
+		require.NoError(t, err)
+		require.NotContains(t, e.zset(e.c.keys.running()), "v")
+
+		require.NoError(t, e.c.Rejoin(e.ctx, stale(v, "forged")))
+		require.NotContains(t, e.zset(e.c.keys.running()), "v", "a stale holder changes nothing")
+		require.NoError(t, e.c.Rejoin(e.ctx, v))
+		require.Contains(t, e.zset(e.c.keys.running()), "v")
+		require.Equal(t, float64(1), e.score(e.c.keys.running(), "v"), "at the level it runs at")
+		require.NoError(t, e.c.Rejoin(e.ctx, np))
+		require.NotContains(t, e.zset(e.c.keys.running()), "np", "never a non-preemptible task")
+	})
+}

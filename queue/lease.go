@@ -221,3 +221,31 @@ func levelSet(levels []int) string {
 	}
 	return s
 }
+
+// rejoinScript puts a running task back in the fleet's running set after a
+// reservation named it as the victim (which takes it out) but the caller
+// did not preempt it after all. Fenced by the lease token.
+//
+//	KEYS[1] task record  ARGV[1] prefix  ARGV[2] id  ARGV[3] token
+//
+// Returns 1 if the task is in the running set again, else 0.
+var rejoinScript = newScript(`
+if not check_token(KEYS[1], ARGV[3]) then return 0 end
+local prb, alv = unpack(redis.call('HMGET', KEYS[1], 'prb', 'alv'))
+if prb == '0' or not alv then return 0 end
+redis.call('ZADD', P .. 'running', alv, ARGV[2])
+return 1
+`)
+
+// Rejoin returns t, a task the caller runs, to the fleet's view of running
+// preemptible tasks after a Reserve named it as the victim but the caller
+// did not preempt it (a slot freed meanwhile, or the reserved record was
+// malformed), so other workers see it again when they look for the lowest
+// victim. A stale holder changes nothing.
+func (c *Client) Rejoin(ctx context.Context, t *Task) error {
+	err := rejoinScript.Run(ctx, c.rdb, []string{c.keys.task(t.ID)}, c.keys.prefix, t.ID, t.Token).Err()
+	if err != nil {
+		return fmt.Errorf("overtake: rejoin %s: %w", t.ID, err)
+	}
+	return nil
+}

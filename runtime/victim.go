@@ -69,6 +69,9 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 	})
 	if res != nil {
 		r.killMalformed(res)
+		if len(res.Malformed) > 0 && errors.Is(err, queue.ErrNoTask) {
+			r.rejoinRun(victim.ID) // the reservation took only a malformed record
+		}
 	}
 	switch {
 	case errors.Is(err, queue.ErrNoTask), errors.Is(err, queue.ErrFreeSlotInFleet), errors.Is(err, queue.ErrLowerVictimElsewhere):
@@ -124,6 +127,9 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 	}
 	free := r.Concurrency() - r.busy - len(r.waiting)
 	if v == nil || v.victim != nil || !v.holdsSlot || free+ending > 0 {
+		if v != nil && v.victim == nil {
+			defer r.rejoin(v.t) // not preempted after all: back in the fleet's view
+		}
 		if free > 0 {
 			r.mu.Unlock()
 			r.start(urgent, true)
@@ -190,4 +196,23 @@ func (rn *run) startedAt() time.Time {
 		return time.Now()
 	}
 	return rn.started
+}
+
+// rejoinRun rejoins the run of task id, if this worker still runs it.
+func (r *Runtime) rejoinRun(id string) {
+	r.mu.Lock()
+	v := r.runs[id]
+	r.mu.Unlock()
+	if v != nil {
+		r.rejoin(v.t)
+	}
+}
+
+// rejoin puts t back in the fleet's running set (see queue.Client.Rejoin).
+func (r *Runtime) rejoin(t *queue.Task) {
+	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
+	defer cancel()
+	if err := r.q.Rejoin(ctx, t); err != nil {
+		r.log.Warn("could not return a task to the fleet's running set", zap.String("task_id", t.ID), zap.Error(err))
+	}
 }
