@@ -18,6 +18,7 @@ import (
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 	"github.com/overtake/overtake/tracing"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 )
@@ -203,23 +204,20 @@ func findTask(traces []jaegerTrace, id string, want int) (taskTrace, bool) {
 // are complete, then checks spans, events and links.
 func checkJaegerTraces(t *testing.T, jc *jaegerClient, svc string, ids scenarioIDs) {
 	var low, urgent, flaky taskTrace
+	var okL, okU, okF bool
 	var lastErr error
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var n int
+	complete := func() bool {
 		traces, err := jc.traces(svc)
-		lastErr = err
-		var okL, okU, okF bool
+		lastErr, n = err, len(traces)
 		low, okL = findTask(traces, ids.low, 2)
 		urgent, okU = findTask(traces, ids.urgent, 1)
 		flaky, okF = findTask(traces, ids.flaky, 2)
-		if okL && okU && okF {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Jaeger at %s never returned the scenario's traces for service %s (low %v, urgent %v, flaky %v; last error %v; %d traces)",
-				jc.base, svc, okL, okU, okF, lastErr, len(traces))
-		}
-		time.Sleep(200 * time.Millisecond)
+		return okL && okU && okF
+	}
+	if !assert.Eventually(t, complete, 30*time.Second, 200*time.Millisecond) {
+		t.Fatalf("Jaeger at %s never returned the scenario's traces for service %s (low %v, urgent %v, flaky %v; last error %v; %d traces)",
+			jc.base, svc, okL, okU, okF, lastErr, n)
 	}
 
 	for _, tt := range []taskTrace{low, urgent, flaky} {

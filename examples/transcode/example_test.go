@@ -10,6 +10,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 )
@@ -50,7 +51,18 @@ func Example() {
 	}
 	// One slot, so the thumbnail can only run by preempting the transcode;
 	// StartAfterVictim starts it once the transcode has saved and returned.
-	rt, err := runtime.New(q, newMux(tc), runtime.Config{Concurrency: 1, UrgentStart: runtime.StartAfterVictim})
+	mux := newMux(tc)
+	finished := make(chan struct{}) // closed when the transcode's handler succeeded
+	mux.Use(func(next handlers.Handler) handlers.Handler {
+		return handlers.HandlerFunc(func(ctx context.Context, t *queue.Task) error {
+			err := next.ProcessTask(ctx, t)
+			if err == nil && t.Type == TypeTranscode {
+				close(finished)
+			}
+			return err
+		})
+	})
+	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 1, UrgentStart: runtime.StartAfterVictim})
 	if err != nil {
 		panic(err)
 	}
@@ -62,16 +74,16 @@ func Example() {
 	if err := rt.Start(ctx); err != nil {
 		panic(err)
 	}
-	// The transcode's record is deleted once it is done.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := q.Inspect(ctx, job.ID); errors.Is(err, queue.ErrTaskNotFound) {
-			break
-		} else if time.Now().After(deadline) {
-			panic("transcode not done")
-		}
+	select {
+	case <-finished:
+	case <-time.After(10 * time.Second):
+		panic("transcode not done")
 	}
-	if err := rt.Shutdown(ctx); err != nil {
+	if err := rt.Shutdown(ctx); err != nil { // waits for its ack
 		panic(err)
+	}
+	if _, err := q.Inspect(ctx, job.ID); !errors.Is(err, queue.ErrTaskNotFound) {
+		panic("the finished transcode was not acked")
 	}
 	// Output:
 	// transcode movie.mp4: segment 1/6
