@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -37,9 +38,7 @@ type run struct {
 
 // preemption records why a victim was cancelled.
 type preemption struct {
-	by    *queue.Task
-	at    time.Time
-	cause error
+	by *queue.Task // the urgent task that took the slot
 }
 
 // newRun prepares the run of t: its context (cancellable with a cause,
@@ -69,7 +68,7 @@ func (r *Runtime) execute(rn *run) {
 	if rn.t.Timeout > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)
 	}
-	err := recoverPanic(func() error { return r.h.ProcessTask(ctx, rn.t) })
+	err := handlers.RecoverPanic(func() error { return r.h.ProcessTask(ctx, rn.t) })
 	cancelTimeout()
 	r.mu.Lock()
 	rn.ending = true

@@ -11,9 +11,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// recoverPanic runs fn, turning a panic into a *handlers.PanicError.
-func recoverPanic(fn func() error) error { return handlers.RecoverPanic(fn) }
-
 // settle decides the task's next state from the handler's error and writes
 // it to Redis: ack, retry, dead-letter or requeue.
 func (r *Runtime) settle(rn *run, ctx context.Context, err error) {

@@ -142,7 +142,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 		return
 	}
 	cause := &handlers.PreemptedError{ByID: urgent.t.ID, ByLevel: urgent.t.Level}
-	v.victim = &preemption{by: urgent.t, at: time.Now(), cause: cause}
+	v.victim = &preemption{by: urgent.t}
 	urgent.preemptedBy = v.t
 	if v.span != nil {
 		urgent.victimSpan = v.span.SpanContext()
