@@ -175,6 +175,12 @@ func TestReserveFleet(t *testing.T) {
 		{name: "free slot wins over lower victim", want: ErrFreeSlotInFleet, setup: func(e *env) {
 			e.beat("w2", 2, 0, e.run("w2", "o", 0))
 		}},
+		{name: "IgnoreFleet skips a free slot", req: func(r *ReserveRequest) { r.IgnoreFleet = true }, setup: func(e *env) {
+			e.beat("w3", 4, 0)
+		}},
+		{name: "IgnoreFleet skips a lower victim", req: func(r *ReserveRequest) { r.IgnoreFleet = true }, setup: func(e *env) {
+			e.beat("w2", 1, 0, e.run("w2", "o", 0))
+		}},
 	}
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		for _, tc := range cases {

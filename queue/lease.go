@@ -21,6 +21,7 @@ import (
 //	ARGV[14] never-preempted levels as ",l1,l2,"
 //	ARGV[15] levels not to reserve (they never preempt) as ",l1,l2,"
 //	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
+//	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
 //
 // Returns {next due ms or 0, record...} where each record is HGETALL's list,
 // or {-1} / {-2} when a reservation is refused (free slot / lower victim
@@ -31,7 +32,7 @@ local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(AR
 promote(now, maxl)
 recover(now)
 age(now, tonumber(ARGV[16]), tonumber(ARGV[7]))
-if ARGV[9] == '1' then
+if ARGV[9] == '1' and ARGV[17] ~= '1' then
   local vlvl = tonumber(ARGV[11])
   local live = redis.call('ZRANGEBYSCORE', P .. 'alive', now, '+inf')
   for _, o in ipairs(live) do
@@ -142,6 +143,12 @@ type ReserveRequest struct {
 	// NeverPreempt lists arriving levels that never preempt; they are not
 	// reserved.
 	NeverPreempt []int
+	// IgnoreFleet skips the fleet checks (a free slot or a lower victim on
+	// another worker): the caller deferred to the fleet long enough (see
+	// preempt.Policy) and preempts its own victim anyway. The victim still
+	// leaves the fleet's running set, and a task is still taken before
+	// anything is preempted.
+	IgnoreFleet bool
 }
 
 // Reserve leases one task at req.MinLevel or above, for preemption, only if
@@ -182,7 +189,11 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	} else {
 		args = append(args, "0", "", 0, 0, -1, ",", ",")
 	}
-	args = append(args, c.cfg.AgeAfter.Milliseconds())
+	ignore := "0"
+	if rv != nil && rv.IgnoreFleet {
+		ignore = "1"
+	}
+	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore)
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("overtake: lease: %w", err)
