@@ -23,33 +23,39 @@ var ErrNotDead = errors.New("overtake: task is not dead-lettered")
 // entry is removed), {-1, state} when the task is not dead, {-2, level}
 // when the record's level is unusable (requeue only; delete it instead).
 var deadAdminScript = newScript(`
-local id, now, mode, levels = ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-local h = KEYS[1]
+local id, now, mode, levels = ARGV[2], clock(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local indead = redis.call('ZSCORE', P .. 'dead', id)
-if redis.call('EXISTS', h) == 0 then
+local s, e = sget(id)
+if not s then return redis.error_reply(e) end
+if not next(s) and redis.call('EXISTS', tkey(id)) == 0 then
   if indead then redis.call('ZREM', P .. 'dead', id) end
   return {0}
 end
-local state, raw = unpack(redis.call('HMGET', h, 'state', 'lvl'))
-if state ~= 'dead' or not indead then return {-1, state or ''} end
--- to_dead counted the task under its record's level, or '0' without one.
+if s.st ~= 'dead' or not indead then return {-1, s.st or 'pending'} end
+local g = guard('n', 'hash', 'dead', 'zset')
+if g then return redis.error_reply(g) end
+local raw = level_of(s, hdr_of(id))
+-- to_dead counted the task under its level, or '0' without one.
 local counted = raw or '0'
 local lvl = tonumber(raw or '')
-if mode == 'requeue' and (not lvl or lvl ~= math.floor(lvl) or lvl < 0 or lvl >= levels) then
-  return {-2, raw or ''}
+if mode == 'requeue' then
+  if not lvl or lvl ~= math.floor(lvl) or lvl < 0 or lvl >= levels or redis.call('EXISTS', tkey(id)) == 0 then
+    return {-2, raw or ''}
+  end
+  g = guard('p:' .. lvl, 'list')
+  if g then return redis.error_reply(g) end
 end
 redis.call('ZREM', P .. 'dead', id)
-if tonumber(redis.call('HINCRBY', P .. 'cnt', 'd' .. counted, -1)) < 0 then
-  redis.call('HSET', P .. 'cnt', 'd' .. counted, 0)
+if tonumber(redis.call('HINCRBY', P .. 'n', 'd' .. counted, -1)) < 0 then
+  redis.call('HSET', P .. 'n', 'd' .. counted, 0)
 end
 if mode == 'delete' then
-  redis.call('DEL', h)
+  redis.call('DEL', tkey(id), skey(id), ckey(id), P .. 'x:' .. id, P .. 'xs:' .. id)
   return {1, counted}
 end
-redis.call('HSET', h, 'att', 0)
-redis.call('HDEL', h, 'fin')
-if ARGV[6] == '1' then redis.call('HDEL', h, 'cp') end
-push_pending(id, h, lvl, now, false)
+s.att, s.fin = nil, nil
+if ARGV[6] == '1' then redis.call('DEL', ckey(id)) end
+push_pending(id, s, lvl, now, false)
 return {1, lvl}
 `)
 
@@ -86,10 +92,10 @@ func (c *Client) deadAdmin(ctx context.Context, id, mode, reset string) error {
 	if id == "" {
 		return fmt.Errorf("overtake: %s dead: %w: empty ID", mode, ErrInvalidTask)
 	}
-	raw, err := deadAdminScript.Run(ctx, c.rdb, []string{c.keys.task(id)},
-		c.keys.prefix, id, c.cfg.Clock().UnixMilli(), mode, c.cfg.Levels, reset).Slice()
+	raw, err := deadAdminScript.Run(ctx, c.rdb, []string{c.keys.state(id)},
+		c.keys.prefix, id, c.scriptNow(), mode, c.cfg.Levels, reset).Slice()
 	if err != nil {
-		return fmt.Errorf("overtake: %s dead %s: %w", mode, id, err)
+		return fmt.Errorf("overtake: %s dead %s: %w", mode, id, scriptErr(err))
 	}
 	code, _ := raw[0].(int64)
 	var detail any

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -145,9 +146,14 @@ func TestDeadAdminMalformedLevel(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		e := newAdminEnv(t, b)
 		tk := e.dead(t, 1, "boom")
-		key := "{" + e.q.Config().Namespace + ":q}:t:" + tk.ID
-		require.NoError(t, b.Client.HSet(e.ctx, key, "lvl", "9").Err())
-		err := e.q.RequeueDead(e.ctx, tk.ID, queue.RequeueDeadOptions{})
+		key := "{" + e.q.Config().Namespace + ":q}:s:" + tk.ID
+		st := map[string]string{}
+		require.NoError(t, json.Unmarshal([]byte(b.Client.Get(e.ctx, key).Val()), &st))
+		st["l"], st["al"] = "9", ""
+		raw, err := json.Marshal(st)
+		require.NoError(t, err)
+		require.NoError(t, b.Client.Set(e.ctx, key, raw, 0).Err())
+		err = e.q.RequeueDead(e.ctx, tk.ID, queue.RequeueDeadOptions{})
 		require.ErrorIs(t, err, queue.ErrMalformedRecord)
 		require.Contains(t, err.Error(), `level "9"`)
 		dead, err := e.q.DeadTasks(e.ctx, 0, 10)

@@ -4,9 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel/trace"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,6 +23,9 @@ type Client struct {
 	keys   keys
 	tracer trace.Tracer
 	prop   tracing.Propagator
+	// serverTime: no Clock was injected, so scripts use Redis's TIME.
+	serverTime bool
+	acks       acker
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a
@@ -27,11 +34,12 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if rdb == nil {
 		return nil, errors.New("overtake: queue.New: nil redis client")
 	}
+	serverTime := cfg.Clock == nil
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name),
+	return &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
 		tracer: tracing.Tracer(cfg.TracerProvider), prop: tracing.NewPropagator(cfg.Propagator)}, nil
 }
 
@@ -63,13 +71,33 @@ func newID() string {
 // NewToken returns a fresh random lease token.
 func NewToken() string { return newID()[:20] }
 
+// now is the client's idea of the current time: the injected clock, else
+// time.Now. It only turns the API's absolute times into delays; scripts
+// take the time from Redis (see scriptNow).
+func (c *Client) now() time.Time { return c.cfg.Clock() }
+
+// scriptNow is the ARGV "now" of a script: "" to use Redis's clock, or the
+// injected clock's milliseconds.
+func (c *Client) scriptNow() string {
+	if c.serverTime {
+		return ""
+	}
+	return strconv.FormatInt(c.cfg.Clock().UnixMilli(), 10)
+}
+
 // scriptErr maps the errors scripts raise to the package's sentinels.
 func scriptErr(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		return err
 	}
-	if strings.Contains(err.Error(), leaseLostMsg) {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, leaseLostMsg):
 		return ErrLeaseLost
+	case strings.Contains(msg, corruptMsg+" "):
+		return fmt.Errorf("%w: %s", ErrCorrupt, msg[strings.Index(msg, corruptMsg+" ")+len(corruptMsg)+1:])
+	case strings.Contains(msg, schemaMsg+" "):
+		return fmt.Errorf("%w: %s", ErrSchema, msg[strings.Index(msg, schemaMsg+" ")+len(schemaMsg)+1:])
 	}
 	return err
 }

@@ -52,8 +52,12 @@ type Config struct {
 	// Backoff returns the delay before retry number attempt (1-based).
 	// Defaults to exponential backoff with full jitter, 1 s base, 1 h cap.
 	Backoff func(attempt int) time.Duration
-	// Clock returns the current time; tests inject a fake one. Defaults to
-	// time.Now.
+	// Clock, when set, replaces Redis's clock in every script (lease
+	// deadlines, liveness, schedules, retries, aging): tests inject a fake
+	// one. Left nil, the default, every script reads Redis's TIME, so a
+	// worker whose clock is off changes nothing; Config().Clock then
+	// returns time.Now, used only to turn absolute times of the API
+	// (ProcessAt, Retry's at) into delays and for display.
 	Clock func() time.Time
 	// TracerProvider makes the producer span "enqueue <queue>" of every
 	// Enqueue. Defaults to the otel global (otel.GetTracerProvider), a no-op

@@ -12,24 +12,39 @@ import (
 
 // enqueueScript stores a new task record and makes it pending or scheduled.
 //
-//	KEYS[1] task record     KEYS[2] level list (pending) or scheduled set
+//	KEYS[1] task record  KEYS[2] level list (pending) or scheduled set
 //	ARGV[1] prefix  ARGV[2] id  ARGV[3] "p" pending | "s" scheduled
-//	ARGV[4] score (process-at ms)  ARGV[5] level  ARGV[6..] field/value pairs
+//	ARGV[4] now ms or "" (Redis's clock)  ARGV[5] delay ms (scheduled)
+//	ARGV[6] level  ARGV[7] preemptible 0/1  ARGV[8] record body
 //
-// Returns 1, or 0 when the ID exists. A scheduled task is announced with
-// the message "s", so that idle workers learn its due time at once rather
-// than at their next slow poll.
-var enqueueScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+// A pending task costs SET NX, RPUSH and, only when its list was empty,
+// PUBLISH. Returns 1, or 0 when the ID exists. A write that fails on a
+// wrong-typed key is undone and reported as CORRUPT. A scheduled task is
+// announced with the message "s" when it is the earliest due, so that idle
+// workers learn its due time at once rather than at their next poll.
+var enqueueScript = newScript(`
+local id, lvl = ARGV[2], ARGV[6]
+local now = clock(ARGV[4])
+if ARGV[3] == 's' then
+  local bad = guard('scheduled', 'zset', 'n', 'hash')
+  if bad then return redis.error_reply(bad) end
+end
+local rec = '2|' .. lvl .. '|' .. ARGV[7] .. '|' .. now .. '|' .. ARGV[8]
+if not redis.call('SET', KEYS[1], rec, 'NX') then return 0 end
 if ARGV[3] == 'p' then
-  redis.call('RPUSH', KEYS[2], ARGV[2])
-  redis.call('PUBLISH', ARGV[1] .. 'wake', ARGV[5])
+  local ok, n = pcall(redis.call, 'RPUSH', KEYS[2], id)
+  if not ok then
+    redis.call('DEL', KEYS[1])
+    return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' is a ' .. typeof(KEYS[2]) .. ', want a list')
+  end
+  if n == 1 then redis.call('PUBLISH', P .. 'wake', lvl) end
 else
-  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
-  redis.call('HSET', KEYS[1], 'slv', ARGV[5]) -- the count promote takes back
-  redis.call('HINCRBY', ARGV[1] .. 'cnt', 's' .. ARGV[5], 1)
-  redis.call('PUBLISH', ARGV[1] .. 'wake', 's')
+  local due = now + tonumber(ARGV[5])
+  sput(id, {st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl})
+  redis.call('ZADD', KEYS[2], due, id)
+  redis.call('HINCRBY', P .. 'n', 's' .. lvl, 1)
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0)
+  if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
 end
 return 1
 `)
@@ -131,6 +146,9 @@ func (c *Client) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []
 			return nil, nil, nil, nil, err
 		}
 	}
+	if nt.MaxRetries < 0 || nt.Timeout < 0 {
+		return nil, nil, nil, nil, fmt.Errorf("%w: negative MaxRetries %d or Timeout %v", ErrInvalidTask, nt.MaxRetries, nt.Timeout)
+	}
 	if nt.Level < 0 || nt.Level >= c.cfg.Levels {
 		return nil, nil, nil, nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
 	}
@@ -141,19 +159,24 @@ func (c *Client) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []
 		nt.ID = newID()
 	}
 	_, span := c.startEnqueue(ctx, &nt)
-	now := c.cfg.Clock()
+	now := c.now()
 	state, mode, dest := StatePending, "p", c.keys.pending(nt.Level)
+	var delay time.Duration
 	if nt.ProcessAt.After(now) {
-		state, mode, dest = StateScheduled, "s", c.keys.scheduled()
+		state, mode, dest, delay = StateScheduled, "s", c.keys.scheduled(), nt.ProcessAt.Sub(now)
 	} else {
 		nt.ProcessAt = now
 	}
-	fields, err := encodeFields(&nt, state, now)
+	body, err := encodeBody(&nt)
 	if err != nil {
 		endEnqueue(span, err)
 		return nil, nil, nil, nil, err
 	}
+	prb := "1"
+	if !nt.Preemptible {
+		prb = "0"
+	}
 	nt.State, nt.EnqueuedAt, nt.ReadyAt, nt.OriginalLevel, nt.AgedAt = state, now, now, nt.Level, time.Time{}
-	args := append([]any{c.keys.prefix, nt.ID, mode, nt.ProcessAt.UnixMilli(), nt.Level}, fields...)
+	args := []any{c.keys.prefix, nt.ID, mode, c.scriptNow(), delay.Milliseconds(), nt.Level, prb, body}
 	return &nt, []string{c.keys.task(nt.ID), dest}, args, span, nil
 }

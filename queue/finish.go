@@ -2,61 +2,101 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
 
-// finishScript ends a lease: ack, retry, dead-letter or requeue. It first
-// checks the lease token, so a stale holder changes nothing (fencing).
+// finishScript ends leases: ack, retry, dead-letter or requeue, for one
+// task or a batch (acks are grouped, see acker). Each op first checks its
+// lease token, so a stale holder changes nothing (fencing). Shared keys are
+// written once per batch: a batch of acks costs one MGET, one DEL, one ZREM
+// per set and one HINCRBY per counter.
 //
-//	KEYS[1] task record
-//	ARGV[1] prefix  ARGV[2] id  ARGV[3] token  ARGV[4] now ms
-//	ARGV[5] mode: ack | retry | dead | requeue
-//	ack:     ARGV[6] retention ms
-//	retry:   ARGV[6] due ms       ARGV[7] error
-//	dead:    ARGV[7] reason
-//	requeue: ARGV[6] "preempt" counts a preemption, anything else does not
-//	ARGV[8] the task's run spans (Task.RunSpans), stored unless empty or ack
+//	ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] retention ms
+//	then per op: id, token, mode (ack | retry | dead | requeue), a, b, run spans
+//	retry: a = delay ms, b = error; dead: b = reason;
+//	requeue: a = "preempt" counts a preemption
 //
-// Returns 1, or the error LEASE_LOST.
+// Returns one entry per op: 1, "L" (lease lost) or a CORRUPT message.
 var finishScript = newScript(`
-local id, now, mode = ARGV[2], tonumber(ARGV[4]), ARGV[5]
-local h = KEYS[1]
-if not check_token(h, ARGV[3]) then return redis.error_reply('` + leaseLostMsg + `') end
-local lvl = release(id, h)
-if mode ~= 'ack' and ARGV[8] ~= '' then redis.call('HSET', h, 'rsp', ARGV[8]) end
-if mode == 'ack' then
-  local ret = tonumber(ARGV[6])
-  if ret > 0 then
-    redis.call('HSET', h, 'state', 'done', 'fin', now)
-    redis.call('HDEL', h, 'cp')
-    redis.call('ZADD', P .. 'done', now + ret, id)
+local now = clock(ARGV[2])
+local ret = tonumber(ARGV[3])
+local nops = (#ARGV - 3) / 6
+local onlyacks = true
+for i = 1, nops do if ARGV[3 + 6 * (i - 1) + 3] ~= 'ack' then onlyacks = false end end
+local g = guard('leases', 'zset', 'running', 'zset', 'busy', 'hash', 'n', 'hash')
+if not g and not onlyacks then g = guard('dead', 'zset', 'scheduled', 'zset') end
+if not g and ret > 0 then g = guard('done', 'zset') end
+if g then return redis.error_reply(g) end
+local sk = {}
+for i = 1, nops do sk[i] = skey(ARGV[3 + 6 * (i - 1) + 1]) end
+local raws = redis.call('MGET', unpack(sk))
+local res, lrm, dels, busy, acnt = {}, {}, {}, {}, {}
+for i = 1, nops do
+  local b = 3 + 6 * (i - 1)
+  local id, tok, mode, a, reason, rsp = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
+  local s = decode(raws[i])
+  local lvl = s and s.al
+  local lt = 'none'
+  if mode == 'requeue' and lvl then lt = typeof(P .. 'p:' .. lvl) end
+  if not raws[i] and typeof(sk[i]) ~= 'none' then
+    res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
+  elseif not s or s.tk ~= tok then
+    res[i] = 'L'
+  elseif lt ~= 'none' and lt ~= 'list' then
+    res[i] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
   else
-    redis.call('DEL', h)
-  end
-  local old = redis.call('ZRANGEBYSCORE', P .. 'done', '-inf', now, 'LIMIT', 0, 20)
-  for _, o in ipairs(old) do
-    redis.call('DEL', tkey(o))
-    redis.call('ZREM', P .. 'done', o)
-  end
-elseif mode == 'retry' then
-  incr(h, 'att')
-  redis.call('HSET', h, 'state', 'retry', 'err', ARGV[7], 'pat', ARGV[6])
-  redis.call('ZADD', P .. 'scheduled', ARGV[6], id)
-  redis.call('HSET', h, 'slv', lvl or '0') -- the count promote takes back
-  redis.call('HINCRBY', P .. 'cnt', 's' .. (lvl or '0'), 1)
-elseif mode == 'dead' then
-  incr(h, 'att')
-  to_dead(id, h, now, ARGV[7])
-else
-  if ARGV[6] == 'preempt' then incr(h, 'pre') end
-  if lvl then
-    push_pending(id, h, lvl, now, true)
-  else
-    to_dead(id, h, now, 'malformed record: no level')
+    res[i] = 1
+    lrm[#lrm + 1] = id
+    if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
+    if lvl then acnt[lvl] = (acnt[lvl] or 0) - 1 end
+    s.w, s.tk, s.stt, s.al = nil, nil, nil, nil
+    if mode ~= 'ack' and rsp ~= '' then s.rs = rsp end
+    if mode == 'ack' then
+      if ret > 0 then
+        s.st, s.fin = 'done', tostring(now)
+        sput(id, s)
+        dels[#dels + 1] = ckey(id)
+        redis.call('ZADD', P .. 'done', now + ret, id)
+      else
+        dels[#dels + 1] = tkey(id); dels[#dels + 1] = sk[i]; dels[#dels + 1] = ckey(id)
+      end
+    elseif mode == 'retry' then
+      local due = now + tonumber(a)
+      s.att, s.st, s.err, s.pat, s.sl = tostring(num(s.att) + 1), 'retry', reason, tostring(due), lvl or '0'
+      sput(id, s)
+      redis.call('ZADD', P .. 'scheduled', due, id)
+      redis.call('HINCRBY', P .. 'n', 's' .. (lvl or '0'), 1)
+    elseif mode == 'dead' then
+      s.att = tostring(num(s.att) + 1)
+      to_dead(id, s, lvl or level_of(s, hdr_of(id)), now, reason)
+    else
+      if a == 'preempt' then s.pre = tostring(num(s.pre) + 1) end
+      if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
+    end
   end
 end
-return 1
+if #lrm > 0 then
+  redis.call('ZREM', P .. 'leases', unpack(lrm))
+  redis.call('ZREM', P .. 'running', unpack(lrm))
+  for w, d in pairs(busy) do
+    if redis.call('HINCRBY', P .. 'busy', w, d) <= 0 and not redis.call('ZSCORE', P .. 'alive', w) then
+      redis.call('HDEL', P .. 'busy', w)
+    end
+  end
+  for l, d in pairs(acnt) do redis.call('HINCRBY', P .. 'n', 'a' .. l, d) end
+  if #dels > 0 then redis.call('DEL', unpack(dels)) end
+end
+if ret > 0 then
+  -- With retention, acks expire old done records (the heartbeat does too).
+  local old = redis.call('ZRANGEBYSCORE', P .. 'done', '-inf', now, 'LIMIT', 0, 20)
+  for _, o in ipairs(old) do
+    redis.call('DEL', tkey(o), skey(o), ckey(o))
+    redis.call('ZREM', P .. 'done', o)
+  end
+end
+return res
 `)
 
 // RequeueReason says why a running task goes back to its level.
@@ -71,37 +111,90 @@ const (
 )
 
 // Ack marks the task done. Its record is deleted, or kept for
-// Config.Retention. A stale holder gets ErrLeaseLost.
+// Config.Retention. A stale holder gets ErrLeaseLost. Acks of concurrent
+// callers are grouped into one script call (see acker).
 func (c *Client) Ack(ctx context.Context, t *Task) error {
-	return c.finish(ctx, t, "ack", c.cfg.Retention.Milliseconds(), "")
+	if err := checkHeld(t, "ack"); err != nil {
+		return err
+	}
+	return c.acks.do(ctx, c, finishOp{t: t, mode: "ack"})
 }
 
 // Retry records a failed attempt with reason and schedules the task to run
-// again at at (see Config.Backoff). A stale holder gets ErrLeaseLost.
+// again at at (see Config.Backoff); at is turned into a delay by the
+// client's clock and added to Redis's. A stale holder gets ErrLeaseLost.
 func (c *Client) Retry(ctx context.Context, t *Task, at time.Time, reason string) error {
-	return c.finish(ctx, t, "retry", at.UnixMilli(), reason)
+	return c.finishOne(ctx, finishOp{t: t, mode: "retry", a: max(at.Sub(c.now()), 0).Milliseconds(), b: reason})
 }
 
 // Kill dead-letters the task with reason. A stale holder gets ErrLeaseLost.
 func (c *Client) Kill(ctx context.Context, t *Task, reason string) error {
-	return c.finish(ctx, t, "dead", 0, reason)
+	return c.finishOne(ctx, finishOp{t: t, mode: "dead", a: 0, b: reason})
 }
 
 // Requeue puts a running task back at the HEAD of its level with its
 // checkpoint, so it resumes before tasks that waited less. It counts a
 // preemption for RequeuePreempted and never a failed attempt.
 func (c *Client) Requeue(ctx context.Context, t *Task, why RequeueReason) error {
-	return c.finish(ctx, t, "requeue", string(why), "")
+	return c.finishOne(ctx, finishOp{t: t, mode: "requeue", a: string(why)})
 }
 
-func (c *Client) finish(ctx context.Context, t *Task, mode string, a6 any, a7 string) error {
+// finishOp is one transition of a leased task.
+type finishOp struct {
+	t    *Task
+	mode string
+	a    any
+	b    string
+}
+
+func checkHeld(t *Task, mode string) error {
 	if t == nil || t.ID == "" || t.Token == "" {
 		return fmt.Errorf("%w: %s of a task without ID or token", ErrLeaseLost, mode)
 	}
-	err := finishScript.Run(ctx, c.rdb, []string{c.keys.task(t.ID)},
-		c.keys.prefix, t.ID, t.Token, c.cfg.Clock().UnixMilli(), mode, a6, a7, encodeRunSpans(t.RunSpans)).Err()
-	if err = scriptErr(err); err != nil {
-		return fmt.Errorf("overtake: %s %s: %w", mode, t.ID, err)
-	}
 	return nil
+}
+
+func (c *Client) finishOne(ctx context.Context, op finishOp) error {
+	if err := checkHeld(op.t, op.mode); err != nil {
+		return err
+	}
+	return c.finishBatch(ctx, []finishOp{op})[0]
+}
+
+// finishBatch runs ops in one script call and returns one error per op.
+func (c *Client) finishBatch(ctx context.Context, ops []finishOp) []error {
+	args := make([]any, 0, 3+6*len(ops))
+	args = append(args, c.keys.prefix, c.scriptNow(), c.cfg.Retention.Milliseconds())
+	for _, op := range ops {
+		a := op.a
+		if a == nil {
+			a = ""
+		}
+		args = append(args, op.t.ID, op.t.Token, op.mode, a, op.b, encodeRunSpans(op.t.RunSpans))
+	}
+	errs := make([]error, len(ops))
+	raw, err := finishScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+	for i, op := range ops {
+		var e error
+		switch {
+		case err != nil:
+			e = scriptErr(err)
+		case i >= len(raw):
+			e = errors.New("short reply")
+		default:
+			switch v := raw[i].(type) {
+			case int64:
+			case string:
+				if v == "L" {
+					e = ErrLeaseLost
+				} else {
+					e = scriptErr(errors.New(v))
+				}
+			}
+		}
+		if e != nil {
+			errs[i] = fmt.Errorf("overtake: %s %s: %w", op.mode, op.t.ID, e)
+		}
+	}
+	return errs
 }

@@ -8,47 +8,65 @@ import (
 )
 
 // heartbeatScript registers a live worker and extends its leases in one
-// call. It also recovers expired leases and ages long-waiting tasks, as
-// leasing does, so crashed workers' tasks return and low levels keep aging
-// even while every worker is saturated (nobody leases then). A lease whose
-// token no longer matches is not extended and its ID is
-// returned as lost. Records of workers whose liveness expired are removed,
-// and so are completed task records whose retention ended (Ack also sweeps
-// them, but an idle queue has no acks).
+// call. It first checks the queue's schema version (writing it on a new
+// queue), so a worker of another version refuses to run. It also recovers
+// expired leases and ages long-waiting tasks, as leasing does, so crashed
+// workers' tasks return and low levels keep aging even while every worker
+// is saturated (nobody leases then). A lease whose token no longer matches
+// is not extended and its ID is returned as lost. Records of workers whose
+// liveness expired are removed, and so are completed task records whose
+// retention ended.
 //
 //	KEYS[1] alive
-//	ARGV[1] prefix  ARGV[2] worker  ARGV[3] now ms  ARGV[4] alive-until ms
-//	ARGV[5] capacity  ARGV[6] lease deadline ms
-//	ARGV[7] age after ms (0: no aging)  ARGV[8] top level  ARGV[9..] id, token pairs
+//	ARGV[1] prefix  ARGV[2] worker  ARGV[3] now ms or ""  ARGV[4] ttl ms
+//	ARGV[5] capacity  ARGV[6] lease ms  ARGV[7] age after ms (0: no aging)
+//	ARGV[8] top level  ARGV[9] schema version  ARGV[10..] id, token pairs
 var heartbeatScript = newScript(`
-local w, now = ARGV[2], tonumber(ARGV[3])
-recover(now)
-age(now, tonumber(ARGV[7]), tonumber(ARGV[8]))
+local w, now = ARGV[2], clock(ARGV[3])
+local v = redis.call('GET', P .. 'v')
+if not v then
+  if redis.call('EXISTS', P .. 'cnt') == 1 then v = '1' else redis.call('SET', P .. 'v', ARGV[9]); v = ARGV[9] end
+end
+if v ~= ARGV[9] then
+  return redis.error_reply('SCHEMA the queue holds data of schema version ' .. v .. '; this worker reads version ' .. ARGV[9])
+end
+local bad = {}
+local sch, exp, e = due_reads(now, bad)
+if e then return redis.error_reply(e) end
+local g = shared() or guard('alive', 'zset', 'cap', 'hash', 'done', 'zset')
+if g then return redis.error_reply(g) end
+recover(exp, now, bad)
+age(now, tonumber(ARGV[7]), tonumber(ARGV[8]), bad)
 local dead = redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now, 'LIMIT', 0, 20)
 for _, o in ipairs(dead) do
   redis.call('ZREM', P .. 'alive', o)
   redis.call('HDEL', P .. 'cap', o)
-  if tonumber(redis.call('HGET', P .. 'busy', o) or '0') <= 0 then redis.call('HDEL', P .. 'busy', o) end
+  if num(redis.call('HGET', P .. 'busy', o)) <= 0 then redis.call('HDEL', P .. 'busy', o) end
 end
 local done = redis.call('ZRANGEBYSCORE', P .. 'done', '-inf', now, 'LIMIT', 0, 100)
 for _, o in ipairs(done) do
-  redis.call('DEL', tkey(o))
+  redis.call('DEL', tkey(o), skey(o), ckey(o))
   redis.call('ZREM', P .. 'done', o)
 end
-redis.call('ZADD', P .. 'alive', ARGV[4], w)
+redis.call('ZADD', P .. 'alive', now + tonumber(ARGV[4]), w)
 redis.call('HSET', P .. 'cap', w, ARGV[5])
-local lost = {}
-for i = 9, #ARGV, 2 do
-  local id, tok = ARGV[i], ARGV[i + 1]
-  local h = tkey(id)
-  if check_token(h, tok) then
-    redis.call('ZADD', P .. 'leases', 'XX', ARGV[6], id)
-    redis.call('HSET', h, 'ldl', ARGV[6])
-  else
-    lost[#lost + 1] = id
+local lost, ext = {}, {}
+if #ARGV >= 10 then
+  local sk = {}
+  for i = 10, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
+  local raws = redis.call('MGET', unpack(sk))
+  local dl = now + tonumber(ARGV[6])
+  for i = 10, #ARGV, 2 do
+    local s = decode(raws[(i - 8) / 2])
+    if s and s.tk == ARGV[i + 1] then
+      ext[#ext + 1] = dl; ext[#ext + 1] = ARGV[i]
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
   end
+  if #ext > 0 then redis.call('ZADD', P .. 'leases', 'XX', unpack(ext)) end
 end
-return lost
+return {lost, bad}
 `)
 
 // Heartbeat is one worker's periodic report.
@@ -74,16 +92,23 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (lost []string, er
 	if hb.TTL <= 0 {
 		hb.TTL = c.cfg.LeaseDuration
 	}
-	now := c.cfg.Clock()
-	args := make([]any, 0, 8+2*len(hb.Leases))
-	args = append(args, c.keys.prefix, hb.Worker, now.UnixMilli(), now.Add(hb.TTL).UnixMilli(),
-		hb.Capacity, now.Add(c.cfg.LeaseDuration).UnixMilli(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1)
+	args := make([]any, 0, 9+2*len(hb.Leases))
+	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), hb.TTL.Milliseconds(),
+		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, SchemaVersion)
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
 	}
-	lost, err = heartbeatScript.Run(ctx, c.rdb, []string{c.keys.alive()}, args...).StringSlice()
+	raw, err := heartbeatScript.Run(ctx, c.rdb, []string{c.keys.alive()}, args...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("overtake: heartbeat: %w", err)
+		return nil, fmt.Errorf("overtake: heartbeat: %w", scriptErr(err))
+	}
+	if len(raw) > 0 {
+		l, _ := raw[0].([]any)
+		for _, id := range l {
+			if s, ok := id.(string); ok {
+				lost = append(lost, s)
+			}
+		}
 	}
 	return lost, nil
 }
@@ -114,15 +139,25 @@ func (c *Client) Deregister(ctx context.Context, worker string) error {
 // checkpointScript saves checkpoint bytes under a valid lease and extends
 // the lease, since saving is a sign of life.
 //
-//	KEYS[1] task record
-//	ARGV[1] prefix  ARGV[2] id  ARGV[3] token  ARGV[4] data  ARGV[5] lease deadline ms
+//	KEYS[1] task state
+//	ARGV[1] prefix  ARGV[2] id  ARGV[3] token  ARGV[4] data  ARGV[5] now ms or ""
+//	ARGV[6] lease ms
 //
 // Returns the new checkpoint sequence, or the error LEASE_LOST.
 var checkpointScript = newScript(`
-if not check_token(KEYS[1], ARGV[3]) then return redis.error_reply('` + leaseLostMsg + `') end
-redis.call('HSET', KEYS[1], 'cp', ARGV[4], 'ldl', ARGV[5])
-redis.call('ZADD', P .. 'leases', 'XX', ARGV[5], ARGV[2])
-return incr(KEYS[1], 'cps')
+local id = ARGV[2]
+local s, e = sget(id)
+if not s then return redis.error_reply(e) end
+if s.tk ~= ARGV[3] then return redis.error_reply('` + leaseLostMsg + `') end
+local g = guard('leases', 'zset')
+if g then return redis.error_reply(g) end
+local now = clock(ARGV[5])
+local seq = num(s.cps) + 1
+s.cps = tostring(seq)
+redis.call('SET', ckey(id), ARGV[4])
+sput(id, s)
+redis.call('ZADD', P .. 'leases', 'XX', now + tonumber(ARGV[6]), id)
+return seq
 `)
 
 // SaveCheckpoint stores data as the checkpoint of a leased task in one
@@ -134,9 +169,8 @@ func (c *Client) SaveCheckpoint(ctx context.Context, taskID, token string, data 
 	if max := c.cfg.MaxCheckpointBytes; max >= 0 && len(data) > max {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), max)
 	}
-	dl := c.cfg.Clock().Add(c.cfg.LeaseDuration).UnixMilli()
-	seq, err := checkpointScript.Run(ctx, c.rdb, []string{c.keys.task(taskID)},
-		c.keys.prefix, taskID, token, data, dl).Int64()
+	seq, err := checkpointScript.Run(ctx, c.rdb, []string{c.keys.state(taskID)},
+		c.keys.prefix, taskID, token, data, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds()).Int64()
 	if err = scriptErr(err); err != nil {
 		return 0, fmt.Errorf("overtake: checkpoint %s: %w", taskID, err)
 	}

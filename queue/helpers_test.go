@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -146,10 +147,28 @@ func (e *env) score(key, id string) float64 {
 	return s
 }
 
-// hset writes a record field directly, to corrupt it.
-func (e *env) hset(id, field, val string) {
+// setRecord overwrites a task's record directly, to corrupt it.
+func (e *env) setRecord(id, raw string) {
 	e.t.Helper()
-	require.NoError(e.t, e.rdb.HSet(e.ctx, e.c.keys.task(id), field, val).Err())
+	require.NoError(e.t, e.rdb.Set(e.ctx, e.c.keys.task(id), raw, 0).Err())
+}
+
+// patchState sets (or, with val "", removes) one field of a task's state
+// directly, to corrupt it.
+func (e *env) patchState(id, field, val string) {
+	e.t.Helper()
+	m := map[string]string{}
+	if raw, err := e.rdb.Get(e.ctx, e.c.keys.state(id)).Result(); err == nil {
+		require.NoError(e.t, json.Unmarshal([]byte(raw), &m))
+	}
+	if val == "" {
+		delete(m, field)
+	} else {
+		m[field] = val
+	}
+	b, err := json.Marshal(m)
+	require.NoError(e.t, err)
+	require.NoError(e.t, e.rdb.Set(e.ctx, e.c.keys.state(id), b, 0).Err())
 }
 
 // counts is one level's Stats counters.

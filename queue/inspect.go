@@ -30,21 +30,34 @@ type Stats struct {
 	Workers int64        // live workers
 }
 
-// statsScript reads every counter of a queue in one round trip.
+// statsScript reads every counter of a queue in one round trip: the
+// lists' lengths, the head's ready time, the counters in n, live workers.
 //
-//	KEYS[1] cnt  ARGV[1] prefix  ARGV[2] levels  ARGV[3] now ms
-var statsScript = redis.NewScript(`
-local P, n = ARGV[1], tonumber(ARGV[2])
+//	KEYS[1] n  ARGV[1] prefix  ARGV[2] levels  ARGV[3] now ms or ""
+var statsScript = newScript(`
+local n, now = tonumber(ARGV[2]), clock(ARGV[3])
+local g = guard('n', 'hash', 'alive', 'zset')
+if g then return redis.error_reply(g) end
 local out = {}
 for l = 0, n - 1 do
   local key = P .. 'p:' .. l
-  local head = redis.call('LINDEX', key, 0)
-  local rdy = 0
-  if head then rdy = tonumber(redis.call('HGET', P .. 't:' .. head, 'rdy') or '0') end
+  local len, rdy = 0, 0
+  local t = typeof(key)
+  if t == 'list' then
+    len = redis.call('LLEN', key)
+    local head = redis.call('LINDEX', key, 0)
+    if head then
+      local s = decode(redis.call('GET', skey(head))) or {}
+      local h = hdr_of(head) or {}
+      rdy = num(s.rdy or h.enq)
+    end
+  elseif t ~= 'none' then
+    len = 0 -- a wrong-typed list: nothing pending there can be leased
+  end
   local a, s, d = unpack(redis.call('HMGET', KEYS[1], 'a' .. l, 's' .. l, 'd' .. l))
-  out[#out + 1] = {redis.call('LLEN', key), tonumber(a or '0'), tonumber(s or '0'), tonumber(d or '0'), rdy}
+  out[#out + 1] = {len, num(a), num(s), num(d), rdy}
 end
-out[#out + 1] = redis.call('ZCOUNT', P .. 'alive', ARGV[3], '+inf')
+out[#out + 1] = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
 return out
 `)
 
@@ -52,9 +65,9 @@ return out
 // in one round trip.
 func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 	raw, err := statsScript.Run(ctx, c.rdb, []string{c.keys.counts()},
-		c.keys.prefix, c.cfg.Levels, c.cfg.Clock().UnixMilli()).Slice()
+		c.keys.prefix, c.cfg.Levels, c.scriptNow()).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("overtake: stats: %w", err)
+		return nil, fmt.Errorf("overtake: stats: %w", scriptErr(err))
 	}
 	st := &Stats{Queue: c.cfg.Name}
 	for l := 0; l < c.cfg.Levels && l < len(raw); l++ {
@@ -97,22 +110,51 @@ func (c *Client) Depths(ctx context.Context) (map[int]int64, error) {
 	return out, nil
 }
 
-// Inspect returns the record of task id, or ErrTaskNotFound.
+// Inspect returns the record of task id, or ErrTaskNotFound. A record
+// that cannot be decoded is returned with what could be read and an error
+// wrapping ErrMalformedRecord (or ErrCorrupt when a key of the task holds
+// another type).
 func (c *Client) Inspect(ctx context.Context, id string) (*Task, error) {
-	m, err := c.rdb.HGetAll(ctx, c.keys.task(id)).Result()
-	if err != nil {
+	var vals *redis.SliceCmd
+	var dl *redis.FloatCmd
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		vals = p.MGet(ctx, c.keys.task(id), c.keys.state(id), c.keys.checkpoint(id))
+		dl = p.ZScore(ctx, c.keys.leases(), id)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("overtake: inspect %s: %w", id, err)
 	}
-	if len(m) == 0 {
+	v := vals.Val()
+	if len(v) != 3 {
+		return nil, fmt.Errorf("overtake: inspect %s: short reply", id)
+	}
+	if v[0] == nil && v[1] == nil {
+		for _, k := range []string{c.keys.task(id), c.keys.state(id)} {
+			if typ := c.rdb.Type(ctx, k).Val(); typ != "none" && typ != "" {
+				return nil, fmt.Errorf("%w: %s is a %s, want a string", ErrCorrupt, k, typ)
+			}
+		}
 		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
 	}
-	return decodeMap(m)
+	if v[0] == nil && c.rdb.Exists(ctx, c.keys.prefix+"x:"+id).Val() == 0 {
+		// Only a state left behind by a record deleted from outside.
+		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
+	}
+	t, err := decodeTask(id, v[0], v[1], v[2])
+	if ms := dl.Val(); ms > 0 && t.Token != "" {
+		t.LeaseDeadline = msTime(int64(ms))
+	}
+	return t, err
 }
 
 // DeadTasks returns up to count dead-lettered tasks, oldest first, from
 // offset. Records that cannot be decoded are returned with what could be
 // read.
 func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, error) {
+	if offset < 0 || count < 1 {
+		return nil, fmt.Errorf("%w: DeadTasks offset %d, count %d: want offset >= 0 and count >= 1", ErrInvalidTask, offset, count)
+	}
 	ids, err := c.rdb.ZRange(ctx, c.keys.dead(), offset, offset+count-1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("overtake: dead tasks: %w", err)
@@ -120,7 +162,7 @@ func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, e
 	out := make([]*Task, 0, len(ids))
 	for _, id := range ids {
 		t, err := c.Inspect(ctx, id)
-		if err != nil && !errors.Is(err, ErrMalformedRecord) {
+		if err != nil && !errors.Is(err, ErrMalformedRecord) && !errors.Is(err, ErrSchema) {
 			if errors.Is(err, ErrTaskNotFound) {
 				continue
 			}
@@ -133,6 +175,9 @@ func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, e
 
 // Pending returns the IDs waiting at level, head first (the next to run).
 func (c *Client) Pending(ctx context.Context, level int) ([]string, error) {
+	if level < 0 || level >= c.cfg.Levels {
+		return nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, level, c.cfg.Levels-1)
+	}
 	ids, err := c.rdb.LRange(ctx, c.keys.pending(level), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("overtake: pending %s: %w", strconv.Itoa(level), err)

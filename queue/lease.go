@@ -10,11 +10,13 @@ import (
 
 // leaseScript promotes due scheduled tasks, recovers expired leases, ages
 // long-waiting tasks up a level (Config.AgeAfter), then leases up to Count
-// tasks, highest level first, FIFO within a level. With
-// reserve set it first checks the fleet, for preemption (see Reserve).
+// tasks, highest level first, FIFO within a level, with one LPOP per level,
+// one MGET for every task's keys and one write per shared key, whatever the
+// count. With reserve set it first checks the fleet, for preemption (see
+// Reserve).
 //
 //	KEYS[1] leases (routes the call to the queue's slot)
-//	ARGV[1] prefix  ARGV[2] now ms  ARGV[3] lease deadline ms  ARGV[4] worker
+//	ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] lease ms  ARGV[4] worker
 //	ARGV[5] count   ARGV[6] min level  ARGV[7] max level  ARGV[8] token base
 //	ARGV[9] "1" to reserve  ARGV[10] victim id  ARGV[11] victim level
 //	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
@@ -23,64 +25,124 @@ import (
 //	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
 //	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
 //
-// Returns {next due ms or 0, record...} where each record is HGETALL's list,
-// or {-1} / {-2} when a reservation is refused (free slot / lower victim
-// elsewhere).
+// Returns {code, now, deadline, {corrupt...}, id, record, state, checkpoint,
+// ...}: code is the ms until the earliest scheduled task is due or lease
+// expires when nothing was leased (0: none), or -1 / -2 when a reservation
+// is refused (free slot / lower victim elsewhere).
 var leaseScript = newScript(`
-local now, dl, w = tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local now = clock(ARGV[2])
+local dl, w = now + tonumber(ARGV[3]), ARGV[4]
 local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-promote(now, maxl)
-recover(now)
-age(now, tonumber(ARGV[16]), tonumber(ARGV[7]))
+local bad = {}
+local sch, exp, e = due_reads(now, bad)
+if e then return redis.error_reply(e) end
+if #sch > 0 or #exp > 0 or tonumber(ARGV[16]) > 0 then
+  local g = shared() or guard('scheduled', 'zset')
+  if g then return redis.error_reply(g) end
+  promote(sch, now, maxl, bad)
+  recover(exp, now, bad)
+  age(now, tonumber(ARGV[16]), maxl, bad)
+end
 if ARGV[9] == '1' and ARGV[17] ~= '1' then
+  local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash', 'running', 'zset')
+  if g then return redis.error_reply(g) end
   local vlvl = tonumber(ARGV[11])
   local live = redis.call('ZRANGEBYSCORE', P .. 'alive', now, '+inf')
   for _, o in ipairs(live) do
     if o ~= w then
-      local cap = tonumber(redis.call('HGET', P .. 'cap', o) or '0')
-      local busy = tonumber(redis.call('HGET', P .. 'busy', o) or '0')
-      if cap - busy > 0 then return {-1} end
+      local cap, busy = redis.call('HGET', P .. 'cap', o), redis.call('HGET', P .. 'busy', o)
+      if num(cap) - num(busy) > 0 then return {-1} end
     end
   end
   local minrun, maxpre, never = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
   local lower = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', '(' .. vlvl, 'WITHSCORES', 'LIMIT', 0, 50)
   for i = 1, #lower, 2 do
     local id, lvl = lower[i], lower[i + 1]
-    local ow, stt, pre = unpack(redis.call('HMGET', tkey(id), 'wkr', 'stt', 'pre'))
-    local live = ow and tonumber(redis.call('ZSCORE', P .. 'alive', ow) or '0') >= now
+    local s = sget(id) or {}
+    local ow = s.w
+    local live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
     if ow ~= w and live and not string.find(never, ',' .. lvl .. ',', 1, true)
-      and (tonumber(stt or '') or 0) + minrun <= now
-      and (maxpre < 0 or (tonumber(pre or '0') or 0) < maxpre) then
+      and num(s.stt) + minrun <= now
+      and (maxpre < 0 or num(s.pre) < maxpre) then
       return {-2}
     end
   end
 end
-local out = {0}
-local n = 0
+-- Pop IDs, highest level first; a wrong-typed list fails its LPOP, which
+-- writes nothing: that level is reported and the others go on.
+local ids, lvls = {}, {}
 local skip = ARGV[15] or ','
 for lvl = maxl, minl, -1 do
-  while n < count and not string.find(skip, ',' .. lvl .. ',', 1, true) do
-    local id = redis.call('LPOP', P .. 'p:' .. lvl)
-    if not id then break end
-    local h = tkey(id)
-    if redis.call('EXISTS', h) == 1 then
-      n = n + 1
-      acquire(id, h, lvl, now, dl, tok .. '.' .. n, w)
-      out[#out + 1] = redis.call('HGETALL', h)
+  if #ids >= count then break end
+  if not string.find(skip, ',' .. lvl .. ',', 1, true) then
+    local key = P .. 'p:' .. lvl
+    local ok, got = pcall(redis.call, 'LPOP', key, count - #ids)
+    if not ok then
+      bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
+    elseif got then
+      for _, id in ipairs(got) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
     end
   end
-  if n >= count then break end
 end
-if n > 0 and ARGV[9] == '1' then
-  redis.call('ZREM', P .. 'running', ARGV[10])
-end
-if n == 0 then
+local out = {0, now, dl, bad}
+if #ids == 0 then
   local s = redis.call('ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
   local l = redis.call('ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
   local due = 0
   if s[2] then due = tonumber(s[2]) end
   if l[2] and (due == 0 or tonumber(l[2]) < due) then due = tonumber(l[2]) end
-  out[1] = due
+  if due > 0 then out[1] = math.max(due - now, 1) end
+  return out
+end
+local g = shared()
+if g then
+  -- Put the IDs back where they were, in order, and change nothing.
+  for i = #ids, 1, -1 do redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]) end
+  return redis.error_reply(g)
+end
+local mk = {}
+for i, id in ipairs(ids) do mk[3 * i - 2], mk[3 * i - 1], mk[3 * i] = tkey(id), skey(id), ckey(id) end
+local vals = redis.call('MGET', unpack(mk))
+local set, lz, rz, acnt = {}, {}, {}, {}
+local n = 0
+for i, id in ipairs(ids) do
+  local rec, raw, cp = vals[3 * i - 2], vals[3 * i - 1], vals[3 * i]
+  local lvl = lvls[i]
+  local s = decode(raw)
+  if not rec then
+    local t = typeof(tkey(id))
+    if t ~= 'none' then
+      set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
+      bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
+    elseif raw then
+      redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
+    end
+  else
+    if not s then
+      if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
+        redis.call('RENAME', skey(id), P .. 'xs:' .. id)
+        bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
+      end
+      s = {}
+    end
+    n = n + 1
+    s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
+    local js = cjson.encode(s)
+    set[#set + 1] = skey(id); set[#set + 1] = js
+    lz[#lz + 1] = dl; lz[#lz + 1] = id
+    local h = header(rec)
+    if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
+    acnt[lvl] = (acnt[lvl] or 0) + 1
+    out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
+  end
+end
+if n > 0 then
+  redis.call('MSET', unpack(set))
+  redis.call('ZADD', P .. 'leases', unpack(lz))
+  if #rz > 0 then redis.call('ZADD', P .. 'running', unpack(rz)) end
+  redis.call('HINCRBY', P .. 'busy', w, n)
+  for l, k in pairs(acnt) do redis.call('HINCRBY', P .. 'n', 'a' .. l, k) end
+  if ARGV[9] == '1' then redis.call('ZREM', P .. 'running', ARGV[10]) end
 end
 return out
 `)
@@ -103,6 +165,10 @@ type LeaseResult struct {
 	// the ID and token it could read and an error wrapping
 	// ErrMalformedRecord. The caller dead-letters them (Kill).
 	Malformed []MalformedTask
+	// Corrupt describes keys found holding the wrong type: levels skipped,
+	// task keys set aside. Each wraps ErrCorrupt and names the key; the
+	// caller logs them as corruption, not as an outage.
+	Corrupt []error
 	// NextDue is when the earliest scheduled task becomes due or the
 	// earliest lease expires, zero if none: an idle worker need not look
 	// again before then unless woken.
@@ -180,8 +246,7 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	if minLevel >= c.cfg.Levels {
 		return &LeaseResult{}, 0, nil
 	}
-	now := c.cfg.Clock()
-	args := []any{c.keys.prefix, now.UnixMilli(), now.Add(c.cfg.LeaseDuration).UnixMilli(), req.Worker,
+	args := []any{c.keys.prefix, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds(), req.Worker,
 		req.Count, minLevel, c.cfg.Levels - 1, NewToken()}
 	if rv != nil {
 		args = append(args, "1", rv.VictimID, rv.VictimLevel, rv.MinRunTime.Milliseconds(), rv.MaxPreemptions,
@@ -196,7 +261,7 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore)
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
 	if err != nil {
-		return nil, 0, fmt.Errorf("overtake: lease: %w", err)
+		return nil, 0, fmt.Errorf("overtake: lease: %w", scriptErr(err))
 	}
 	if len(raw) == 0 {
 		return nil, 0, errors.New("overtake: lease: empty reply")
@@ -208,20 +273,34 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	case -2:
 		return &LeaseResult{}, 0, ErrLowerVictimElsewhere
 	}
+	if len(raw) < 4 {
+		return nil, 0, errors.New("overtake: lease: short reply")
+	}
 	res := &LeaseResult{}
 	if head > 0 {
-		res.NextDue = time.UnixMilli(head)
+		res.NextDue = c.now().Add(time.Duration(head) * time.Millisecond)
 	}
-	for _, r := range raw[1:] {
-		flat, _ := r.([]any)
-		t, err := decodeRecord(flat)
+	started, _ := raw[1].(int64)
+	deadline, _ := raw[2].(int64)
+	bad, _ := raw[3].([]any)
+	for _, b := range bad {
+		if s, ok := b.(string); ok {
+			res.Corrupt = append(res.Corrupt, scriptErr(errors.New(s)))
+		}
+	}
+	n := 0
+	for i := 4; i+3 < len(raw); i += 4 {
+		id, _ := raw[i].(string)
+		t, err := decodeTask(id, raw[i+1], raw[i+2], raw[i+3])
+		t.LeasedAt, t.LeaseDeadline = msTime(started), msTime(deadline)
+		n++
 		if err != nil {
 			res.Malformed = append(res.Malformed, MalformedTask{Task: t, Err: err})
 			continue
 		}
 		res.Tasks = append(res.Tasks, t)
 	}
-	return res, len(raw) - 1, nil
+	return res, n, nil
 }
 
 // levelSet encodes levels as ",l1,l2," for string.find in Lua.
@@ -237,14 +316,15 @@ func levelSet(levels []int) string {
 // reservation named it as the victim (which takes it out) but the caller
 // did not preempt it after all. Fenced by the lease token.
 //
-//	KEYS[1] task record  ARGV[1] prefix  ARGV[2] id  ARGV[3] token
+//	KEYS[1] task state  ARGV[1] prefix  ARGV[2] id  ARGV[3] token
 //
 // Returns 1 if the task is in the running set again, else 0.
 var rejoinScript = newScript(`
-if not check_token(KEYS[1], ARGV[3]) then return 0 end
-local prb, alv = unpack(redis.call('HMGET', KEYS[1], 'prb', 'alv'))
-if prb == '0' or not alv then return 0 end
-redis.call('ZADD', P .. 'running', alv, ARGV[2])
+local s = sget(ARGV[2])
+if not s or s.tk ~= ARGV[3] or not s.al then return 0 end
+local h = hdr_of(ARGV[2])
+if (h and h.prb == '0') or guard('running', 'zset') then return 0 end
+redis.call('ZADD', P .. 'running', s.al, ARGV[2])
 return 1
 `)
 
@@ -254,7 +334,7 @@ return 1
 // malformed), so other workers see it again when they look for the lowest
 // victim. A stale holder changes nothing.
 func (c *Client) Rejoin(ctx context.Context, t *Task) error {
-	err := rejoinScript.Run(ctx, c.rdb, []string{c.keys.task(t.ID)}, c.keys.prefix, t.ID, t.Token).Err()
+	err := rejoinScript.Run(ctx, c.rdb, []string{c.keys.state(t.ID)}, c.keys.prefix, t.ID, t.Token).Err()
 	if err != nil {
 		return fmt.Errorf("overtake: rejoin %s: %w", t.ID, err)
 	}

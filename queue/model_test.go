@@ -291,16 +291,21 @@ func (m *model) check(msg string) {
 	}
 	busy := map[string]int{}
 	want := make([]counts, 3)
-	recs := map[string]*redis.MapStringStringCmd{}
+	recs := map[string]*redis.SliceCmd{}
 	_, err := e.rdb.Pipelined(e.ctx, func(p redis.Pipeliner) error {
 		for id := range m.tasks {
-			recs[id] = p.HGetAll(e.ctx, e.c.keys.task(id))
+			recs[id] = p.MGet(e.ctx, e.c.keys.task(id), e.c.keys.state(id), e.c.keys.checkpoint(id))
 		}
 		return nil
 	})
 	require.NoError(t, err)
 	for id, mt := range m.tasks {
-		rec := recs[id].Val()
+		rec := map[string]string{}
+		if v := recs[id].Val(); v[0] != nil || v[1] != nil || v[2] != nil {
+			tk, err := decodeTask(id, v[0], v[1], v[2])
+			require.NoError(t, err)
+			rec[fState], rec[fToken] = string(tk.State), tk.Token
+		}
 		if mt.state == mGone {
 			require.Empty(t, rec, "record of acked %s, %s", id, msg)
 			require.Empty(t, where[id], "acked %s, %s", id, msg)
@@ -352,3 +357,9 @@ func (m *model) check(msg string) {
 	}
 	require.Equal(t, busy, gotBusy, "leases per worker, %s", msg)
 }
+
+// Fields of the decoded record that checkModel compares.
+const (
+	fState = "state"
+	fToken = "tok"
+)

@@ -8,142 +8,169 @@ import (
 	"time"
 )
 
-// Field names of the task record HASH. Short, because they are stored once
-// per task.
-const (
-	fID          = "id"
-	fType        = "type"
-	fPayload     = "payload"
-	fLevel       = "lvl"
-	fOrigLevel   = "olvl" // the level before the first aging (see age in lua.go)
-	fAgedAt      = "agd"  // when the task last aged into its level
-	fState       = "state"
-	fAttempt     = "att"
-	fMaxRetries  = "maxr"
-	fTimeout     = "tmo"
-	fPreemptions = "pre"
-	fPreemptible = "prb"
-	fClass       = "cls"
-	fHeaders     = "hdr"
-	fEnqueuedAt  = "enq"
-	fReadyAt     = "rdy"
-	fProcessAt   = "pat"
-	fCheckpoint  = "cp"
-	fCheckpoints = "cps"
-	fError       = "err"
-	fWorker      = "wkr"
-	fToken       = "tok"
-	fDeadline    = "ldl"
-	fRecoveries  = "rec"
-	fRunSpans    = "rsp"
-)
-
-// encodeFields returns the field/value pairs stored at enqueue.
-func encodeFields(t *Task, state State, now time.Time) ([]any, error) {
-	prb := "1"
-	if !t.Preemptible {
-		prb = "0"
-	}
-	f := []any{
-		fID, t.ID, fType, t.Type, fPayload, t.Payload, fLevel, t.Level,
-		fState, string(state), fAttempt, 0, fMaxRetries, t.MaxRetries,
-		fTimeout, t.Timeout.Milliseconds(), fPreemptions, 0, fPreemptible, prb,
-		fEnqueuedAt, now.UnixMilli(), fReadyAt, now.UnixMilli(),
-	}
-	if t.Class != "" {
-		f = append(f, fClass, t.Class)
-	}
-	if !t.ProcessAt.IsZero() {
-		f = append(f, fProcessAt, t.ProcessAt.UnixMilli())
-	}
+// encodeBody returns the part of a task's record that only Go reads: the
+// scripts prepend the header "2|<level>|<preemptible>|<enqueued ms>|"
+// (see luaPrelude). Layout:
+//
+//	<max retries>|<timeout ms>|<len>:<type><len>:<class><len>:<headers JSON><payload>
+//
+// Strings are length-prefixed, so they may hold any byte, and the payload
+// is the rest, stored as it is.
+func encodeBody(t *Task) (string, error) {
+	var hdr []byte
 	if len(t.Headers) > 0 {
 		b, err := json.Marshal(t.Headers)
 		if err != nil {
-			return nil, fmt.Errorf("%w: headers: %v", ErrInvalidTask, err)
+			return "", fmt.Errorf("%w: headers: %v", ErrInvalidTask, err)
 		}
-		f = append(f, fHeaders, string(b))
+		hdr = b
 	}
-	return f, nil
+	var sb strings.Builder
+	sb.Grow(32 + len(t.Type) + len(t.Class) + len(hdr) + len(t.Payload))
+	sb.WriteString(strconv.Itoa(t.MaxRetries))
+	sb.WriteByte('|')
+	sb.WriteString(strconv.FormatInt(t.Timeout.Milliseconds(), 10))
+	sb.WriteByte('|')
+	for _, s := range []string{t.Type, t.Class, string(hdr)} {
+		sb.WriteString(strconv.Itoa(len(s)))
+		sb.WriteByte(':')
+		sb.WriteString(s)
+	}
+	sb.Write(t.Payload)
+	return sb.String(), nil
 }
 
-// decodeRecord turns the flat field/value list of HGETALL into a Task.
-// A record that cannot be decoded returns an error wrapping
-// ErrMalformedRecord together with whatever ID and token it could read, so
-// the caller can still dead-letter it under its lease.
-func decodeRecord(flat []any) (*Task, error) {
-	m := make(map[string]string, len(flat)/2)
-	for i := 0; i+1 < len(flat); i += 2 {
-		k, _ := flat[i].(string)
-		v, _ := flat[i+1].(string)
-		m[k] = v
-	}
-	return decodeMap(m)
+// state is a task's mutable state (the s:<id> key), all strings as the
+// scripts write them.
+type state struct {
+	St  string `json:"st,omitempty"`
+	L   string `json:"l,omitempty"`
+	Att string `json:"att,omitempty"`
+	Pre string `json:"pre,omitempty"`
+	Rec string `json:"rec,omitempty"`
+	Cps string `json:"cps,omitempty"`
+	Rdy string `json:"rdy,omitempty"`
+	Agd string `json:"agd,omitempty"`
+	Pat string `json:"pat,omitempty"`
+	Err string `json:"err,omitempty"`
+	Fin string `json:"fin,omitempty"`
+	W   string `json:"w,omitempty"`
+	Tk  string `json:"tk,omitempty"`
+	Stt string `json:"stt,omitempty"`
+	Al  string `json:"al,omitempty"`
+	Rs  string `json:"rs,omitempty"`
+	Dl  string `json:"dl,omitempty"`
 }
 
-func decodeMap(m map[string]string) (*Task, error) {
-	t := &Task{ID: m[fID], Token: m[fToken], Worker: m[fWorker], Type: m[fType], Class: m[fClass],
-		State: State(m[fState]), LastError: m[fError], Preemptible: m[fPreemptible] != "0"}
-	if p, ok := m[fPayload]; ok {
-		t.Payload = []byte(p)
+// decodeTask builds a Task from its three keys' values (record, state,
+// checkpoint; nil when absent). A record that cannot be decoded returns an
+// error wrapping ErrMalformedRecord (or ErrSchema for another version)
+// together with whatever it could read, so the caller can still
+// dead-letter it under its lease.
+func decodeTask(id string, rec, st, cp any) (*Task, error) {
+	t := &Task{ID: id, State: StatePending, Preemptible: true}
+	if b, ok := cp.(string); ok {
+		t.Checkpoint = []byte(b)
 	}
-	if cp, ok := m[fCheckpoint]; ok {
-		t.Checkpoint = []byte(cp)
-	}
-	d := decoder{m: m}
-	t.Level = int(d.int(fLevel, true))
-	t.OriginalLevel = t.Level
-	if _, ok := m[fOrigLevel]; ok {
-		t.OriginalLevel = int(d.int(fOrigLevel, false))
-	}
-	t.AgedAt = d.time(fAgedAt)
-	t.Attempt = int(d.int(fAttempt, false))
-	t.MaxRetries = int(d.int(fMaxRetries, false))
-	t.Timeout = time.Duration(d.int(fTimeout, false)) * time.Millisecond
-	t.Preemptions = int(d.int(fPreemptions, false))
-	t.Recoveries = int(d.int(fRecoveries, false))
-	t.CheckpointSeq = d.int(fCheckpoints, false)
-	t.EnqueuedAt = d.time(fEnqueuedAt)
-	t.ReadyAt = d.time(fReadyAt)
-	t.ProcessAt = d.time(fProcessAt)
-	t.LeaseDeadline = d.time(fDeadline)
-	t.RunSpans = strings.Fields(m[fRunSpans])
-	if h := m[fHeaders]; h != "" {
-		if err := json.Unmarshal([]byte(h), &t.Headers); err != nil && d.err == nil {
-			d.err = fmt.Errorf("field %s: %v", fHeaders, err)
+	var s state
+	if raw, ok := st.(string); ok && raw != "" {
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			return t, fmt.Errorf("%w: task %q: state: %v", ErrMalformedRecord, id, err)
 		}
 	}
-	if d.err == nil && t.Type == "" {
-		d.err = fmt.Errorf("field %s is empty", fType)
-	}
-	if d.err != nil {
-		return t, fmt.Errorf("%w: task %q: %v", ErrMalformedRecord, t.ID, d.err)
+	raw, _ := rec.(string)
+	err := decodeRecord(t, raw)
+	applyState(t, &s)
+	if err != nil {
+		return t, err
 	}
 	return t, nil
 }
 
-// decoder reads numeric fields and keeps the first error.
-type decoder struct {
-	m   map[string]string
-	err error
+func decodeRecord(t *Task, raw string) error {
+	if raw == "" {
+		return fmt.Errorf("%w: task %q: no record", ErrMalformedRecord, t.ID)
+	}
+	f := strings.SplitN(raw, "|", 7)
+	if len(f) < 7 {
+		return fmt.Errorf("%w: task %q: truncated record", ErrMalformedRecord, t.ID)
+	}
+	if f[0] != strconv.Itoa(SchemaVersion) {
+		return fmt.Errorf("%w: task %q: record of schema %q, this worker reads %d", ErrSchema, t.ID, f[0], SchemaVersion)
+	}
+	var n [5]int64
+	for i := range n {
+		v, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: task %q: field %d: %q is not an integer", ErrMalformedRecord, t.ID, i+1, f[i+1])
+		}
+		n[i] = v
+	}
+	t.Level, t.OriginalLevel = int(n[0]), int(n[0])
+	t.Preemptible = n[1] != 0
+	t.EnqueuedAt, t.ReadyAt, t.ProcessAt = msTime(n[2]), msTime(n[2]), msTime(n[2])
+	t.MaxRetries, t.Timeout = int(n[3]), time.Duration(n[4])*time.Millisecond
+	rest := f[6]
+	var strs [3]string
+	for i := range strs {
+		c := strings.IndexByte(rest, ':')
+		if c < 0 {
+			return fmt.Errorf("%w: task %q: truncated record", ErrMalformedRecord, t.ID)
+		}
+		l, err := strconv.Atoi(rest[:c])
+		if err != nil || l < 0 || c+1+l > len(rest) {
+			return fmt.Errorf("%w: task %q: bad string length %q", ErrMalformedRecord, t.ID, rest[:c])
+		}
+		strs[i], rest = rest[c+1:c+1+l], rest[c+1+l:]
+	}
+	t.Type, t.Class = strs[0], strs[1]
+	t.Payload = []byte(rest)
+	if strs[2] != "" {
+		if err := json.Unmarshal([]byte(strs[2]), &t.Headers); err != nil {
+			return fmt.Errorf("%w: task %q: headers: %v", ErrMalformedRecord, t.ID, err)
+		}
+	}
+	if t.Type == "" {
+		return fmt.Errorf("%w: task %q: empty type", ErrMalformedRecord, t.ID)
+	}
+	return nil
 }
 
-func (d *decoder) int(field string, required bool) int64 {
-	s, ok := d.m[field]
-	if !ok || s == "" {
-		if required && d.err == nil {
-			d.err = fmt.Errorf("field %s is missing", field)
+// applyState overlays the mutable state on a task decoded from its record.
+func applyState(t *Task, s *state) {
+	if s.St != "" {
+		t.State = State(s.St)
+	}
+	if l, err := strconv.Atoi(s.L); err == nil {
+		t.Level = l
+	}
+	if s.Al != "" {
+		if l, err := strconv.Atoi(s.Al); err == nil {
+			t.Level = l
 		}
-		return 0
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil && d.err == nil {
-		d.err = fmt.Errorf("field %s: %q is not an integer", field, s)
+	t.Attempt, t.Preemptions, t.Recoveries = atoi(s.Att), atoi(s.Pre), atoi(s.Rec)
+	t.CheckpointSeq = int64(atoi(s.Cps))
+	if s.Rdy != "" {
+		t.ReadyAt = msTime(int64(atoi(s.Rdy)))
 	}
+	if s.Pat != "" {
+		t.ProcessAt = msTime(int64(atoi(s.Pat)))
+	}
+	t.AgedAt = msTime(int64(atoi(s.Agd)))
+	t.LastError, t.Worker, t.Token = s.Err, s.W, s.Tk
+	t.LeasedAt = msTime(int64(atoi(s.Stt)))
+	t.LeaseDeadline = msTime(int64(atoi(s.Dl)))
+	t.RunSpans = strings.Fields(s.Rs)
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
 	return n
 }
 
-func (d *decoder) time(field string) time.Time {
-	ms := d.int(field, false)
+// msTime is the time of ms milliseconds since the epoch; zero for 0.
+func msTime(ms int64) time.Time {
 	if ms == 0 {
 		return time.Time{}
 	}

@@ -81,8 +81,11 @@ type Task struct {
 	// Token is the lease token; every transition of an active task
 	// presents it (fencing).
 	Token string
-	// LeaseDeadline is when the current lease expires.
+	// LeaseDeadline is when the current lease expires (Redis's clock).
 	LeaseDeadline time.Time
+	// LeasedAt is when the current lease began, by Redis's clock (or the
+	// injected Config.Clock): with ReadyAt, the task's wait.
+	LeasedAt time.Time
 	// RunSpans holds the W3C traceparent of the process span of each of
 	// the task's earlier runs (the last MaxRunSpans, oldest first), so a
 	// run after a preemption or a retry links to them. The runtime adds the

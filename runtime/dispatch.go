@@ -147,11 +147,21 @@ func (r *Runtime) leaseFree(free int) (more bool, next time.Time, err error) {
 		return false, time.Time{}, err
 	}
 	r.killMalformed(res)
+	r.logCorrupt(res)
 	for _, t := range res.Tasks {
 		r.start(r.newRun(t), true)
 	}
 	n := len(res.Tasks) + len(res.Malformed)
 	return n > 0 && n == free, res.NextDue, nil
+}
+
+// logCorrupt logs the wrong-typed keys a lease call found and went around
+// (levels skipped, task keys set aside): corruption for an operator to fix,
+// not an outage.
+func (r *Runtime) logCorrupt(res *queue.LeaseResult) {
+	for _, err := range res.Corrupt {
+		r.log.Error("corrupt queue key; leasing goes on without it", zap.Error(err))
+	}
 }
 
 // poolRoom is how many more handlers the pool can start without blocking.

@@ -226,9 +226,9 @@ func TestHandlerPanic(t *testing.T) {
 func TestMalformedRecordDeadLettered(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		corruptions := []struct{ field, value, want string }{
-			{"att", "x", `field att: "x" is not an integer`},
-			{"hdr", "{not json", "field hdr"},
-			{"tmo", "1.5", `field tmo: "1.5" is not an integer`},
+			{"max retries", "2|1|1|5|x|0|3:job0:0:", `"x" is not an integer`},
+			{"headers", "2|1|1|5|25|0|3:job0:9:{not json", "headers"},
+			{"timeout", "2|1|1|5|25|1.5|3:job0:0:", `"1.5" is not an integer`},
 		}
 		q := setup(t, b, queue.Config{})
 		handled := make(chan string, 10)
@@ -242,7 +242,7 @@ func TestMalformedRecordDeadLettered(t *testing.T) {
 			id := enqueue(t, q, "job", "payload", 1)
 			key := "{" + b.Prefix + ":" + q.Name() + "}:t:" + id
 			require.EqualValues(t, 1, b.Client.Exists(context.Background(), key).Val(), "record key")
-			require.NoError(t, b.Client.HSet(context.Background(), key, c.field, c.value).Err())
+			require.NoError(t, b.Client.Set(context.Background(), key, c.value, 0).Err())
 			bad = append(bad, id)
 			goods = append(goods, enqueue(t, q, "job", "", 1))
 		}
@@ -253,11 +253,11 @@ func TestMalformedRecordDeadLettered(t *testing.T) {
 		}
 		for i, id := range bad {
 			requireDeadLettered(t, q, id)
-			raw, err := b.Client.HGetAll(context.Background(), "{"+b.Prefix+":"+q.Name()+"}:t:"+id).Result()
-			require.NoError(t, err)
-			require.Equal(t, "dead", raw["state"])
-			require.Contains(t, raw["err"], "malformed", corruptions[i].field)
-			require.Contains(t, raw["err"], corruptions[i].want)
+			rec, err := q.Inspect(context.Background(), id)
+			require.ErrorIs(t, err, queue.ErrMalformedRecord)
+			require.Equal(t, queue.StateDead, rec.State)
+			require.Contains(t, rec.LastError, "malformed", corruptions[i].field)
+			require.Contains(t, rec.LastError, corruptions[i].want)
 		}
 		require.Empty(t, handled, "a malformed record reached a handler")
 	})

@@ -124,7 +124,12 @@ func (o *observer) leased(rn *run) {
 		rn.log.Debug("task started")
 	}
 	if !t.ReadyAt.IsZero() {
-		wait := max(o.clock().Sub(t.ReadyAt), 0)
+		// Both ends by the queue's clock (Redis's, or the injected one).
+		leased := t.LeasedAt
+		if leased.IsZero() {
+			leased = o.clock()
+		}
+		wait := max(leased.Sub(t.ReadyAt), 0)
 		o.metrics.RecordWait(ctx, o.labels(t), wait)
 		o.checkSLA(ctx, rn, wait)
 	}
