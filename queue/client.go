@@ -26,6 +26,7 @@ type Client struct {
 	// serverTime: no Clock was injected, so scripts use Redis's TIME.
 	serverTime bool
 	acks       acker
+	sweep      sweeper
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a

@@ -63,7 +63,7 @@ func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task,
 	defer func() { endEnqueue(span, err) }()
 	n, err := enqueueScript.Run(ctx, c.rdb, ks, args...).Int()
 	if err != nil {
-		return nil, fmt.Errorf("overtake: enqueue %s: %w", nt.ID, err)
+		return nil, fmt.Errorf("overtake: enqueue %s: %w", nt.ID, scriptErr(err))
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("%w: %q", ErrDuplicateTask, nt.ID)
@@ -116,7 +116,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		n, err := cmd.Int()
 		switch {
 		case err != nil:
-			err = fmt.Errorf("task %d (%s): %w", i, out[i].ID, err)
+			err = fmt.Errorf("task %d (%s): %w", i, out[i].ID, scriptErr(err))
 			errs = append(errs, err)
 			endEnqueue(spans[i], err)
 			out[i] = nil
@@ -164,6 +164,7 @@ func (c *Client) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []
 	var delay time.Duration
 	if nt.ProcessAt.After(now) {
 		state, mode, dest, delay = StateScheduled, "s", c.keys.scheduled(), nt.ProcessAt.Sub(now)
+		c.sweep.at(nt.ProcessAt)
 	} else {
 		nt.ProcessAt = now
 	}

@@ -19,14 +19,14 @@ import (
 //	requeue: a = "preempt" counts a preemption
 //
 // Returns one entry per op: 1, "L" (lease lost) or a CORRUPT message.
-var finishScript = newScript(`
-local now = clock(ARGV[2])
+var finishScript = newScript(luaFastAcks + `
 local ret = tonumber(ARGV[3])
 local nops = (#ARGV - 3) / 6
-local onlyacks = true
+local onlyacks = ret <= 0
 for i = 1, nops do if ARGV[3 + 6 * (i - 1) + 3] ~= 'ack' then onlyacks = false end end
-local g = guard('leases', 'zset', 'running', 'zset', 'busy', 'hash', 'n', 'hash')
-if not g and not onlyacks then g = guard('dead', 'zset', 'scheduled', 'zset') end
+if onlyacks then return fast_acks(nops) end
+local now = clock(ARGV[2])
+local g = shared() or guard('scheduled', 'zset')
 if not g and ret > 0 then g = guard('done', 'zset') end
 if g then return redis.error_reply(g) end
 local sk = {}
@@ -54,14 +54,10 @@ for i = 1, nops do
     s.w, s.tk, s.stt, s.al = nil, nil, nil, nil
     if mode ~= 'ack' and rsp ~= '' then s.rs = rsp end
     if mode == 'ack' then
-      if ret > 0 then
-        s.st, s.fin = 'done', tostring(now)
-        sput(id, s)
-        dels[#dels + 1] = ckey(id)
-        redis.call('ZADD', P .. 'done', now + ret, id)
-      else
-        dels[#dels + 1] = tkey(id); dels[#dels + 1] = sk[i]; dels[#dels + 1] = ckey(id)
-      end
+      s.st, s.fin = 'done', tostring(now)
+      sput(id, s)
+      dels[#dels + 1] = ckey(id)
+      redis.call('ZADD', P .. 'done', now + ret, id)
     elseif mode == 'retry' then
       local due = now + tonumber(a)
       s.att, s.st, s.err, s.pat, s.sl = tostring(num(s.att) + 1), 'retry', reason, tostring(due), lvl or '0'
@@ -124,6 +120,7 @@ func (c *Client) Ack(ctx context.Context, t *Task) error {
 // again at at (see Config.Backoff); at is turned into a delay by the
 // client's clock and added to Redis's. A stale holder gets ErrLeaseLost.
 func (c *Client) Retry(ctx context.Context, t *Task, at time.Time, reason string) error {
+	defer c.sweep.at(at)
 	return c.finishOne(ctx, finishOp{t: t, mode: "retry", a: max(at.Sub(c.now()), 0).Milliseconds(), b: reason})
 }
 

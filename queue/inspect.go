@@ -117,12 +117,12 @@ func (c *Client) Depths(ctx context.Context) (map[int]int64, error) {
 func (c *Client) Inspect(ctx context.Context, id string) (*Task, error) {
 	var vals *redis.SliceCmd
 	var dl *redis.FloatCmd
-	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		vals = p.MGet(ctx, c.keys.task(id), c.keys.state(id), c.keys.checkpoint(id))
-		dl = p.ZScore(ctx, c.keys.leases(), id)
+		dl = p.ZScore(ctx, c.keys.leases(), id) // a missing or corrupt leases key: no deadline
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err := vals.Err(); err != nil {
 		return nil, fmt.Errorf("overtake: inspect %s: %w", id, err)
 	}
 	v := vals.Val()

@@ -24,6 +24,7 @@ import (
 //	ARGV[15] levels not to reserve (they never preempt) as ",l1,l2,"
 //	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
 //	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
+//	ARGV[18] "1" to promote due tasks, recover expired leases and age first
 //
 // Returns {code, now, deadline, {corrupt...}, id, record, state, checkpoint,
 // ...}: code is the ms until the earliest scheduled task is due or lease
@@ -34,14 +35,16 @@ local now = clock(ARGV[2])
 local dl, w = now + tonumber(ARGV[3]), ARGV[4]
 local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local bad = {}
-local sch, exp, e = due_reads(now, bad)
-if e then return redis.error_reply(e) end
-if #sch > 0 or #exp > 0 or tonumber(ARGV[16]) > 0 then
-  local g = shared() or guard('scheduled', 'zset')
-  if g then return redis.error_reply(g) end
-  promote(sch, now, maxl, bad)
-  recover(exp, now, bad)
-  age(now, tonumber(ARGV[16]), maxl, bad)
+if ARGV[18] == '1' then
+  local sch, exp, e = due_reads(now, bad)
+  if e then return redis.error_reply(e) end
+  if #sch > 0 or #exp > 0 or tonumber(ARGV[16]) > 0 then
+    local g = shared() or guard('scheduled', 'zset')
+    if g then return redis.error_reply(g) end
+    promote(sch, now, maxl, bad)
+    recover(exp, now, bad)
+    age(now, tonumber(ARGV[16]), maxl, bad)
+  end
 end
 if ARGV[9] == '1' and ARGV[17] ~= '1' then
   local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash', 'running', 'zset')
@@ -69,79 +72,116 @@ if ARGV[9] == '1' and ARGV[17] ~= '1' then
   end
 end
 -- Pop IDs, highest level first; a wrong-typed list fails its LPOP, which
--- writes nothing: that level is reported and the others go on.
-local ids, lvls = {}, {}
+-- writes nothing: that level is reported and the others go on. IDs that
+-- yield no task (a record deleted or set aside) are replaced by popping
+-- again, so they delay nothing.
 local skip = ARGV[15] or ','
-for lvl = maxl, minl, -1 do
-  if #ids >= count then break end
-  if not string.find(skip, ',' .. lvl .. ',', 1, true) then
-    local key = P .. 'p:' .. lvl
-    local ok, got = pcall(redis.call, 'LPOP', key, count - #ids)
-    if not ok then
-      bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
-    elseif got then
-      for _, id in ipairs(got) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
+local out = {0, now, dl, bad}
+local set, lz, rz, acnt, out_ids, out_ids_list = {}, {}, {}, {}, {}, {}
+local ids, lvls = {}, {}
+local n, popped, stuck = 0, 0, false
+local broken = {}
+repeat
+  local from = #ids + 1
+  for lvl = maxl, minl, -1 do
+    if #ids - from + 1 + n >= count then break end
+    if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then
+      local key = P .. 'p:' .. lvl
+      local ok, got = pcall(redis.call, 'LPOP', key, count - n - (#ids - from + 1))
+      if not ok then
+        broken[lvl] = true
+        bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
+      elseif got then
+        for _, id in ipairs(got) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
+      end
     end
   end
-end
-local out = {0, now, dl, bad}
-if #ids == 0 then
-  local s = redis.call('ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
-  local l = redis.call('ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
+  if #ids < from then break end
+  popped = #ids
+  local mk = {}
+  for i = from, #ids do
+    local id = ids[i]
+    mk[#mk + 1] = tkey(id); mk[#mk + 1] = skey(id); mk[#mk + 1] = ckey(id)
+  end
+  local vals = redis.call('MGET', unpack(mk))
+  for i = from, #ids do
+    local id, lvl = ids[i], lvls[i]
+    local j = 3 * (i - from)
+    local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
+    local s = decode(raw)
+    if not rec then
+      local t = typeof(tkey(id))
+      local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
+      if g then
+        -- Nowhere safe to put it: back at the head of its list, unchanged.
+        redis.call('LPUSH', P .. 'p:' .. lvl, id)
+        bad[#bad + 1] = g
+        stuck = true
+      elseif t ~= 'none' then
+        set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
+        bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
+      elseif raw then
+        redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
+      end
+    else
+      if not s then
+        if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
+          redis.call('RENAME', skey(id), P .. 'xs:' .. id)
+          bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
+        end
+        s = {}
+      end
+      n = n + 1
+      s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
+      local js = cjson.encode(s)
+      set[#set + 1] = skey(id); set[#set + 1] = js
+      lz[#lz + 1] = dl; lz[#lz + 1] = id
+      local h = header(rec)
+      if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
+      acnt[lvl] = (acnt[lvl] or 0) + 1
+      out_ids[id] = true; out_ids_list[#out_ids_list + 1] = id
+      out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
+    end
+  end
+until n >= count or stuck
+if popped == 0 then
+  local ok1, s = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
+  local ok2, l = pcall(redis.call, 'ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
+  if not ok1 then s = {} end
+  if not ok2 then l = {} end
   local due = 0
   if s[2] then due = tonumber(s[2]) end
   if l[2] and (due == 0 or tonumber(l[2]) < due) then due = tonumber(l[2]) end
   if due > 0 then out[1] = math.max(due - now, 1) end
   return out
 end
-local g = shared()
-if g then
-  -- Put the IDs back where they were, in order, and change nothing.
-  for i = #ids, 1, -1 do redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]) end
-  return redis.error_reply(g)
-end
-local mk = {}
-for i, id in ipairs(ids) do mk[3 * i - 2], mk[3 * i - 1], mk[3 * i] = tkey(id), skey(id), ckey(id) end
-local vals = redis.call('MGET', unpack(mk))
-local set, lz, rz, acnt = {}, {}, {}, {}
-local n = 0
-for i, id in ipairs(ids) do
-  local rec, raw, cp = vals[3 * i - 2], vals[3 * i - 1], vals[3 * i]
-  local lvl = lvls[i]
-  local s = decode(raw)
-  if not rec then
-    local t = typeof(tkey(id))
-    if t ~= 'none' then
-      set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
-      bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
-    elseif raw then
-      redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
-    end
-  else
-    if not s then
-      if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
-        redis.call('RENAME', skey(id), P .. 'xs:' .. id)
-        bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
-      end
-      s = {}
-    end
-    n = n + 1
-    s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
-    local js = cjson.encode(s)
-    set[#set + 1] = skey(id); set[#set + 1] = js
-    lz[#lz + 1] = dl; lz[#lz + 1] = id
-    local h = header(rec)
-    if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
-    acnt[lvl] = (acnt[lvl] or 0) + 1
-    out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
-  end
-end
 if n > 0 then
+  -- The first write to each shared key is the one a wrong type fails; a
+  -- failure undoes what came before (the IDs go back to the heads of their
+  -- lists) and changes nothing.
+  local undo = {}
+  local function fail(suffix, want)
+    for j = #undo, 1, -1 do undo[j]() end
+    local k = P .. suffix
+    return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
+  end
+  undo[1] = function()
+    for i = #ids, 1, -1 do
+      if out_ids[ids[i]] then redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]) end
+    end
+  end
+  if not pcall(redis.call, 'HINCRBY', P .. 'busy', w, n) then return fail('busy', 'hash') end
+  undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'busy', w, -n) end
+  for l, k in pairs(acnt) do
+    if not pcall(redis.call, 'HINCRBY', P .. 'n', 'a' .. l, k) then return fail('n', 'hash') end
+    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -k) end
+  end
+  if #rz > 0 then
+    if not pcall(redis.call, 'ZADD', P .. 'running', unpack(rz)) then return fail('running', 'zset') end
+    undo[#undo + 1] = function() redis.call('ZREM', P .. 'running', unpack(out_ids_list)) end
+  end
+  if not pcall(redis.call, 'ZADD', P .. 'leases', unpack(lz)) then return fail('leases', 'zset') end
   redis.call('MSET', unpack(set))
-  redis.call('ZADD', P .. 'leases', unpack(lz))
-  if #rz > 0 then redis.call('ZADD', P .. 'running', unpack(rz)) end
-  redis.call('HINCRBY', P .. 'busy', w, n)
-  for l, k in pairs(acnt) do redis.call('HINCRBY', P .. 'n', 'a' .. l, k) end
   if ARGV[9] == '1' then redis.call('ZREM', P .. 'running', ARGV[10]) end
 end
 return out
@@ -258,7 +298,7 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	if rv != nil && rv.IgnoreFleet {
 		ignore = "1"
 	}
-	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore)
+	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore, c.sweep.due(c.now()))
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("overtake: lease: %w", scriptErr(err))
@@ -279,6 +319,7 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	res := &LeaseResult{}
 	if head > 0 {
 		res.NextDue = c.now().Add(time.Duration(head) * time.Millisecond)
+		c.sweep.at(res.NextDue)
 	}
 	started, _ := raw[1].(int64)
 	deadline, _ := raw[2].(int64)

@@ -1,0 +1,69 @@
+package queue
+
+// luaFastAcks is the common case of finishScript: a batch of acks without
+// retention. It costs a fixed number of commands whatever the batch size:
+// one MGET of the states, one ZMSCORE of the leases (a read that also checks
+// the key's type and keeps the deadlines for an undo), then one write per
+// shared key and counter. Writes are ordered so that the first write to
+// each key not yet checked is the one a wrong type would fail, and a
+// failure undoes every write before it: a corrupt key changes nothing and
+// is reported by name. No clock is read.
+const luaFastAcks = `
+local function corrupt(suffix, want)
+  local k = P .. suffix
+  return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
+end
+
+local function fast_acks(nops)
+  local ids, sk = {}, {}
+  for i = 1, nops do ids[i] = ARGV[3 + 6 * (i - 1) + 1]; sk[i] = skey(ids[i]) end
+  local raws = redis.call('MGET', unpack(sk))
+  local ok, dls = pcall(redis.call, 'ZMSCORE', P .. 'leases', unpack(ids))
+  if not ok then return corrupt('leases', 'zset') end
+  local res, rm, rmdl, busy, acnt, dels = {}, {}, {}, {}, {}, {}
+  for i = 1, nops do
+    local s = decode(raws[i])
+    if not raws[i] and typeof(sk[i]) ~= 'none' then
+      res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
+    elseif not s or s.tk ~= ARGV[3 + 6 * (i - 1) + 2] then
+      res[i] = 'L'
+    else
+      res[i] = 1
+      rm[#rm + 1] = ids[i]
+      if dls[i] then rmdl[#rmdl + 1] = dls[i]; rmdl[#rmdl + 1] = ids[i] end
+      if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
+      if s.al then acnt[s.al] = (acnt[s.al] or 0) - 1 end
+      dels[#dels + 1] = tkey(ids[i]); dels[#dels + 1] = sk[i]; dels[#dels + 1] = ckey(ids[i])
+    end
+  end
+  if #rm == 0 then return res end
+  local undo = {}
+  local function fail(suffix, want)
+    for j = #undo, 1, -1 do undo[j]() end
+    return corrupt(suffix, want)
+  end
+  local left = {}
+  for w, d in pairs(busy) do
+    local ok2, n = pcall(redis.call, 'HINCRBY', P .. 'busy', w, d)
+    if not ok2 then return fail('busy', 'hash') end
+    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'busy', w, -d) end
+    if n <= 0 then left[#left + 1] = w end
+  end
+  for l, d in pairs(acnt) do
+    local ok2 = pcall(redis.call, 'HINCRBY', P .. 'n', 'a' .. l, d)
+    if not ok2 then return fail('n', 'hash') end
+    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -d) end
+  end
+  redis.call('ZREM', P .. 'leases', unpack(rm))
+  if #rmdl > 0 then undo[#undo + 1] = function() redis.call('ZADD', P .. 'leases', unpack(rmdl)) end end
+  local ok3 = pcall(redis.call, 'ZREM', P .. 'running', unpack(rm))
+  if not ok3 then return fail('running', 'zset') end
+  redis.call('DEL', unpack(dels))
+  -- A departed worker's last lease takes its busy field with it.
+  for _, w in ipairs(left) do
+    local ok4, alive = pcall(redis.call, 'ZSCORE', P .. 'alive', w)
+    if ok4 and not alive then redis.call('HDEL', P .. 'busy', w) end
+  end
+  return res
+end
+`
