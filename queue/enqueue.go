@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,16 +16,26 @@ import (
 //	ARGV[4] now ms or "" (Redis's clock)  ARGV[5] delay ms (scheduled)
 //	ARGV[6] level  ARGV[7] preemptible 0/1  ARGV[8] record body
 //
-// A pending task costs SET NX, RPUSH and, only when its list was empty,
+// The script stands alone (no prelude to set up on every call). A
+// pending task costs TIME, SET NX, RPUSH and, only when its list was empty,
 // PUBLISH. Returns 1, or 0 when the ID exists. A write that fails on a
 // wrong-typed key is undone and reported as CORRUPT. A scheduled task is
 // announced with the message "s" when it is the earliest due, so that idle
 // workers learn its due time at once rather than at their next poll.
-var enqueueScript = newScript(`
-local id, lvl = ARGV[2], ARGV[6]
-local now = clock(ARGV[4])
+var enqueueScript = redis.NewScript(`
+local P, id, lvl = ARGV[1], ARGV[2], ARGV[6]
+local now = tonumber(ARGV[4])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function wrong(k, want)
+  local t = redis.call('TYPE', k)
+  if type(t) == 'table' then t = t.ok end
+  if t ~= 'none' and t ~= want then return 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a ' .. want end
+end
 if ARGV[3] == 's' then
-  local bad = guard('scheduled', 'zset', 'n', 'hash')
+  local bad = wrong(KEYS[2], 'zset') or wrong(P .. 'n', 'hash')
   if bad then return redis.error_reply(bad) end
 end
 local rec = '2|' .. lvl .. '|' .. ARGV[7] .. '|' .. now .. '|' .. ARGV[8]
@@ -35,12 +44,12 @@ if ARGV[3] == 'p' then
   local ok, n = pcall(redis.call, 'RPUSH', KEYS[2], id)
   if not ok then
     redis.call('DEL', KEYS[1])
-    return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' is a ' .. typeof(KEYS[2]) .. ', want a list')
+    return redis.error_reply(wrong(KEYS[2], 'list') or 'CORRUPT ' .. KEYS[2])
   end
   if n == 1 then redis.call('PUBLISH', P .. 'wake', lvl) end
 else
   local due = now + tonumber(ARGV[5])
-  sput(id, {st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl})
+  redis.call('SET', P .. 's:' .. id, cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
   redis.call('ZADD', KEYS[2], due, id)
   redis.call('HINCRBY', P .. 'n', 's' .. lvl, 1)
   local first = redis.call('ZRANGE', KEYS[2], 0, 0)
@@ -69,67 +78,6 @@ func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task,
 		return nil, fmt.Errorf("%w: %q", ErrDuplicateTask, nt.ID)
 	}
 	return nt, nil
-}
-
-// EnqueueBatch enqueues tasks in one pipeline, with the same options for
-// each. It returns the stored tasks in order; a task that failed leaves a
-// nil entry, and the returned error joins every failure.
-func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*Task, error) {
-	out := make([]*Task, len(tasks))
-	cmds := make([]*redis.Cmd, len(tasks))
-	var errs []error
-	args := make([][]any, len(tasks))
-	kss := make([][]string, len(tasks))
-	spans := make([]trace.Span, len(tasks))
-	for i, t := range tasks {
-		nt, ks, a, span, err := c.prepare(ctx, t, opts)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
-			continue
-		}
-		out[i], kss[i], args[i], spans[i] = nt, ks, a, span
-	}
-	// EVALSHA first; only the commands that met a server without the
-	// script (fresh or restarted Redis, another cluster node) run again,
-	// with EVAL, so no stored task is sent twice.
-	exec := func(only func(i int) bool, useSha bool) {
-		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := range tasks {
-				if out[i] == nil || !only(i) {
-					continue
-				}
-				if useSha {
-					cmds[i] = enqueueScript.EvalSha(ctx, p, kss[i], args[i]...)
-				} else {
-					cmds[i] = enqueueScript.Eval(ctx, p, kss[i], args[i]...)
-				}
-			}
-			return nil
-		})
-	}
-	exec(func(int) bool { return true }, true)
-	exec(func(i int) bool { return cmds[i] != nil && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }, false)
-	for i, cmd := range cmds {
-		if cmd == nil {
-			continue
-		}
-		n, err := cmd.Int()
-		switch {
-		case err != nil:
-			err = fmt.Errorf("task %d (%s): %w", i, out[i].ID, scriptErr(err))
-			errs = append(errs, err)
-			endEnqueue(spans[i], err)
-			out[i] = nil
-		case n == 0:
-			err = fmt.Errorf("task %d: %w: %q", i, ErrDuplicateTask, out[i].ID)
-			errs = append(errs, err)
-			endEnqueue(spans[i], err)
-			out[i] = nil
-		default:
-			endEnqueue(spans[i], nil)
-		}
-	}
-	return out, errors.Join(errs...)
 }
 
 // prepare validates t, applies opts to a copy, starts its producer span

@@ -51,7 +51,10 @@ func TestEnqueueBatchPartialNoScript(t *testing.T) {
 		hook := &flushMidPipeline{admin: b.Client}
 		rdb.AddHook(hook)
 		e := newEnvOn(t, rdb, b.Prefix+".noscript", nil)
-		require.NoError(t, enqueueScript.Load(e.ctx, rdb).Err())
+		require.NoError(t, enqueueManyScript.Load(e.ctx, rdb).Err())
+		old := enqueueChunk
+		enqueueChunk = 2 // five chunks, so the pipeline can be split
+		t.Cleanup(func() { enqueueChunk = old })
 		hook.armed.Store(true)
 		tasks := make([]*Task, 10)
 		for i := range tasks {

@@ -226,6 +226,7 @@ func TestEnqueueBatch(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
 		e.enqueue("old", ID("exists"), Level(1))
+		require.NoError(t, enqueueManyScript.Load(e.ctx, e.rdb).Err()) // else the first call meets NOSCRIPT
 		hk := &countHook{}
 		e.rdb.AddHook(hk)
 

@@ -80,6 +80,7 @@ local out = {0, now, dl, bad}
 local set, lz, rz, acnt, out_ids, out_ids_list = {}, {}, {}, {}, {}, {}
 local ids, lvls = {}, {}
 local n, popped, stuck = 0, 0, false
+local wj = cjson.encode(w)
 local broken = {}
 repeat
   local from = #ids + 1
@@ -132,8 +133,14 @@ repeat
         s = {}
       end
       n = n + 1
-      s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
-      local js = cjson.encode(s)
+      local js
+      if not raw then
+        -- A fresh task (the common case): its state written by hand.
+        js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"}'
+      else
+        s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
+        js = cjson.encode(s)
+      end
       set[#set + 1] = skey(id); set[#set + 1] = js
       lz[#lz + 1] = dl; lz[#lz + 1] = id
       local h = header(rec)
