@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -98,7 +99,14 @@ func (r *Runtime) dispatch() {
 		}
 		if err != nil {
 			backoff = min(max(2*backoff, 10*time.Millisecond), r.cfg.MaxRedisBackoff)
-			r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+			if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) {
+				// Not an outage: a key of the queue holds the wrong type (or
+				// data of another schema). Nothing was changed; an operator
+				// must fix it, and the worker keeps trying.
+				r.log.Error("corrupt queue data; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+			} else {
+				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+			}
 			wait = backoff
 		} else {
 			backoff = 0
