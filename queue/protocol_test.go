@@ -199,3 +199,54 @@ func TestSchemaVersionChecked(t *testing.T) {
 		require.Contains(t, err.Error(), "schema version 1")
 	})
 }
+
+// The keys only the rarer transitions write fail closed too: the call that
+// would write them returns ErrCorrupt naming the key, and the task keeps
+// its lease, so nothing is lost.
+func TestCorruptRareKeysFailClosed(t *testing.T) {
+	cases := []struct {
+		suffix, plant string
+		mutate        func(*Config)
+		call          func(e *env, tk *Task) error
+	}{
+		{"scheduled", "string", nil, func(e *env, tk *Task) error { return e.c.Retry(e.ctx, tk, e.clk.Now(), "x") }},
+		{"dead", "hash", nil, func(e *env, tk *Task) error { return e.c.Kill(e.ctx, tk, "x") }},
+		{"done", "list", func(c *Config) { c.Retention = time.Minute }, func(e *env, tk *Task) error { return e.c.Ack(e.ctx, tk) }},
+		{"p:1", "hash", nil, func(e *env, tk *Task) error { return e.c.Requeue(e.ctx, tk, RequeuePreempted) }},
+		{"alive", "string", nil, func(e *env, tk *Task) error {
+			_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: []*Task{tk}})
+			return err
+		}},
+		{"cap", "list", nil, func(e *env, tk *Task) error {
+			_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: []*Task{tk}})
+			return err
+		}},
+		{"leases", "hash", nil, func(e *env, tk *Task) error {
+			_, err := e.c.SaveCheckpoint(e.ctx, tk.ID, tk.Token, []byte("cp"))
+			return err
+		}},
+	}
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		for _, tc := range cases {
+			t.Run(tc.suffix, func(t *testing.T) {
+				e := newEnv(t, b, tc.mutate)
+				e.enqueue("", ID("a"), Level(1))
+				tk := e.leaseOne("w")
+				key := e.c.keys.prefix + tc.suffix
+				if n, _ := e.rdb.Exists(e.ctx, key).Result(); n == 1 {
+					require.NoError(t, e.rdb.Rename(e.ctx, key, key+".saved").Err())
+				}
+				e.plant(key, tc.plant)
+				requireCorrupt(t, tc.call(e, tk), key)
+				require.NoError(t, e.rdb.Del(e.ctx, key).Err())
+				if n, _ := e.rdb.Exists(e.ctx, key+".saved").Result(); n == 1 {
+					require.NoError(t, e.rdb.Rename(e.ctx, key+".saved", key).Err())
+				}
+				rec := e.inspect("a")
+				require.Equal(t, StateActive, rec.State, "the task keeps its lease")
+				require.Equal(t, tk.Token, rec.Token)
+				require.NoError(t, tc.call(e, tk), "once the key is fixed")
+			})
+		}
+	})
+}
