@@ -138,7 +138,20 @@ func (c Config) validate() error {
 	case c.AgeAfter < 0 || (c.AgeAfter > 0 && c.AgeAfter < time.Millisecond):
 		return fmt.Errorf("overtake: config: AgeAfter %v must be 0 (off) or at least 1ms", c.AgeAfter)
 	}
+	seen := map[string]bool{}
+	for i, n := range c.LevelNames {
+		switch {
+		case n == "":
+			return fmt.Errorf("overtake: config: level %d has an empty name", i)
+		case seen[n]:
+			return fmt.Errorf("overtake: config: level name %q given twice", n)
+		}
+		seen[n] = true
+	}
 	for name, lvl := range c.Classes {
+		if name == "" {
+			return fmt.Errorf("overtake: config: a class has an empty name")
+		}
 		if lvl < 0 || lvl >= c.Levels {
 			return fmt.Errorf("overtake: config: class %q maps to level %d, outside 0..%d", name, lvl, c.Levels-1)
 		}

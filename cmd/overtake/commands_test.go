@@ -66,7 +66,13 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		c.fail(1, "enqueue", "--type", "email", "--id", "mail-1")      // duplicate
 		c.fail(2, "enqueue", "--type", "email", "--level", "urgent")   // no such level
 		c.fail(2, "enqueue", "--type", "email", "--payload", `{"to":`) // bad JSON
-		c.fail(1, "enqueue", "--type", "email", "--class", "paying")   // no classes
+		c.fail(2, "enqueue", "--type", "email", "--class", "paying")   // no classes
+		c.fail(2, "enqueue", "--type", "email", "--class", "gold", "--classes", "free=low")
+		c.fail(2, "enqueue", "--type", "email", "--max-retries", "-5")
+		c.fail(2, "enqueue", "--type", "email", "--max-retries", "-1")
+		c.fail(2, "enqueue", "--type", "email", "--delay", "-10s")
+		c.fail(2, "enqueue", "--type", "email", "--timeout", "-1s")
+		c.fail(2, "enqueue", "--type", "email", "--levels", "a,a,b")
 		out = c.ok("enqueue", "--type", "email", "--class", "paying", "--classes", "free=low,paying=normal")
 		if !strings.Contains(out, "level normal (1)") {
 			t.Fatalf("class output %q", out)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,16 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *typ == "" {
 		return usageErr("--type is required")
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["max-retries"] && *maxRetries < 0:
+		return usageErr("--max-retries %d: must be 0 or more", *maxRetries)
+	case *delay < 0:
+		return usageErr("--delay %v: must not be negative", *delay)
+	case *timeout < 0:
+		return usageErr("--timeout %v: must not be negative", *timeout)
+	}
 	body, err := readPayload(*payload, *payloadFile)
 	if err != nil {
 		return err
@@ -49,6 +60,9 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *class != "" && *level != "":
 		return usageErr("give --level or --class, not both")
 	case *class != "":
+		if _, ok := cfg.Classes[*class]; !ok {
+			return usageErr("--class %q: not one of --classes %q", *class, rf.classes)
+		}
 		opts = append(opts, queue.Class(*class))
 	case *level != "":
 		l, err := levelOf(cfg, *level)

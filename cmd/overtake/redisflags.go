@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,9 @@ func (f *redisFlags) config() (queue.Config, error) {
 		for _, name := range strings.Split(f.levels, ",") {
 			if name = strings.TrimSpace(name); name == "" {
 				return cfg, usageErr("--levels %q: empty level name", f.levels)
+			}
+			if slices.Contains(cfg.LevelNames, name) {
+				return cfg, usageErr("--levels %q: level name %q given twice", f.levels, name)
 			}
 			cfg.LevelNames = append(cfg.LevelNames, name)
 		}
