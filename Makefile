@@ -9,13 +9,16 @@ BENCH_ARGS ?=
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short lint bench jaeger jaeger/stop test/jaeger demo clean
+.PHONY: help test test/short fuzz lint bench jaeger jaeger/stop test/jaeger demo clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 test: ## go test -race on miniredis + a throwaway real redis-server (if installed)
 	scripts/with-redis.sh scripts/gotest.sh -race -count=1 $(PKGS)
+
+fuzz: ## a short go test -fuzz run of every fuzz target (FUZZTIME each, default 10s)
+	scripts/fuzz.sh
 
 test/short: ## quick go test -short, miniredis only
 	scripts/gotest.sh -short -count=1 $(PKGS)
