@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"net/url"
@@ -21,6 +23,7 @@ import (
 const (
 	envRedisURL      = "REDIS_URL"
 	envRedisPassword = "REDIS_PASSWORD"
+	envRedisCA       = "REDIS_CA"
 	defaultRedisURL  = "redis://127.0.0.1:6379"
 )
 
@@ -32,6 +35,7 @@ type redisFlags struct {
 	queue     string
 	levels    string
 	classes   string
+	ca        string
 }
 
 func addRedisFlags(fs *flag.FlagSet) *redisFlags {
@@ -44,6 +48,8 @@ func addRedisFlags(fs *flag.FlagSet) *redisFlags {
 		"comma-separated host:port list for a cluster); defaults to $"+envRedisURL+
 		", password also from $"+envRedisPassword)
 	fs.Lookup("redis").DefValue = maskURL(def) // -h must not show a password
+	fs.StringVar(&f.ca, "redis-ca", os.Getenv(envRedisCA), "PEM file of the CA that signed a rediss:// server's "+
+		"certificate, when it is not one the system trusts; defaults to $"+envRedisCA)
 	fs.StringVar(&f.namespace, "namespace", queue.DefaultNamespace, "key namespace of the queue")
 	fs.StringVar(&f.queue, "queue", queue.DefaultName, "queue name")
 	fs.StringVar(&f.levels, "levels", strconv.Itoa(queue.DefaultLevels),
@@ -115,6 +121,12 @@ func (f *redisFlags) open(ctx context.Context) (q *queue.Client, closeFn func(),
 	if err != nil {
 		return nil, nil, err
 	}
+	if f.ca != "" {
+		if err := trustCA(rdb, f.url, f.ca); err != nil {
+			_ = rdb.Close()
+			return nil, nil, err
+		}
+	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
@@ -173,6 +185,30 @@ func newRedisClient(raw, password string) (redis.UniversalClient, error) {
 		Addrs: addrs, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
 		DialTimeout: opt.DialTimeout, ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout,
 	}), nil
+}
+
+// trustCA makes rdb's TLS connections trust the CA in file (PEM).
+func trustCA(rdb redis.UniversalClient, raw, file string) error {
+	pemData, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("%w: --redis-ca: %v", errUsage, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemData) {
+		return fmt.Errorf("%w: --redis-ca %s: no PEM certificate in it", errUsage, file)
+	}
+	var tc *tls.Config
+	switch c := rdb.(type) {
+	case *redis.Client:
+		tc = c.Options().TLSConfig
+	case *redis.ClusterClient:
+		tc = c.Options().TLSConfig
+	}
+	if tc == nil {
+		return fmt.Errorf("%w: --redis-ca needs a rediss:// URL, got %s", errUsage, maskURL(raw))
+	}
+	tc.RootCAs = pool
+	return nil
 }
 
 // secrets are passwords seen in flags or the environment; mask removes
