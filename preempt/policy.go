@@ -23,7 +23,14 @@ const (
 	// DefaultMinLevelGap is how many levels an arrival must exceed a
 	// victim's level by: 1 means any strictly more urgent level preempts.
 	DefaultMinLevelGap = 1
+	// DefaultFleetDeferral is how long a saturated worker defers to the
+	// fleet before it preempts its own victim anyway.
+	DefaultFleetDeferral = 100 * time.Millisecond
 )
+
+// DeferForever, as Policy.FleetDeferral, makes a worker defer to the fleet
+// for as long as the fleet looks able to take the urgent task.
+const DeferForever time.Duration = -1
 
 // Unlimited, as Policy.MaxPreemptions, lets a task be preempted any number
 // of times.
@@ -67,6 +74,19 @@ type Policy struct {
 	// preempts, whatever the gap.
 	MinLevelGap int
 
+	// FleetDeferral bounds how long a saturated worker defers to the
+	// fleet: while another live worker has a free slot, or runs a lower
+	// eligible victim, the worker does not preempt (that worker should
+	// take the urgent task, or give way first). Past the bound, counted
+	// from the first refusal, it preempts its own victim anyway, so a
+	// worker that was killed (its record lives on until its liveness
+	// expires), drains, never preempts or waits for its own victim cannot
+	// stall urgent work. Preemptions still never exceed urgent tasks
+	// taken: a task is reserved before anything is cancelled. Zero means
+	// DefaultFleetDeferral (100 ms); DeferForever (-1) never stops
+	// deferring; other negative values are invalid.
+	FleetDeferral time.Duration
+
 	// Disabled turns preemption off: no task is ever chosen.
 	Disabled bool
 }
@@ -82,6 +102,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.MinLevelGap == 0 {
 		p.MinLevelGap = DefaultMinLevelGap
+	}
+	if p.FleetDeferral == 0 {
+		p.FleetDeferral = DefaultFleetDeferral
 	}
 	return p
 }
@@ -104,6 +127,9 @@ func (p Policy) Validate() error {
 	if p.MinLevelGap < 1 {
 		bad("MinLevelGap is %d, must be at least 1", p.MinLevelGap)
 	}
+	if p.FleetDeferral < DeferForever {
+		bad("FleetDeferral is %v, must be positive or DeferForever (-1)", p.FleetDeferral)
+	}
 	for _, l := range p.NeverPreempt {
 		if l < 0 {
 			bad("NeverPreempt holds level %d, levels must not be negative", l)
@@ -120,7 +146,7 @@ func (p Policy) Validate() error {
 // valid reports whether p (with defaults applied) validates, without
 // allocating.
 func (p Policy) valid() bool {
-	if p.MinRunTime < 0 || p.MaxPreemptions < Unlimited || p.MinLevelGap < 1 {
+	if p.MinRunTime < 0 || p.MaxPreemptions < Unlimited || p.MinLevelGap < 1 || p.FleetDeferral < DeferForever {
 		return false
 	}
 	return !hasNegative(p.NeverPreempt) && !hasNegative(p.NeverPreempted)

@@ -16,6 +16,7 @@ func TestWithDefaults(t *testing.T) {
 		require.Equal(t, preempt.DefaultMinRunTime, p.MinRunTime)
 		require.Equal(t, preempt.DefaultMaxPreemptions, p.MaxPreemptions)
 		require.Equal(t, preempt.DefaultMinLevelGap, p.MinLevelGap)
+		require.Equal(t, preempt.DefaultFleetDeferral, p.FleetDeferral)
 		require.False(t, p.Disabled)
 		require.NoError(t, p.Validate())
 	})
@@ -26,6 +27,7 @@ func TestWithDefaults(t *testing.T) {
 			MinLevelGap:    2,
 			NeverPreempt:   []int{1},
 			NeverPreempted: []int{0},
+			FleetDeferral:  preempt.DeferForever,
 			Disabled:       true,
 		}
 		require.Equal(t, in, in.WithDefaults())
@@ -42,6 +44,8 @@ func TestValidate(t *testing.T) {
 		{name: "unlimited", policy: preempt.Policy{MaxPreemptions: preempt.Unlimited}},
 		{name: "full", policy: preempt.Policy{MinRunTime: time.Second, MaxPreemptions: 1, MinLevelGap: 3, NeverPreempt: []int{0}, NeverPreempted: []int{5}}},
 		{name: "negative min run time", policy: preempt.Policy{MinRunTime: -time.Second}, wantErr: []string{"MinRunTime is -1s"}},
+		{name: "defer forever", policy: preempt.Policy{FleetDeferral: preempt.DeferForever}},
+		{name: "fleet deferral below forever", policy: preempt.Policy{FleetDeferral: -2}, wantErr: []string{"FleetDeferral is -2ns"}},
 		{name: "max preemptions below unlimited", policy: preempt.Policy{MaxPreemptions: -2}, wantErr: []string{"MaxPreemptions is -2"}},
 		{name: "negative gap", policy: preempt.Policy{MinLevelGap: -1}, wantErr: []string{"MinLevelGap is -1"}},
 		{name: "negative never preempt", policy: preempt.Policy{NeverPreempt: []int{2, -1}}, wantErr: []string{"NeverPreempt holds level -1"}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 	"github.com/stretchr/testify/require"
@@ -217,25 +218,42 @@ func TestFleetShutdownWorkerNotCountedFree(t *testing.T) {
 	})
 }
 
-// A worker that died without deregistering counts as free only until its
-// record expires; then the saturated worker preempts.
+// A worker that died without deregistering still looks free until its
+// record expires. With the default policy the saturated worker defers to it
+// only for FleetDeferral (100 ms), then preempts; with DeferForever it
+// waits for the record to expire (the first edition's 20 s stall).
 func TestFleetDeadWorkerRecordExpires(t *testing.T) {
-	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		const ttl = 1500 * time.Millisecond
-		f := newPtFleet(t, b, queue.Config{})
-		rtA := f.start(t, "A", runtime.Config{Concurrency: 1})
-		low := f.jobOn(t, 0, "A")
+	cases := []struct {
+		name     string
+		deferral time.Duration
+	}{{"bounded deference", 0}, {"defer forever", preempt.DeferForever}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+				const ttl = 1500 * time.Millisecond
+				f := newPtFleet(t, b, queue.Config{})
+				rtA := f.start(t, "A", runtime.Config{Concurrency: 1, Preemption: preempt.Policy{FleetDeferral: tc.deferral}})
+				low := f.jobOn(t, 0, "A")
 
-		// "ghost" reports 4 free slots once and dies.
-		before := time.Now()
-		_, err := f.q.Heartbeat(context.Background(), queue.Heartbeat{Worker: "ghost", Capacity: 4, TTL: ttl})
-		require.NoError(t, err)
-		u := enqueue(t, f.q, "urgent", "", 2)
-		at := ptRecv(t, f.urgent, "urgent run after the ghost expired")
-		require.Equal(t, ptAt{u, "A"}, at)
-		require.GreaterOrEqual(t, time.Since(before), ttl, "preempted while a live worker had free slots")
-		require.Equal(t, ptAt{low, "A"}, ptRecv(t, f.cancelled, "preemption on A"))
-		require.EqualValues(t, 1, rtA.Stats().Preempted)
-		ptInvariant4(t, rtA)
-	})
+				// "ghost" reports 4 free slots once and dies.
+				before := time.Now()
+				_, err := f.q.Heartbeat(context.Background(), queue.Heartbeat{Worker: "ghost", Capacity: 4, TTL: ttl})
+				require.NoError(t, err)
+				u := enqueue(t, f.q, "urgent", "", 2)
+				at := ptRecv(t, f.urgent, "urgent run")
+				took := time.Since(before)
+				require.Equal(t, ptAt{u, "A"}, at)
+				t.Logf("urgent task started %v after enqueue", took)
+				if tc.deferral == preempt.DeferForever {
+					require.GreaterOrEqual(t, took, ttl, "preempted while a live worker had free slots")
+				} else {
+					require.GreaterOrEqual(t, took, preempt.DefaultFleetDeferral, "no deference at all")
+					require.Less(t, took, ttl, "deferred to a dead worker until its record expired")
+				}
+				require.Equal(t, ptAt{low, "A"}, ptRecv(t, f.cancelled, "preemption on A"))
+				require.EqualValues(t, 1, rtA.Stats().Preempted)
+				ptInvariant4(t, rtA)
+			})
+		})
+	}
 }

@@ -1,10 +1,18 @@
 package runtime_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/overtake/overtake/internal/testredis"
 )
 
-// testredis.Main checks for leaked goroutines (ants' own pool aside).
-func TestMain(m *testing.M) { testredis.Main(m) }
+// testredis.Main checks for leaked goroutines (ants' own pool aside). Run
+// with OVERTAKE_TEST_WORKER set, the test binary is a worker process
+// instead (see workerproc_test.go), for tests that kill -9 one.
+func TestMain(m *testing.M) {
+	if os.Getenv(envWorker) != "" {
+		os.Exit(workerProcess())
+	}
+	testredis.Main(m)
+}

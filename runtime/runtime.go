@@ -36,6 +36,10 @@ type Runtime struct {
 
 	kick      chan struct{} // a slot freed or a task arrived
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
+	// deferSince is when the fleet first refused a reservation (a free
+	// slot or a lower victim elsewhere) since the last one that was not
+	// refused; zero when not deferring. Dispatcher goroutine only.
+	deferSince time.Time
 
 	baseCtx    context.Context // parent of every run; never cancelled by Run's ctx
 	stopLease  chan struct{}   // closed when leasing stops

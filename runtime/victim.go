@@ -62,10 +62,15 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
+	// Bounded deference: past FleetDeferral since the fleet first refused,
+	// reserve regardless of the fleet (a dead, draining or non-preempting
+	// worker cannot hold urgent work back for long).
+	ignore := !r.deferSince.IsZero() && pol.FleetDeferral >= 0 && now.Sub(r.deferSince) >= pol.FleetDeferral
 	t, res, err := r.q.Reserve(ctx, queue.ReserveRequest{
 		Worker: r.cfg.WorkerID, VictimID: victim.ID, VictimLevel: victim.Level,
 		MinLevel: victim.Level + pol.MinLevelGap, MinRunTime: pol.MinRunTime,
 		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
+		IgnoreFleet: ignore,
 	})
 	if res != nil {
 		r.killMalformed(res)
@@ -74,13 +79,25 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 		}
 	}
 	switch {
-	case errors.Is(err, queue.ErrNoTask), errors.Is(err, queue.ErrFreeSlotInFleet), errors.Is(err, queue.ErrLowerVictimElsewhere):
-		if err != queue.ErrNoTask {
-			r.log.Debug("no preemption", zap.String("why", err.Error()))
+	case errors.Is(err, queue.ErrFreeSlotInFleet), errors.Is(err, queue.ErrLowerVictimElsewhere):
+		if r.deferSince.IsZero() {
+			r.deferSince = now
 		}
+		r.log.Debug("no preemption yet: deferring to the fleet", zap.String("why", err.Error()),
+			zap.Duration("deferred", now.Sub(r.deferSince)))
+		if pol.FleetDeferral < 0 {
+			return false, time.Time{}, nil
+		}
+		return false, r.deferSince.Add(pol.FleetDeferral), nil // look again when the bound expires
+	case errors.Is(err, queue.ErrNoTask):
+		r.deferSince = time.Time{}
 		return false, time.Time{}, nil
 	case err != nil:
 		return false, time.Time{}, err
+	}
+	r.deferSince = time.Time{}
+	if ignore {
+		r.log.Info("preempting after deferring to the fleet for the bound", zap.Duration("bound", pol.FleetDeferral))
 	}
 	r.stats.reserved.Add(1)
 	r.preempt(victim.ID, r.newRun(t))

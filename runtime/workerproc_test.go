@@ -1,0 +1,80 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+)
+
+// A worker process for kill -9 tests: the test binary re-executed with
+// these variables set runs a runtime whose "job" handler blocks until the
+// process dies, for at most two minutes.
+const (
+	envWorker      = "OVERTAKE_TEST_WORKER"       // the worker ID
+	envWorkerAddr  = "OVERTAKE_TEST_WORKER_ADDR"  // Redis host:port
+	envWorkerNS    = "OVERTAKE_TEST_WORKER_NS"    // queue namespace
+	envWorkerSlots = "OVERTAKE_TEST_WORKER_SLOTS" // Concurrency
+)
+
+func workerProcess() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envWorkerAddr)})
+	defer rdb.Close()
+	q, err := queue.New(rdb, queue.Config{Namespace: os.Getenv(envWorkerNS)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mux := handlers.NewMux()
+	mux.HandleFunc("job", func(ctx context.Context, _ *queue.Task) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	slots, _ := strconv.Atoi(os.Getenv(envWorkerSlots))
+	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: slots, WorkerID: os.Getenv(envWorker)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := rt.Run(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// startWorkerProcess starts a worker process with id and slots on addr's
+// queue in namespace ns; it is killed at cleanup if still alive.
+func startWorkerProcess(t *testing.T, addr, ns, id string, slots int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envWorker+"="+id, envWorkerAddr+"="+addr, envWorkerNS+"="+ns,
+		envWorkerSlots+"="+strconv.Itoa(slots))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// kill9 SIGKILLs the worker process and waits until it is gone.
+func kill9(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+}
