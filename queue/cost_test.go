@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -21,40 +20,18 @@ const (
 	maxBytesPerPending = 350 // used_memory per pending task, 100-byte payload
 )
 
-// commandCalls sums the calls of every command in INFO commandstats.
 func commandCalls(t testing.TB, ctx context.Context, rdb *redis.Client) int64 {
 	t.Helper()
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	n, err := testredis.CommandCalls(ctx, rdb)
 	require.NoError(t, err)
-	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_") {
-			continue
-		}
-		for _, f := range strings.Split(line[strings.IndexByte(line, ':')+1:], ",") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(f), "calls="); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				require.NoError(t, err)
-				total += n
-			}
-		}
-	}
-	return total
+	return n
 }
 
 func usedMemory(t testing.TB, ctx context.Context, rdb *redis.Client) int64 {
 	t.Helper()
-	info, err := rdb.Info(ctx, "memory").Result()
+	n, err := testredis.UsedMemory(ctx, rdb)
 	require.NoError(t, err)
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no used_memory in INFO")
-	return 0
+	return n
 }
 
 // commandsPerTask enqueues n tasks one Enqueue each, then leases them in

@@ -30,26 +30,34 @@ end
 if v ~= ARGV[9] then
   return redis.error_reply('SCHEMA the queue holds data of schema version ' .. v .. '; this worker reads version ' .. ARGV[9])
 end
+-- Reads first: each also checks its key's type before anything is written.
 local bad = {}
 local sch, exp, e = due_reads(now, bad)
 if e then return redis.error_reply(e) end
-local g = shared() or guard('alive', 'zset', 'cap', 'hash', 'done', 'zset')
-if g then return redis.error_reply(g) end
-recover(exp, now, bad)
-age(now, tonumber(ARGV[7]), tonumber(ARGV[8]), bad)
-local dead = redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now, 'LIMIT', 0, 20)
+local ok1, dead = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now, 'LIMIT', 0, 20)
+if not ok1 then return redis.error_reply('CORRUPT ' .. P .. 'alive is a ' .. typeof(P .. 'alive') .. ', want a zset') end
+local ok2, done = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'done', '-inf', now, 'LIMIT', 0, 100)
+if not ok2 then return redis.error_reply('CORRUPT ' .. P .. 'done is a ' .. typeof(P .. 'done') .. ', want a zset') end
+if #exp > 0 or tonumber(ARGV[7]) > 0 then
+  local g = shared()
+  if g then return redis.error_reply(g) end
+  recover(exp, now, bad)
+  age(now, tonumber(ARGV[7]), tonumber(ARGV[8]), bad)
+end
+if not pcall(redis.call, 'HSET', P .. 'cap', w, ARGV[5]) then
+  return redis.error_reply('CORRUPT ' .. P .. 'cap is a ' .. typeof(P .. 'cap') .. ', want a hash')
+end
+redis.call('ZADD', P .. 'alive', now + tonumber(ARGV[4]), w)
 for _, o in ipairs(dead) do
   redis.call('ZREM', P .. 'alive', o)
   redis.call('HDEL', P .. 'cap', o)
-  if num(redis.call('HGET', P .. 'busy', o)) <= 0 then redis.call('HDEL', P .. 'busy', o) end
+  local ok3, busy = pcall(redis.call, 'HGET', P .. 'busy', o)
+  if ok3 and num(busy) <= 0 then redis.call('HDEL', P .. 'busy', o) end
 end
-local done = redis.call('ZRANGEBYSCORE', P .. 'done', '-inf', now, 'LIMIT', 0, 100)
 for _, o in ipairs(done) do
   redis.call('DEL', tkey(o), skey(o), ckey(o))
   redis.call('ZREM', P .. 'done', o)
 end
-redis.call('ZADD', P .. 'alive', now + tonumber(ARGV[4]), w)
-redis.call('HSET', P .. 'cap', w, ARGV[5])
 local lost, ext = {}, {}
 if #ARGV >= 10 then
   local sk = {}

@@ -84,18 +84,40 @@ local wj = cjson.encode(w)
 local broken = {}
 repeat
   local from = #ids + 1
+  -- LMPOP takes from the highest non-empty level in one command; the
+  -- loop goes on to lower levels while slots are left.
+  local levels = {}
   for lvl = maxl, minl, -1 do
-    if #ids - from + 1 + n >= count then break end
-    if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then
-      local key = P .. 'p:' .. lvl
-      local ok, got = pcall(redis.call, 'LPOP', key, count - n - (#ids - from + 1))
-      if not ok then
-        broken[lvl] = true
-        bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
-      elseif got then
-        for _, id in ipairs(got) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
+    if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then levels[#levels + 1] = lvl end
+  end
+  local at = 1
+  while at <= #levels and #ids - from + 1 + n < count do
+    local args = {'LMPOP', #levels - at + 1}
+    for j = at, #levels do args[#args + 1] = P .. 'p:' .. levels[j] end
+    args[#args + 1] = 'LEFT'; args[#args + 1] = 'COUNT'; args[#args + 1] = count - n - (#ids - from + 1)
+    local ok, got = pcall(redis.call, unpack(args))
+    if not ok then
+      -- A wrong-typed list: find it with one LPOP per level (each fails
+      -- without writing), report it and take from the others.
+      for j = at, #levels do
+        local lvl, key = levels[j], P .. 'p:' .. levels[j]
+        if #ids - from + 1 + n >= count then break end
+        local ok2, got2 = pcall(redis.call, 'LPOP', key, count - n - (#ids - from + 1))
+        if not ok2 then
+          broken[lvl] = true
+          bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
+        elseif got2 then
+          for _, id in ipairs(got2) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
+        end
       end
+      break
     end
+    if not got then break end
+    local key = got[1]
+    local j = at
+    while j <= #levels and P .. 'p:' .. levels[j] ~= key do j = j + 1 end
+    for _, id in ipairs(got[2]) do ids[#ids + 1] = id; lvls[#lvls + 1] = levels[j] end
+    at = j + 1
   end
   if #ids < from then break end
   popped = #ids

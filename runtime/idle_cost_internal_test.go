@@ -1,0 +1,52 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+)
+
+// maxIdleCommandsPerSecond is the target of an idle worker process.
+const maxIdleCommandsPerSecond = 2.0
+
+// An idle worker's Redis cost, from counts on a real redis-server rather
+// than timing: the commands of one idle poll (a lease call that finds
+// nothing) and of one heartbeat, at the default intervals. It fails if the
+// scripts grow or the defaults shrink past the target.
+func TestIdleCostGuard(t *testing.T) {
+	srv := testredis.StartServer(t, testredis.ServerOptions{})
+	rdb := srv.NewClient(t)
+	ctx := context.Background()
+	q, err := queue.New(rdb, queue.Config{})
+	require.NoError(t, err)
+	cfg := Config{}.withDefaults(q)
+	count := func(call func()) int64 {
+		call() // loads the script, so NOSCRIPT is not counted
+		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+		call()
+		n, err := testredis.CommandCalls(ctx, rdb)
+		require.NoError(t, err)
+		return n - 1 // CONFIG RESETSTAT counts itself
+	}
+	poll := count(func() {
+		// A fresh client, as after a long idle wait: the poll also sweeps
+		// for due and expired work.
+		fresh, err := queue.New(rdb, queue.Config{})
+		require.NoError(t, err)
+		_, err = fresh.Lease(ctx, queue.LeaseRequest{Worker: cfg.WorkerID, Count: cfg.Concurrency})
+		require.NoError(t, err)
+	})
+	beat := count(func() {
+		_, err := q.Heartbeat(ctx, queue.Heartbeat{Worker: cfg.WorkerID, Capacity: cfg.Concurrency,
+			TTL: 2*cfg.HeartbeatInterval + 500e6})
+		require.NoError(t, err)
+	})
+	rate := float64(poll)/cfg.PollInterval.Seconds() + float64(beat)/cfg.HeartbeatInterval.Seconds()
+	t.Logf("idle poll %d commands every %v, heartbeat %d every %v: %.2f commands/s",
+		poll, cfg.PollInterval, beat, cfg.HeartbeatInterval, rate)
+	require.LessOrEqual(t, rate, maxIdleCommandsPerSecond)
+}
