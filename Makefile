@@ -6,10 +6,11 @@ SHELL := bash
 GO ?= go
 PKGS ?= ./...
 BENCH_ARGS ?=
+BENCH_PEERS_ARGS ?=
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench jaeger jaeger/stop test/jaeger demo clean
+.PHONY: help test test/short fuzz lint bench bench-peers jaeger jaeger/stop test/jaeger demo clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +32,9 @@ lint: ## gofmt, go vet, go mod tidy check
 bench: ## benchmarks and cmd/overtake-bench (if present) against a real redis-server
 	scripts/with-redis.sh bash -ec '$(GO) test -run "^$$" -bench . -benchmem $(PKGS); \
 		if [ -d cmd/overtake-bench ]; then $(GO) run ./cmd/overtake-bench $(BENCH_ARGS); fi'
+
+bench-peers: ## Overtake vs asynq on one redis-server it starts: table (bench/peers/RESULTS.md) and charts
+	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)
 
 jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1; prints OVERTAKE_JAEGER_* to source
 	scripts/jaeger.sh build
