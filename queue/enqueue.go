@@ -23,38 +23,35 @@ import (
 // announced with the message "s" when it is the earliest due, so that idle
 // workers learn its due time at once rather than at their next poll.
 var enqueueScript = redis.NewScript(`
-local P, id, lvl = ARGV[1], ARGV[2], ARGV[6]
 local now = tonumber(ARGV[4])
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
 end
-local function wrong(k, want)
-  local t = redis.call('TYPE', k)
-  if type(t) == 'table' then t = t.ok end
-  if t ~= 'none' and t ~= want then return 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a ' .. want end
-end
-if ARGV[3] == 's' then
-  local bad = wrong(KEYS[2], 'zset') or wrong(P .. 'n', 'hash')
-  if bad then return redis.error_reply(bad) end
-end
-local rec = '2|' .. lvl .. '|' .. ARGV[7] .. '|' .. now .. '|' .. ARGV[8]
-if not redis.call('SET', KEYS[1], rec, 'NX') then return 0 end
 if ARGV[3] == 'p' then
-  local ok, n = pcall(redis.call, 'RPUSH', KEYS[2], id)
-  if not ok then
+  if not redis.call('SET', KEYS[1], '2|' .. ARGV[6] .. '|' .. ARGV[7] .. '|' .. now .. '|' .. ARGV[8], 'NX') then return 0 end
+  local n = redis.pcall('RPUSH', KEYS[2], ARGV[2])
+  if type(n) == 'table' then
     redis.call('DEL', KEYS[1])
-    return redis.error_reply(wrong(KEYS[2], 'list') or 'CORRUPT ' .. KEYS[2])
+    local t = redis.call('TYPE', KEYS[2])
+    return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' is a ' .. (t.ok or tostring(t)) .. ', want a list')
   end
-  if n == 1 then redis.call('PUBLISH', P .. 'wake', lvl) end
-else
-  local due = now + tonumber(ARGV[5])
-  redis.call('SET', P .. 's:' .. id, cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
-  redis.call('ZADD', KEYS[2], due, id)
-  redis.call('HINCRBY', P .. 'n', 's' .. lvl, 1)
-  local first = redis.call('ZRANGE', KEYS[2], 0, 0)
-  if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
+  if n == 1 then redis.call('PUBLISH', ARGV[1] .. 'wake', ARGV[6]) end
+  return 1
 end
+local P, id, lvl = ARGV[1], ARGV[2], ARGV[6]
+for _, kt in ipairs({{KEYS[2], 'zset'}, {P .. 'n', 'hash'}}) do
+  local t = redis.call('TYPE', kt[1])
+  t = t.ok or t
+  if t ~= 'none' and t ~= kt[2] then return redis.error_reply('CORRUPT ' .. kt[1] .. ' is a ' .. t .. ', want a ' .. kt[2]) end
+end
+if not redis.call('SET', KEYS[1], '2|' .. lvl .. '|' .. ARGV[7] .. '|' .. now .. '|' .. ARGV[8], 'NX') then return 0 end
+local due = now + tonumber(ARGV[5])
+redis.call('SET', P .. 's:' .. id, cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
+redis.call('ZADD', KEYS[2], due, id)
+redis.call('HINCRBY', P .. 'n', 's' .. lvl, 1)
+local first = redis.call('ZRANGE', KEYS[2], 0, 0)
+if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
 return 1
 `)
 
