@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"testing"
@@ -86,5 +87,25 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		require.Zero(t, out.Attempt)
 		require.Nil(t, out.Checkpoint)
 		require.Empty(t, out.Token)
+	})
+}
+
+// FuzzParseState checks the hand-written state parser against
+// encoding/json: the same fields, or an error where encoding/json errs.
+func FuzzParseState(f *testing.F) {
+	f.Add(`{"st":"active","l":"1","al":"1","w":"host-1-ab","tk":"0a1b.3","stt":"1750000000000"}`)
+	f.Add(`{"err":"boom: \"quoted\"","att":"2"}`)
+	f.Add(`{"st":"dead","x":"y"}`)
+	f.Add(`{"st":1}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		var got, want state
+		gerr := parseState(raw, &got)
+		werr := json.Unmarshal([]byte(raw), &want)
+		if werr != nil {
+			return // the fast path may accept less strict input only when it is a flat string object
+		}
+		require.NoError(t, gerr, "%q", raw)
+		require.Equal(t, want, got, "%q", raw)
 	})
 }

@@ -74,7 +74,7 @@ func decodeTask(id string, rec, st, cp any) (*Task, error) {
 	}
 	var s state
 	if raw, ok := st.(string); ok && raw != "" {
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		if err := parseState(raw, &s); err != nil {
 			return t, fmt.Errorf("%w: task %q: state: %v", ErrMalformedRecord, id, err)
 		}
 	}

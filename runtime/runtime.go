@@ -33,6 +33,12 @@ type Runtime struct {
 	busy     int             // slots taken (see run.holdsSlot)
 	waiting  []*run          // reserved urgent tasks waiting for a slot
 	draining bool            // shutting down: report no capacity to the fleet
+	// unsettled names the tasks whose outcome could not be written during
+	// a shutdown (see Shutdown's error).
+	unsettled []string
+	// shutdownBy is the deadline of Shutdown's context (unix ns), 0 if
+	// none: transitions during the shutdown give up by then.
+	shutdownBy atomic.Int64
 
 	kick      chan struct{} // a slot freed or a task arrived
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked

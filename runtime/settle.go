@@ -83,12 +83,22 @@ func (r *Runtime) kill(rn *run, reason string) error {
 // expired and recovery owns the task. ErrLeaseLost is final.
 func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context) error) error {
 	deadline := time.Now().Add(r.q.Config().LeaseDuration)
+	if by := r.shutdownBy.Load(); by != 0 && time.Unix(0, by).Before(deadline) {
+		deadline = time.Unix(0, by) // a shutdown gives up by its own deadline
+	}
 	backoff := 10 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		attempt := time.Now().Add(5 * time.Second)
+		if deadline.Before(attempt) {
+			attempt = deadline
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), attempt)
 		err := fn(ctx)
 		cancel()
 		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(backoff).After(deadline) {
+			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+				r.noteUnsettled(rn.t.ID, err)
+			}
 			return err
 		}
 		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", backoff))

@@ -13,10 +13,18 @@ import (
 // preempts every running task with the cause ErrShutdown (after
 // Config.DrainTimeout, if set): each saves its checkpoint and is requeued at
 // the head of its level without counting an attempt, so a rolling deploy
-// loses no progress. It waits for handlers until ctx ends; tasks whose
-// handler is still running then are requeued all the same (their late
-// results are fenced off) and Shutdown returns an error naming them. Safe to
-// call more than once.
+// loses no progress. Every Redis call it makes, the requeues included, is
+// bounded by ctx.
+//
+// It waits for handlers until ctx ends. A task whose handler is still
+// running then is never requeued behind its back (another worker would run
+// it while it still runs): its lease is kept and extended by the heartbeat
+// until the handler returns, and the task is then requeued (or acked, if it
+// finished); if the process exits first, the lease expires and the task is
+// recovered after LeaseDuration. Shutdown then returns an error naming those
+// tasks, and the runtime finishes stopping in the background once they
+// return. It also names the tasks whose requeue failed (Redis unreachable):
+// they are recovered after their lease expires. Safe to call more than once.
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	if !r.started.Load() {
 		return ErrNotStarted
@@ -26,6 +34,9 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 }
 
 func (r *Runtime) shutdown(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		r.shutdownBy.Store(dl.UnixNano())
+	}
 	close(r.stopLease)
 	dispatched := make(chan struct{})
 	go func() { r.dispatchWG.Wait(); close(dispatched) }()
@@ -62,13 +73,24 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	r.log.Info("shutting down: preempting running tasks", zap.Int("running", n))
-	var err error
 	if !r.waitTasks(ctx) {
-		err = r.abandon(ctx)
+		err := r.stillRunning(ctx)
+		go func() { // finish stopping once the stuck handlers return
+			r.tasks.Wait()
+			r.teardown(context.Background())
+		}()
+		return err
 	}
+	r.teardown(ctx)
+	return r.unsettledError()
+}
+
+// teardown stops the loops, leaves the fleet and releases the pool, with
+// Redis calls bounded by ctx (and 2 s).
+func (r *Runtime) teardown(ctx context.Context) {
 	r.stopAll()
 	r.loops.Wait()
-	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if derr := r.q.Deregister(dctx, r.cfg.WorkerID); derr != nil {
 		r.log.Warn("deregister failed", zap.Error(derr))
@@ -79,7 +101,6 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	}
 	r.obs.close()
 	r.log.Info("runtime stopped", zap.Any("stats", r.Stats()))
-	return err
 }
 
 // waitTasks waits for every handler to return; false if ctx ended first.
@@ -94,27 +115,54 @@ func (r *Runtime) waitTasks(ctx context.Context) bool {
 	}
 }
 
-// abandon requeues tasks whose handlers ignored the shutdown, so none is
-// lost; if such a handler returns later, its result fails with
-// ErrLeaseLost and changes nothing.
-func (r *Runtime) abandon(ctx context.Context) error {
+// stillRunning names the tasks whose handlers ignored the shutdown past
+// ctx: their leases are kept (see Shutdown), nothing is requeued behind
+// their back.
+func (r *Runtime) stillRunning(ctx context.Context) error {
 	r.mu.Lock()
-	var left []*run
+	var ids []string
 	for _, rn := range r.runs {
-		if !rn.ending { // an ending run's outcome is being recorded: it owns the transition
-			left = append(left, rn)
+		if !rn.ending {
+			ids = append(ids, rn.t.ID)
 		}
 	}
 	r.mu.Unlock()
-	ids := make([]string, 0, len(left))
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	for _, rn := range left {
-		ids = append(ids, rn.t.ID)
-		if err := r.q.Requeue(rctx, rn.t, queue.RequeueShutdown); err != nil {
-			rn.log.Error("could not requeue task left running at shutdown; lease recovery will", zap.Error(err))
-		}
+	for _, id := range ids {
+		r.log.Warn("handler still running at the shutdown deadline; its lease is kept until it returns", zap.String("task_id", id))
 	}
-	return fmt.Errorf("overtake: shutdown: %w; %d handler(s) still running, their tasks requeued: %v",
+	err := fmt.Errorf("overtake: shutdown: %w; %d handler(s) still running, their leases kept and extended "+
+		"until they return (then requeued), or recovered after the lease duration if this process exits: %v",
 		ctx.Err(), len(ids), ids)
+	if uerr := r.unsettledError(); uerr != nil {
+		return fmt.Errorf("%w; %w", err, uerr)
+	}
+	return err
+}
+
+// noteUnsettled records, during a shutdown, a task whose outcome could
+// not be written (Redis unreachable): Shutdown's error names it.
+func (r *Runtime) noteUnsettled(id string, err error) {
+	if r.shutdownBy.Load() == 0 && !r.isDraining() {
+		return
+	}
+	r.mu.Lock()
+	r.unsettled = append(r.unsettled, id+" ("+err.Error()+")")
+	r.mu.Unlock()
+}
+
+func (r *Runtime) isDraining() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.draining
+}
+
+// unsettledError names the tasks whose requeue failed during the shutdown.
+func (r *Runtime) unsettledError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.unsettled) == 0 {
+		return nil
+	}
+	return fmt.Errorf("overtake: shutdown: %d task(s) could not be requeued; they are recovered when their lease "+
+		"expires: %v", len(r.unsettled), r.unsettled)
 }

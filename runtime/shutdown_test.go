@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/overtake/overtake/runtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap/zaptest/observer"
 )
 
 type shutProgress struct{ Step int }
@@ -178,40 +176,42 @@ func TestShutdownDrainTimeout(t *testing.T) {
 }
 
 // A handler that ignores the shutdown past Shutdown's context: Shutdown
-// returns an error naming its task and requeues the task, so nothing is
-// lost. When the handler returns later, its checkpoint save and its ack
-// fail with ErrLeaseLost and change nothing; another runtime runs the task
-// from its last valid checkpoint.
+// returns an error naming its task but does NOT requeue it behind its back
+// (another worker would run it while it still runs). Its lease is kept and
+// extended; another runtime does not run it meanwhile; when the handler
+// returns, its late checkpoint counts and the task is requeued and resumed
+// from it elsewhere, having run once at a time.
 func TestShutdownStuckHandler(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		q := setup(t, b, queue.Config{})
-		log, logs := observedLogger(t)
+		q := setup(t, b, queue.Config{LeaseDuration: time.Second})
 		started := make(chan string, 1)
 		release := make(chan struct{})
 		lateSave := make(chan error, 1)
 		resumed := make(chan shutProgress, 1)
-		var runs atomic.Int32
+		var runs, running atomic.Int32
 		mux := handlers.NewMux()
 		mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.Task) error {
+			assert.EqualValues(t, 1, running.Add(1), "two runs of the task at once")
+			defer running.Add(-1)
 			p, ok, err := checkpoint.Load[shutProgress](ctx)
 			if !assert.NoError(t, err) {
 				return err
 			}
-			if ok {
+			if ok && p.Step == 99 {
 				resumed <- p
 				return nil
 			}
-			assert.EqualValues(t, 1, runs.Add(1), "the task ran again while its first run was stuck")
+			runs.Add(1)
 			assert.NoError(t, checkpoint.Save(ctx, shutProgress{Step: 1}))
 			started <- tk.ID
 			<-release // ignores ctx
 			lateSave <- checkpoint.Save(ctx, shutProgress{Step: 99})
-			return nil
+			return context.Cause(ctx)
 		})
 		mux.HandleFunc("after", func(context.Context, *queue.Task) error { return nil })
 		id := enqueue(t, q, "stubborn", "", 2)
 		other := enqueue(t, q, "after", "", 2) // waits behind it
-		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, Logger: log})
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, HeartbeatInterval: 200 * time.Millisecond})
 		require.Equal(t, id, waitFor(t, started, "the stubborn task"))
 
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -220,31 +220,58 @@ func TestShutdownStuckHandler(t *testing.T) {
 		require.Error(t, err)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Contains(t, err.Error(), id, "the error names the stuck task")
-		pending, perr := q.Pending(context.Background(), 2)
-		require.NoError(t, perr)
-		require.Equal(t, []string{id, other}, pending, "the stuck task is requeued at the head")
+		require.Contains(t, err.Error(), "leases kept")
 		tk, ierr := q.Inspect(context.Background(), id)
 		require.NoError(t, ierr)
-		require.Equal(t, queue.StatePending, tk.State)
-		require.Zero(t, tk.Attempt)
+		require.Equal(t, queue.StateActive, tk.State, "not requeued while its handler runs")
 
-		// The stuck handler returns: its save and ack are fenced off.
-		close(release)
-		require.ErrorIs(t, waitFor(t, lateSave, "the late save"), queue.ErrLeaseLost)
-		waitForLog(t, logs, "the late ack failing with lease lost", func(e observer.LoggedEntry) bool {
-			eid, _ := fieldString(e, "task_id")
-			msg, _ := fieldString(e, "error")
-			return eid == id && strings.Contains(e.Message, "could not record") &&
-				strings.Contains(msg, queue.ErrLeaseLost.Error())
-		})
-		tk, ierr = q.Inspect(context.Background(), id)
-		require.NoError(t, ierr, "the late ack deleted the requeued task")
-		require.Equal(t, queue.StatePending, tk.State)
-		require.JSONEq(t, `{"Step":1}`, string(tk.Checkpoint), "the stale save overwrote the checkpoint")
-
-		startRuntime(t, q, mux, runtime.Config{Concurrency: 1})
-		require.Equal(t, shutProgress{Step: 1}, waitFor(t, resumed, "the task resumed elsewhere"))
-		waitGone(t, q, id)
+		// Another worker takes the other task but not the stuck one, even
+		// past several lease durations: the stuck run's lease is extended.
+		startRuntime(t, q, mux, runtime.Config{Concurrency: 2, HeartbeatInterval: 200 * time.Millisecond})
 		waitGone(t, q, other)
+		require.Never(t, func() bool { return runs.Load() > 1 }, 2500*time.Millisecond, 50*time.Millisecond,
+			"the task ran again while its first run was stuck")
+
+		// The stuck handler returns: its late save counts (the lease is still
+		// its own), and the task is requeued and resumed from it elsewhere.
+		close(release)
+		require.NoError(t, waitFor(t, lateSave, "the late save"))
+		require.Equal(t, shutProgress{Step: 99}, waitFor(t, resumed, "the task resumed elsewhere"))
+		waitGone(t, q, id)
+		require.EqualValues(t, 1, runs.Load())
 	})
+}
+
+// With Redis unreachable, Shutdown honours its deadline and its error says
+// what happened: the requeue failed, the task is recovered when its lease
+// expires (not "requeued").
+func TestShutdownRedisUnreachable(t *testing.T) {
+	srv := testredis.StartServer(t, testredis.ServerOptions{})
+	q, err := queue.New(srv.NewClient(t), queue.Config{Namespace: "shut-outage"})
+	require.NoError(t, err)
+	started := make(chan string, 1)
+	mux := handlers.NewMux()
+	mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+		started <- tk.ID
+		<-ctx.Done()
+		return context.Cause(ctx)
+	})
+	id := enqueue(t, q, "job", "", 1)
+	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 1, MaxRedisBackoff: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, rt.Start(context.Background()))
+	require.Equal(t, id, waitFor(t, started, "the job"))
+	require.NoError(t, srv.Stop())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	begin := time.Now()
+	err = rt.Shutdown(ctx)
+	took := time.Since(begin)
+	t.Logf("Shutdown(2 s) with Redis down returned after %v: %v", took, err)
+	require.Less(t, took, 2500*time.Millisecond, "Shutdown overran its deadline")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "could not be requeued")
+	require.Contains(t, err.Error(), id)
+	require.NotContains(t, err.Error(), "requeued:", "it must not claim the task was requeued")
 }
