@@ -7,10 +7,11 @@ GO ?= go
 PKGS ?= ./...
 BENCH_ARGS ?=
 BENCH_PEERS_ARGS ?=
+CHAOS_ARGS ?=
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench bench-peers jaeger jaeger/stop test/jaeger demo clean
+.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci jaeger jaeger/stop test/jaeger demo clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,6 +33,12 @@ lint: ## gofmt, go vet, go mod tidy check
 bench: ## benchmarks and cmd/overtake-bench (if present) against a real redis-server
 	scripts/with-redis.sh bash -ec '$(GO) test -run "^$$" -bench . -benchmem $(PKGS); \
 		if [ -d cmd/overtake-bench ]; then $(GO) run ./cmd/overtake-bench $(BENCH_ARGS); fi'
+
+chaos: ## chaos suite: 3 worker processes, 20k tasks, kill -9, SIGSTOP, Redis killed, network cut; fails on any breach
+	$(GO) run ./cmd/overtake-chaos $(CHAOS_ARGS)
+
+chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a higher rate)
+	$(GO) run ./cmd/overtake-chaos -rate 400 -timeout 5m $(CHAOS_ARGS)
 
 bench-peers: ## Overtake vs asynq on one redis-server it starts: table (bench/peers/RESULTS.md) and charts
 	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)

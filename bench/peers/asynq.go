@@ -110,7 +110,10 @@ func (a *aq) idle(ctx context.Context, d time.Duration) float64 {
 
 func (a *aq) urgent(ctx context.Context, samples int) []time.Duration {
 	var running atomic.Int64
+	var stopping atomic.Bool
 	urgentStarted := make(chan time.Time, 1)
+	c := a.client()
+	defer c.Close()
 	mux := asynq.NewServeMux()
 	mux.HandleFunc("low", func(ctx context.Context, _ *asynq.Task) error {
 		running.Add(1)
@@ -119,21 +122,23 @@ func (a *aq) urgent(ctx context.Context, samples int) []time.Duration {
 		case <-time.After(a.lowFor):
 		case <-ctx.Done():
 		}
+		if !stopping.Load() { // keep the low work coming, so the slots stay full
+			_, _ = c.EnqueueContext(context.Background(), asynq.NewTask("low", nil), asynq.Queue("low"), asynq.MaxRetry(0))
+		}
 		return nil
 	})
 	mux.HandleFunc("urgent", func(context.Context, *asynq.Task) error {
 		urgentStarted <- time.Now()
 		return nil
 	})
-	c := a.client()
-	defer c.Close()
-	for range 4 + samples + 4 { // enough low work to keep the 4 slots full
+	for range 4 + 4 { // the 4 slots full, and more waiting
 		if _, err := c.EnqueueContext(ctx, asynq.NewTask("low", nil), asynq.Queue("low"), asynq.MaxRetry(0)); err != nil {
 			panic(err)
 		}
 	}
 	stop := a.start(4, mux)
 	defer stop()
+	defer stopping.Store(true)
 	out := make([]time.Duration, 0, samples)
 	for range samples {
 		for running.Load() < 4 {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,9 +59,19 @@ func startServer(bin string, lifetime time.Duration) (*server, error) {
 	}
 }
 
+// stop ends the server: SIGTERM to timeout(1), which passes it on to
+// redis-server (a SIGKILL would leave redis-server running), then SIGKILL
+// after 5 s.
 func (s *server) stop() {
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
 	_ = os.RemoveAll(s.dir)
 }
 

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// chaos injects the faults until ctx ends and returns what it did: a worker
+// SIGKILLed (and restarted) every killEvery; once, a worker SIGSTOPped past
+// its lease and resumed; once, Redis SIGKILLed and restarted from its AOF;
+// once, the network to Redis cut for o.cut.
+func chaos(ctx context.Context, o options, fl *fleet, rs *redisProc, px *proxy) []string {
+	var log []string
+	var mu sync.Mutex
+	note := func(start time.Time, format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, fmt.Sprintf("%5.1fs  ", time.Since(start).Seconds())+fmt.Sprintf(format, a...))
+	}
+	start := time.Now()
+	kill := time.NewTicker(o.killEvery)
+	defer kill.Stop()
+	stopAt, cutAt, redisAt := 3*time.Second, 10*time.Second, 25*time.Second
+	stopped, redisDone, cutDone := false, false, false
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if stopped {
+				fl.signal(0, syscall.SIGCONT)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return log
+		case <-kill.C:
+			i := fl.killRandom(0)
+			note(start, "SIGKILL worker %d, restarted after 1 s", i)
+		case <-tick.C:
+			el := time.Since(start)
+			switch {
+			case !stopped && el >= stopAt:
+				fl.signal(0, syscall.SIGSTOP)
+				stopped = true
+				note(start, "SIGSTOP worker 0 for 5 s (its lease is 3 s)")
+				go func() {
+					time.Sleep(5 * time.Second) // the pause itself
+					fl.signal(0, syscall.SIGCONT)
+				}()
+			case !redisDone && el >= redisAt:
+				rs.kill()
+				note(start, "SIGKILL redis-server")
+				if err := rs.start(); err != nil {
+					note(start, "redis-server restart FAILED: %v", err)
+				} else {
+					note(start, "redis-server restarted from its AOF")
+				}
+				redisDone = true
+			case !cutDone && el >= cutAt:
+				px.cut(o.cut)
+				note(start, "network to Redis cut for %v", o.cut)
+				cutDone = true
+			}
+		}
+	}
+}

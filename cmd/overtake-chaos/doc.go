@@ -1,0 +1,19 @@
+// Command overtake-chaos proves Overtake's guarantees under faults, against
+// a real redis-server with AOF (appendfsync always) and real worker
+// processes (this binary, re-executed as `overtake-chaos worker`), all on
+// 127.0.0.1.
+//
+// It enqueues tasks over the levels at a steady rate, with urgent arrivals
+// that preempt, while it SIGKILLs a random worker every few seconds (and
+// restarts it), SIGSTOPs one past its lease (and resumes it), SIGKILLs Redis
+// once (and restarts it from its AOF), and cuts the network to Redis for a
+// while with a loopback TCP proxy. The handlers keep their own ledger in
+// Redis. At the end it prints a table and exits 1 on any breach: a task not
+// done exactly once as far as the ledger can tell (duplicates are counted
+// and attributed to a cause), lost tasks, overlapping runs that were not
+// fenced off, checkpoint progress that went backwards. It also reports the
+// urgent tasks' start latency with and without the chaos.
+//
+// `make chaos` runs it at full size; `make chaos/ci` is the bounded form
+// that .ci/run runs.
+package main

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+type options struct {
+	tasks, urgentEvery, baseUrgent int
+	rate                           float64
+	killEvery                      time.Duration
+	cut                            time.Duration
+	timeout                        time.Duration
+	redisServer                    string
+	workers                        int
+}
+
+func main() {
+	if len(os.Args) == 5 && os.Args[1] == "worker" {
+		if err := runWorker(os.Args[2], os.Args[3], os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	flag.IntVar(&o.tasks, "tasks", 20_000, "tasks enqueued during the chaos")
+	flag.Float64Var(&o.rate, "rate", 250, "tasks enqueued per second")
+	flag.IntVar(&o.urgentEvery, "urgent-every", 50, "one urgent task every this many tasks")
+	flag.IntVar(&o.baseUrgent, "baseline-urgent", 40, "urgent tasks of the baseline run, without chaos")
+	flag.IntVar(&o.workers, "workers", 3, "worker processes")
+	flag.DurationVar(&o.killEvery, "kill-every", 5*time.Second, "SIGKILL a random worker this often")
+	flag.DurationVar(&o.cut, "cut", 10*time.Second, "how long the network to Redis is cut")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
+	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	rep, err := run(ctx, o)
+	if rep != nil {
+		fmt.Print(rep.table(o))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+	if rep.breached() {
+		fmt.Fprintln(os.Stderr, "chaos: FAILED: an invariant was breached (see the table)")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) (*report, error) {
+	rs, err := startRedis(o.redisServer)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.stop()
+	px, err := startProxy(rs.addr())
+	if err != nil {
+		return nil, err
+	}
+	defer px.close()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	logs, err := os.MkdirTemp("", "overtake-chaos-logs-")
+	if err != nil {
+		return nil, err
+	}
+	fl := &fleet{bin: self, addr: px.addr(), logDir: logs}
+	for i := range o.workers {
+		if err := fl.start(i); err != nil {
+			return nil, err
+		}
+	}
+	defer fl.stopAll()
+	pr := newProducer(rs.addr())
+	defer pr.close()
+	rep := &report{logs: logs}
+	start := time.Now()
+
+	// Baseline: the same workload, no faults, for the urgent latency.
+	if err := pr.feed(ctx, "base", o.baseUrgent*o.urgentEvery, o.rate, o.urgentEvery); err != nil {
+		return rep, err
+	}
+	if err := pr.waitDone(ctx, pr.enqueued); err != nil {
+		return rep, err
+	}
+	// The chaos: faults while the tasks flow.
+	cctx, stopFaults := context.WithCancel(ctx)
+	faults := make(chan []string, 1)
+	go func() { faults <- chaos(cctx, o, fl, rs, px) }()
+	err = pr.feed(ctx, "chaos", o.tasks, o.rate, o.urgentEvery)
+	stopFaults()
+	rep.faults = <-faults
+	if err != nil {
+		return rep, err
+	}
+	if err := fl.ensureAll(); err != nil {
+		return rep, err
+	}
+	if err := pr.waitDone(ctx, pr.enqueued); err != nil {
+		rep.collect(ctx, pr, time.Since(start))
+		return rep, err
+	}
+	rep.collect(ctx, pr, time.Since(start))
+	return rep, nil
+}

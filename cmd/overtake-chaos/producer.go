@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/queue"
+)
+
+// producer enqueues the workload straight to Redis (not through the proxy),
+// with explicit IDs so that a retry after a lost reply cannot duplicate a
+// task.
+type producer struct {
+	rdb      *redis.Client
+	q        *queue.Client
+	enqueued int
+}
+
+func newProducer(addr string) *producer {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1})
+	q, err := queue.New(rdb, queueConfig())
+	if err != nil {
+		panic(err)
+	}
+	return &producer{rdb: rdb, q: q}
+}
+
+func (p *producer) close() { _ = p.rdb.Close() }
+
+// feed enqueues n tasks at rate per second: one urgent task (level 2) in
+// urgentEvery, the rest alternately long low tasks (level 0, 10 × 20 ms)
+// and short normal ones (level 1, 4 × 10 ms).
+func (p *producer) feed(ctx context.Context, phase string, n int, rate float64, urgentEvery int) error {
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if d := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); d > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		j, level := job{Steps: 10, MS: 20}, 0
+		switch {
+		case i%urgentEvery == 0:
+			j, level = job{Steps: 2, MS: 5, U: time.Now().UnixNano(), Phase: phase}, 2
+		case i%2 == 1:
+			j, level = job{Steps: 4, MS: 10}, 1
+		}
+		body, _ := json.Marshal(j)
+		if err := p.enqueue(ctx, fmt.Sprintf("%s-%d", phase, i), body, level); err != nil {
+			return err
+		}
+		p.enqueued++
+	}
+	return nil
+}
+
+// enqueue retries through a Redis restart for up to 30 s.
+func (p *producer) enqueue(ctx context.Context, id string, body []byte, level int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := p.q.Enqueue(cctx, queue.NewTask("chaos", body), queue.ID(id), queue.Level(level), queue.MaxRetries(100))
+		cancel()
+		if err == nil || errors.Is(err, queue.ErrDuplicateTask) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("enqueue %s: %w", id, err)
+		}
+		time.Sleep(100 * time.Millisecond) // Redis restarting: retry shortly
+	}
+}
+
+// waitDone waits until n tasks are in the ledger's done set, or are dead.
+func (p *producer) waitDone(ctx context.Context, n int) error {
+	for {
+		done, _ := p.rdb.SCard(ctx, kDone).Result()
+		dead := p.dead(ctx)
+		if int(done)+int(dead) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d tasks, %d done, %d dead: %w", n, done, dead, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (p *producer) dead(ctx context.Context) int64 {
+	st, err := p.q.Stats(ctx)
+	if err != nil {
+		return 0
+	}
+	var d int64
+	for _, l := range st.Levels {
+		d += l.Dead
+	}
+	return d
+}
