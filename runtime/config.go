@@ -166,6 +166,10 @@ func (c Config) validate(q *queue.Client) error {
 		return bad("PollInterval %v is under 1ms", c.PollInterval)
 	case c.GracePeriod < 0 || c.ShutdownTimeout < 0 || c.DrainTimeout < 0:
 		return bad("negative GracePeriod, ShutdownTimeout or DrainTimeout")
+	case c.MaxRedisBackoff < time.Millisecond:
+		// A negative or tiny bound would retry a failing Redis thousands of
+		// times a second.
+		return bad("MaxRedisBackoff %v is under 1ms", c.MaxRedisBackoff)
 	case c.UrgentStart != StartImmediately && c.UrgentStart != StartAfterVictim:
 		return bad("unknown UrgentStart %d", c.UrgentStart)
 	}

@@ -322,6 +322,9 @@ func TestConfigValidation(t *testing.T) {
 			"unknown urgent start":         {UrgentStart: runtime.UrgentStart(7)},
 			"invalid preemption policy":    {Preemption: preempt.Policy{MinRunTime: -time.Second}},
 			"preemption gap under 1 level": {Preemption: preempt.Policy{MinLevelGap: -1}},
+			"negative max redis backoff":   {MaxRedisBackoff: -time.Second},
+			"max redis backoff under 1ms":  {MaxRedisBackoff: time.Microsecond},
+			"fleet deferral below forever": {Preemption: preempt.Policy{FleetDeferral: -2}},
 		}
 		for name, cfg := range bad {
 			_, err := runtime.New(q, mux, cfg)
