@@ -84,7 +84,9 @@ func (r *Runtime) kill(rn *run, reason string) error {
 func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context) error) error {
 	deadline := time.Now().Add(r.q.Config().LeaseDuration)
 	if by := r.shutdownBy.Load(); by != 0 && time.Unix(0, by).Before(deadline) {
-		deadline = time.Unix(0, by) // a shutdown gives up by its own deadline
+		// A shutdown gives up by its own deadline, a little before it, so
+		// that the failure is recorded before Shutdown reports.
+		deadline = time.Unix(0, by).Add(-100 * time.Millisecond)
 	}
 	backoff := 10 * time.Millisecond
 	for {

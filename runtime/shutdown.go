@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/overtake/overtake/queue"
@@ -120,23 +121,41 @@ func (r *Runtime) waitTasks(ctx context.Context) bool {
 // their back.
 func (r *Runtime) stillRunning(ctx context.Context) error {
 	r.mu.Lock()
-	var ids []string
+	var stuck, writing []string
 	for _, rn := range r.runs {
-		if !rn.ending {
-			ids = append(ids, rn.t.ID)
+		if rn.ending {
+			writing = append(writing, rn.t.ID)
+		} else {
+			stuck = append(stuck, rn.t.ID)
 		}
 	}
 	r.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range stuck {
 		r.log.Warn("handler still running at the shutdown deadline; its lease is kept until it returns", zap.String("task_id", id))
 	}
-	err := fmt.Errorf("overtake: shutdown: %w; %d handler(s) still running, their leases kept and extended "+
-		"until they return (then requeued), or recovered after the lease duration if this process exits: %v",
-		ctx.Err(), len(ids), ids)
-	if uerr := r.unsettledError(); uerr != nil {
-		return fmt.Errorf("%w; %w", err, uerr)
+	errs := []error{fmt.Errorf("overtake: shutdown: %w", ctx.Err())}
+	if len(stuck) > 0 {
+		errs = append(errs, fmt.Errorf("%d handler(s) still running, their leases kept and extended until they "+
+			"return (then requeued), or recovered after the lease duration if this process exits: %v", len(stuck), stuck))
 	}
-	return err
+	if len(writing) > 0 {
+		errs = append(errs, fmt.Errorf("%d task(s) could not be requeued yet (their outcome is still being written); "+
+			"if that fails they are recovered when their lease expires: %v", len(writing), writing))
+	}
+	if uerr := r.unsettledError(); uerr != nil {
+		errs = append(errs, uerr)
+	}
+	return joinSemicolon(errs)
+}
+
+// joinSemicolon joins errs into one error, on one line, that wraps them all.
+func joinSemicolon(errs []error) error {
+	format := strings.Repeat("%w; ", len(errs))
+	args := make([]any, len(errs))
+	for i, e := range errs {
+		args[i] = e
+	}
+	return fmt.Errorf(strings.TrimSuffix(format, "; "), args...)
 }
 
 // noteUnsettled records, during a shutdown, a task whose outcome could
