@@ -17,7 +17,7 @@ import (
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/overtake/overtake/tracing"
+	"github.com/overtake/overtake/tracing/otlp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
@@ -49,9 +49,9 @@ func jaegerEnv(t *testing.T) (grpcAddr, httpAddr, query string) {
 func TestJaegerPreemptionTrace(t *testing.T) {
 	grpcAddr, httpAddr, query := jaegerEnv(t)
 	for _, proto := range []struct {
-		name     tracing.Protocol
+		name     otlp.Protocol
 		endpoint string
-	}{{tracing.ProtocolGRPC, grpcAddr}, {tracing.ProtocolHTTP, httpAddr}} {
+	}{{otlp.ProtocolGRPC, grpcAddr}, {otlp.ProtocolHTTP, httpAddr}} {
 		t.Run(string(proto.name), func(t *testing.T) {
 			bs := testredis.Backends(t)
 			b := bs[len(bs)-1] // a real Redis when there is one
@@ -72,10 +72,10 @@ type scenarioIDs struct {
 // runPreemptionScenario runs low (level 0, checkpoints, preempted, resumes),
 // urgent (level 2, preempts it) and flaky (fails once, then succeeds) on a
 // one-slot worker whose spans go to Jaeger under service svc.
-func runPreemptionScenario(t *testing.T, b testredis.Backend, svc string, proto tracing.Protocol, endpoint string) scenarioIDs {
+func runPreemptionScenario(t *testing.T, b testredis.Backend, svc string, proto otlp.Protocol, endpoint string) scenarioIDs {
 	ctx := context.Background()
-	p, err := tracing.Setup(ctx, tracing.WithServiceName(svc), tracing.WithProtocol(proto),
-		tracing.WithEndpoint(endpoint), tracing.WithInsecure(), tracing.WithoutMetrics())
+	p, err := otlp.Setup(ctx, otlp.WithServiceName(svc), otlp.WithProtocol(proto),
+		otlp.WithEndpoint(endpoint), otlp.WithInsecure(), otlp.WithoutMetrics())
 	require.NoError(t, err)
 	defer func() {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)

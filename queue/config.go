@@ -61,7 +61,7 @@ type Config struct {
 	Clock func() time.Time
 	// TracerProvider makes the producer span "enqueue <queue>" of every
 	// Enqueue. Defaults to the otel global (otel.GetTracerProvider), a no-op
-	// until the application installs one (tracing.WithGlobal).
+	// until the application installs one (otlp.WithGlobal).
 	TracerProvider trace.TracerProvider
 	// Propagator writes the producer's trace context into Task.Headers at
 	// enqueue and reads it back for the worker's process span. Defaults to

@@ -1,14 +1,15 @@
-// Package tracing wires Overtake to OpenTelemetry and zap: OTLP setup, the
-// names of spans, events, attributes and metrics, trace-context
-// propagation inside the task record, and log fields. It imports none of
-// Overtake's packages and sets no otel global unless asked to.
+// Package tracing wires Overtake to OpenTelemetry and zap: the names of
+// spans, events, attributes and metrics, trace-context propagation inside
+// the task record, and log fields. It depends on the OpenTelemetry API only
+// (OTLP setup and exporters are in package tracing/otlp), imports none of
+// Overtake's packages and sets no otel global.
 //
 // # Main flow
 //
-//	p, err := tracing.Setup(ctx,
-//		tracing.WithServiceName("billing-worker"),
-//		tracing.WithProtocol(tracing.ProtocolGRPC),
-//		tracing.WithEndpoint("127.0.0.1:4317"), tracing.WithInsecure())
+//	p, err := otlp.Setup(ctx, // package tracing/otlp
+//		otlp.WithServiceName("billing-worker"),
+//		otlp.WithProtocol(otlp.ProtocolGRPC),
+//		otlp.WithEndpoint("127.0.0.1:4317"), otlp.WithInsecure())
 //	if err != nil { ... }
 //	defer p.Shutdown(shutdownCtx) // flushes spans and metrics
 //	tr := tracing.Tracer(p.TracerProvider)

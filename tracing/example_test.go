@@ -3,11 +3,8 @@ package tracing_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/overtake/overtake/tracing"
@@ -76,35 +73,6 @@ func ExampleNewMetrics() {
 	// overtake.task.processed {task}
 	// overtake.task.run.duration s
 	// overtake.task.wait.duration s
-}
-
-// Setup exports over OTLP; Shutdown flushes what is still batched.
-func ExampleSetup() {
-	var posts atomic.Int32
-	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/traces" {
-			posts.Add(1)
-		}
-	}))
-	defer collector.Close()
-
-	ctx := context.Background()
-	p, err := tracing.Setup(ctx,
-		tracing.WithServiceName("example-worker"),
-		tracing.WithProtocol(tracing.ProtocolHTTP),
-		tracing.WithEndpoint(strings.TrimPrefix(collector.URL, "http://")),
-		tracing.WithInsecure(),
-		tracing.WithoutMetrics())
-	if err != nil {
-		panic(err)
-	}
-	_, span := tracing.Tracer(p.TracerProvider).Start(ctx, "work")
-	span.End()
-
-	shutdownCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	fmt.Println(p.Shutdown(shutdownCtx), posts.Load())
-	// Output: <nil> 1
 }
 
 func ExampleTaskFields() {

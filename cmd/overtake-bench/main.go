@@ -58,7 +58,7 @@ func parseFlags() options {
 	flag.IntVar(&o.poolSize, "pool-size", 0, "go-redis PoolSize of every client (0: go-redis default, 10 per GOMAXPROCS)")
 	flag.BoolVar(&o.metrics, "metrics", false, "also export OTLP metrics in the tracing-on run (figure 9)")
 	flag.StringVar(&o.traceExporter, "trace-exporter", "otlp",
-		"figure 9 exporter: otlp (tracing.Setup, OTLP/HTTP to a local sink) or discard (SDK batch processor, spans dropped)")
+		"figure 9 exporter: otlp (otlp.Setup, OTLP/HTTP to a local sink) or discard (SDK batch processor, spans dropped)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&o.resumeLong, "resume-long", false,
 		"in figure 6 let each resumed victim run on to be preempted again, instead of finishing and being replaced by a fresh low task")

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/overtake/overtake/tracing"
+	"github.com/overtake/overtake/tracing/otlp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -69,19 +69,19 @@ func (s *sink) endpoint() string { return strings.TrimPrefix(s.srv.URL, "http://
 
 func (s *sink) close() { s.srv.Close() }
 
-// providers sets up tracing the way a worker does, through tracing.Setup:
+// providers sets up tracing the way a worker does, through otlp.Setup:
 // an SDK tracer provider that samples every span, with a batch span
 // processor exporting OTLP/HTTP to the sink; metrics too when withMetrics.
-func providers(ctx context.Context, s *sink, withMetrics bool) (*tracing.Providers, error) {
-	opts := []tracing.Option{
-		tracing.WithProtocol(tracing.ProtocolHTTP),
-		tracing.WithEndpoint(s.endpoint()),
-		tracing.WithInsecure(),
-		tracing.WithSampler(sdktrace.AlwaysSample()),
-		tracing.WithServiceName("overtake-bench"),
+func providers(ctx context.Context, s *sink, withMetrics bool) (*otlp.Providers, error) {
+	opts := []otlp.Option{
+		otlp.WithProtocol(otlp.ProtocolHTTP),
+		otlp.WithEndpoint(s.endpoint()),
+		otlp.WithInsecure(),
+		otlp.WithSampler(sdktrace.AlwaysSample()),
+		otlp.WithServiceName("overtake-bench"),
 	}
 	if !withMetrics {
-		opts = append(opts, tracing.WithoutMetrics())
+		opts = append(opts, otlp.WithoutMetrics())
 	}
-	return tracing.Setup(ctx, opts...)
+	return otlp.Setup(ctx, opts...)
 }

@@ -51,7 +51,7 @@ func (b *bench) throughputRows(t *table, best tputBest, c ceil) {
 
 	tr := best.traced
 	tcost := 1 - tr.tasksPer/on.tasksPer
-	figure := "throughput, tracing on (tracing.Setup, AlwaysSample, batch processor, OTLP/HTTP to a local sink)"
+	figure := "throughput, tracing on (otlp.Setup, AlwaysSample, batch processor, OTLP/HTTP to a local sink)"
 	note := fmt.Sprintf("info: traces; sink got %d spans for %d tasks in %d requests", best.spans, tr.n, best.exports)
 	if o.metrics {
 		note = fmt.Sprintf("info: traces and metrics; sink got %d spans for %d tasks in %d requests", best.spans, tr.n, best.exports)

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/overtake/overtake/tracing"
+	"github.com/overtake/overtake/tracing/otlp"
 )
 
 // telemetry is the demo's tracer and meter providers and logger. The
@@ -43,28 +43,28 @@ func newTelemetry(ctx context.Context, o demoOptions, p *printer, queueName stri
 		return tel, nil
 	}
 
-	opts := []tracing.Option{tracing.WithServiceName("overtake-demo")}
+	opts := []otlp.Option{otlp.WithServiceName("overtake-demo")}
 	if !o.OTLPMetrics {
-		opts = append(opts, tracing.WithoutMetrics())
+		opts = append(opts, otlp.WithoutMetrics())
 	}
 	tel.target = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	if o.OTLP != "env" {
-		opts = append(opts, tracing.WithEndpoint(o.OTLP), tracing.WithInsecure())
+		opts = append(opts, otlp.WithEndpoint(o.OTLP), otlp.WithInsecure())
 		tel.target = o.OTLP
 	}
 	if o.OTLPProtocol == "grpc" {
-		opts = append(opts, tracing.WithProtocol(tracing.ProtocolGRPC))
+		opts = append(opts, otlp.WithProtocol(otlp.ProtocolGRPC))
 	} else {
-		opts = append(opts, tracing.WithProtocol(tracing.ProtocolHTTP))
+		opts = append(opts, otlp.WithProtocol(otlp.ProtocolHTTP))
 	}
-	prov, err := tracing.Setup(ctx, opts...)
+	prov, err := otlp.Setup(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("--otlp %s: %w", mask(o.OTLP), err)
 	}
 	sdk, ok := prov.TracerProvider.(*sdktrace.TracerProvider)
 	if !ok {
 		_ = prov.Shutdown(context.Background())
-		return nil, errors.New("--otlp: tracing.Setup returned no SDK tracer provider")
+		return nil, errors.New("--otlp: otlp.Setup returned no SDK tracer provider")
 	}
 	sdk.RegisterSpanProcessor(taken)
 	tel.tp, tel.mp = sdk, prov.MeterProvider

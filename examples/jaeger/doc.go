@@ -22,6 +22,6 @@
 //
 // The OTLP exporter takes the standard OTEL_* variables (endpoint, protocol,
 // headers, OTEL_SERVICE_NAME, ...). Jaeger stores traces only, so the
-// example exports no metrics; point tracing.Setup at an OpenTelemetry
+// example exports no metrics; point otlp.Setup at an OpenTelemetry
 // Collector to get them too.
 package main

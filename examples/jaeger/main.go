@@ -23,6 +23,7 @@ import (
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 	"github.com/overtake/overtake/tracing"
+	"github.com/overtake/overtake/tracing/otlp"
 )
 
 // ReportArgs is the payload of a "report": Steps steps of StepMs each.
@@ -56,7 +57,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	p, err := tracing.Setup(ctx, tracing.WithServiceName("overtake-example"), tracing.WithoutMetrics())
+	p, err := otlp.Setup(ctx, otlp.WithServiceName("overtake-example"), otlp.WithoutMetrics())
 	if err != nil {
 		log.Fatal(err)
 	}

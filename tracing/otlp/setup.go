@@ -1,8 +1,9 @@
-package tracing
+package otlp
 
 import (
 	"context"
 	"errors"
+	"github.com/overtake/overtake/tracing"
 	"net/http"
 	"sync"
 	"time"
@@ -22,8 +23,8 @@ import (
 // the cancelled background export to release the span exporter.
 const abortWait = time.Second
 
-// Providers holds what [Setup] built. Pass TracerProvider to [Tracer] and
-// MeterProvider to [NewMetrics]; call Shutdown before the process exits.
+// Providers holds what [Setup] built. Pass TracerProvider to [tracing.Tracer] and
+// MeterProvider to [tracing.NewMetrics]; call Shutdown before the process exits.
 type Providers struct {
 	// TracerProvider is an SDK tracer provider with a batch span processor
 	// exporting over OTLP.
@@ -32,7 +33,7 @@ type Providers struct {
 	// exporting over OTLP, or a no-op provider with [WithoutMetrics].
 	MeterProvider metric.MeterProvider
 	// Propagator stores trace context in task headers; see [WithPropagator].
-	Propagator Propagator
+	Propagator tracing.Propagator
 
 	tp        *sdktrace.TracerProvider
 	mp        *sdkmetric.MeterProvider // nil WithoutMetrics
@@ -59,7 +60,11 @@ func Setup(ctx context.Context, opts ...Option) (*Providers, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Providers{Propagator: NewPropagator(c.propagator), exporter: newAbortableExporter(se), transport: c.transport}
+	prop := c.propagator
+	if prop == nil {
+		prop = tracing.DefaultPropagator()
+	}
+	p := &Providers{Propagator: tracing.NewPropagator(prop), exporter: newAbortableExporter(se), transport: c.transport}
 	var me sdkmetric.Exporter
 	if !c.noMetrics {
 		if me, err = newMetricExporter(ctx, &c); err != nil {
@@ -89,7 +94,7 @@ func Setup(ctx context.Context, opts ...Option) (*Providers, error) {
 	if c.global {
 		otel.SetTracerProvider(p.TracerProvider)
 		otel.SetMeterProvider(p.MeterProvider)
-		otel.SetTextMapPropagator(p.Propagator.get())
+		otel.SetTextMapPropagator(prop)
 	}
 	return p, nil
 }

@@ -1,7 +1,8 @@
-package tracing
+package otlp
 
 import (
 	"context"
+	"github.com/overtake/overtake/tracing"
 	"io"
 	"net"
 	"net/http"
@@ -87,13 +88,13 @@ func TestSetupHTTPExportsOnShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := StartEnqueue(ctx, Tracer(p.TracerProvider), TaskInfo{Queue: "q", ID: "t1"})
+	_, span := tracing.StartEnqueue(ctx, tracing.Tracer(p.TracerProvider), tracing.TaskInfo{Queue: "q", ID: "t1"})
 	span.End()
-	m, err := NewMetrics(p.MeterProvider)
+	m, err := tracing.NewMetrics(p.MeterProvider)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.RecordDead(ctx, Labels{Queue: "q"})
+	m.RecordDead(ctx, tracing.Labels{Queue: "q"})
 
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -117,7 +118,7 @@ func TestSetupHTTPExportsOnShutdown(t *testing.T) {
 	if got := rs.ScopeSpans[0].Spans[0].Name; got != "enqueue q" {
 		t.Errorf("span = %q", got)
 	}
-	if got := c.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0].Name; got != MetricDead {
+	if got := c.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0].Name; got != tracing.MetricDead {
 		t.Errorf("metric = %q", got)
 	}
 	if p.Shutdown(sctx) != nil {
@@ -139,7 +140,7 @@ func TestSetupEnvAndWithoutMetrics(t *testing.T) {
 	if _, ok := p.MeterProvider.(metricnoop.MeterProvider); !ok {
 		t.Errorf("MeterProvider = %T, want no-op", p.MeterProvider)
 	}
-	_, span := Tracer(p.TracerProvider).Start(context.Background(), "s")
+	_, span := tracing.Tracer(p.TracerProvider).Start(context.Background(), "s")
 	span.End()
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -171,13 +172,13 @@ func TestSetupGRPCUnreachableShutdownBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := Tracer(p.TracerProvider).Start(context.Background(), "lost")
+	_, span := tracing.Tracer(p.TracerProvider).Start(context.Background(), "lost")
 	span.End()
-	m, err := NewMetrics(p.MeterProvider)
+	m, err := tracing.NewMetrics(p.MeterProvider)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.RecordDead(context.Background(), Labels{Queue: "q"})
+	m.RecordDead(context.Background(), tracing.Labels{Queue: "q"})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

@@ -1,4 +1,4 @@
-package tracing
+package otlp
 
 import (
 	"fmt"
@@ -93,7 +93,7 @@ func WithSampler(s sdktrace.Sampler) Option {
 }
 
 // WithPropagator sets the propagator of [Providers.Propagator] (and of the
-// otel global with [WithGlobal]). Defaults to [DefaultPropagator].
+// otel global with [WithGlobal]). Defaults to [tracing.DefaultPropagator].
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) { c.propagator = p })
 }
