@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Causes of a handler's cancelled context, matched with
@@ -95,7 +96,9 @@ type Config struct {
 	// UrgentStart chooses when a preempting task starts. Defaults to
 	// StartImmediately.
 	UrgentStart UrgentStart
-	// Logger receives every state change. Defaults to a no-op logger.
+	// Logger receives every state change. Defaults to warnings and errors
+	// as JSON lines on stderr, so a worker that cannot reach Redis says so;
+	// zap.NewNop() silences it.
 	Logger *zap.Logger
 	// TracerProvider makes the process spans. Defaults to the global one.
 	TracerProvider trace.TracerProvider
@@ -139,7 +142,7 @@ func (c Config) withDefaults(q *queue.Client) Config {
 		c.ShutdownTimeout = 30 * time.Second
 	}
 	if c.Logger == nil {
-		c.Logger = zap.NewNop()
+		c.Logger = defaultLogger()
 	}
 	if c.MaxRedisBackoff == 0 {
 		c.MaxRedisBackoff = 2 * time.Second
@@ -147,6 +150,12 @@ func (c Config) withDefaults(q *queue.Client) Config {
 	c.Preemption = c.Preemption.WithDefaults()
 	c.SLA = maps.Clone(c.SLA)
 	return c
+}
+
+// defaultLogger writes warnings and errors as JSON lines to stderr.
+func defaultLogger() *zap.Logger {
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(os.Stderr), zapcore.WarnLevel))
 }
 
 func (c Config) validate(q *queue.Client) error {

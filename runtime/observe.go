@@ -39,14 +39,24 @@ func newObserver(r *Runtime) (*observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	unreg, err := m.RegisterDepth(r.q.Depths, r.q.LevelName, r.q.Name())
+	return &observer{r: r, clock: r.q.Config().Clock, tracer: tracing.Tracer(tp), metrics: m}, nil
+}
+
+// register installs the observable gauges (queue depth), from Start; close
+// removes them, from Shutdown.
+func (o *observer) register() error {
+	unreg, err := o.metrics.RegisterDepth(o.r.q.Depths, o.r.q.LevelName, o.r.q.Name())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &observer{r: r, clock: r.q.Config().Clock, tracer: tracing.Tracer(tp), metrics: m, unregister: unreg}, nil
+	o.unregister = unreg
+	return nil
 }
 
 func (o *observer) close() {
+	if o.unregister == nil {
+		return
+	}
 	if err := o.unregister(); err != nil {
 		o.r.log.Warn("unregister metrics", zap.Error(err))
 	}

@@ -92,15 +92,8 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	if err := cfg.validate(q); err != nil {
 		return nil, err
 	}
-	// The pool holds Concurrency (or Autoscale.Max) workers plus room for
-	// victims winding down (StartImmediately) and for handlers stuck past
-	// their grace; see poolSize.
-	pool, err := ants.NewPool(cfg.poolSize(), ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{cfg.Logger}))
-	if err != nil {
-		return nil, fmt.Errorf("overtake: pool: %w", err)
-	}
 	r := &Runtime{
-		q: q, h: h, cfg: cfg, pool: pool,
+		q: q, h: h, cfg: cfg,
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
 		kick:      make(chan struct{}, 1),
@@ -108,13 +101,8 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	}
 	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
+	var err error
 	if r.obs, err = newObserver(r); err != nil {
-		pool.Release()
-		return nil, err
-	}
-	if r.unregisterCc, err = r.obs.metrics.RegisterConcurrency(r.capacity.Load, q.Name()); err != nil {
-		r.obs.close()
-		pool.Release()
 		return nil, err
 	}
 	return r, nil
@@ -135,6 +123,28 @@ func (r *Runtime) Stats() RunStats {
 func (r *Runtime) Start(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("overtake: runtime already started")
+	}
+	// The pool (and its goroutines) exists only between Start and Shutdown,
+	// so a runtime that is never started holds nothing. It holds
+	// Concurrency (or Autoscale.Max) workers plus room for victims winding
+	// down (StartImmediately) and for handlers stuck past their grace; see
+	// poolSize.
+	pool, err := ants.NewPool(r.cfg.poolSize(), ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{r.cfg.Logger}))
+	if err != nil {
+		r.started.Store(false)
+		return fmt.Errorf("overtake: pool: %w", err)
+	}
+	r.pool = pool
+	if err := r.obs.register(); err != nil {
+		pool.Release()
+		r.started.Store(false)
+		return err
+	}
+	if r.unregisterCc, err = r.obs.metrics.RegisterConcurrency(r.capacity.Load, r.q.Name()); err != nil {
+		r.obs.close()
+		pool.Release()
+		r.started.Store(false)
+		return err
 	}
 	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	if err := r.heartbeat(ctx); err != nil {
