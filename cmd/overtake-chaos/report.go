@@ -16,6 +16,7 @@ type report struct {
 	dups, breaches, events        map[string]string
 	base, chaosLat                []float64 // urgent start latency, ms
 	took                          time.Duration
+	details, saves                []string
 }
 
 func (r *report) collect(ctx context.Context, p *producer, took time.Duration) {
@@ -31,6 +32,12 @@ func (r *report) collect(ctx context.Context, p *producer, took time.Duration) {
 	r.dups, _ = p.rdb.HGetAll(ctx, kDups).Result()
 	r.breaches, _ = p.rdb.HGetAll(ctx, kBreach).Result()
 	r.events, _ = p.rdb.HGetAll(ctx, kStats).Result()
+	r.details, _ = p.rdb.LRange(ctx, "chaos:breach:detail", 0, 20).Result()
+	for _, d := range r.details {
+		id := strings.SplitN(d, ":", 2)[0]
+		saves, _ := p.rdb.LRange(ctx, "chaos:saves:"+id, 0, -1).Result()
+		r.saves = append(r.saves, id+": "+strings.Join(saves, " "))
+	}
 	r.base = latencies(ctx, p, "base")
 	r.chaosLat = latencies(ctx, p, "chaos")
 }
@@ -82,6 +89,12 @@ func (r *report) table(o options) string {
 	fmt.Fprintf(&b, "\n| urgent task start latency | n | p50 | p99 |\n|---|---:|---:|---:|\n")
 	fmt.Fprintf(&b, "| without chaos | %d | %.1f ms | %.1f ms |\n", len(r.base), pct(r.base, 50), pct(r.base, 99))
 	fmt.Fprintf(&b, "| during chaos | %d | %.1f ms | %.1f ms |\n", len(r.chaosLat), pct(r.chaosLat, 50), pct(r.chaosLat, 99))
+	for _, d := range r.details {
+		fmt.Fprintf(&b, "\nbreach: %s\n", d)
+	}
+	for _, d := range r.saves {
+		fmt.Fprintf(&b, "saves: %s\n", d)
+	}
 	fmt.Fprintf(&b, "\nFaults:\n\n")
 	for _, f := range r.faults {
 		fmt.Fprintf(&b, "    %s\n", f)

@@ -39,8 +39,11 @@ const (
 	kLat    = "chaos:lat:"   // LIST per phase of urgent start latency (µs)
 )
 
+// queueConfig is the workers' and the producer's. Retention keeps a done
+// task's record, so that a producer retrying an enqueue whose reply was lost
+// (Redis killed) gets ErrDuplicateTask instead of enqueueing the task again.
 func queueConfig() queue.Config {
-	return queue.Config{Namespace: "chaos", LeaseDuration: 3 * time.Second,
+	return queue.Config{Namespace: "chaos", LeaseDuration: 3 * time.Second, Retention: 10 * time.Minute,
 		Backoff: func(int) time.Duration { return 200 * time.Millisecond }}
 }
 
@@ -93,8 +96,13 @@ func handle(ctx context.Context, rdb *redis.Client, t *queue.Task) error {
 	if err != nil {
 		return err
 	}
+	// A run that starts behind the progress already saved is a breach only
+	// if it can commit: a stale run (its lease was lost before its handler
+	// started) is fenced off at its first save.
+	behind := ""
 	if max, err := rdb.ZScore(bg, kMaxCP, t.ID).Result(); err == nil && float64(step) < max {
-		rdb.HIncrBy(bg, kBreach, "checkpoint went backwards", 1)
+		behind = fmt.Sprintf("%s: loaded step %d, saved up to %.0f; worker %s, attempt %d, preemptions %d, recoveries %d, seq %d",
+			t.ID, step, max, t.Worker, t.Attempt, t.Preemptions, t.Recoveries, t.CheckpointSeq)
 	}
 	for step < j.Steps {
 		select {
@@ -113,7 +121,13 @@ func handle(ctx context.Context, rdb *redis.Client, t *queue.Task) error {
 			}
 			return err
 		}
+		if behind != "" {
+			rdb.HIncrBy(bg, kBreach, "checkpoint went backwards", 1)
+			rdb.RPush(bg, "chaos:breach:detail", behind)
+			behind = ""
+		}
 		rdb.ZAddGT(bg, kMaxCP, redis.Z{Score: float64(step), Member: t.ID})
+		rdb.RPush(bg, "chaos:saves:"+t.ID, fmt.Sprintf("%d@%s/%s", step, t.Worker, run))
 		if cur, err := rdb.Get(bg, owner).Result(); err == nil && cur != run {
 			rdb.HIncrBy(bg, kStats, "stale run stopped (another run took over)", 1)
 			return fmt.Errorf("another run owns the task")
