@@ -21,7 +21,6 @@ func TestStaleHeartbeatSparesNewLease(t *testing.T) {
 		require.NoError(t, err)
 		rt, err := New(q, handlers.NewMux(), Config{WorkerID: "w"})
 		require.NoError(t, err)
-		t.Cleanup(rt.pool.Release)
 		_, err = q.Enqueue(ctx, queue.NewTask("x", nil))
 		require.NoError(t, err)
 		lease := func() *queue.Task {
