@@ -19,7 +19,7 @@ const MaxRunSpans = 16
 // traceparent is the W3C header holding a span context.
 const traceparent = "traceparent"
 
-// startEnqueue starts the producer span "enqueue <queue>" of nt and writes
+// startEnqueue starts the producer span "enqueue <queue>/<type>" of nt and writes
 // its trace context into nt.Headers (a copy: the caller's map is left
 // alone) before the record is encoded. The parent is the span in ctx or,
 // when ctx has none, the trace context already in nt.Headers (a task
@@ -83,6 +83,19 @@ func (t *Task) AddRunSpan(sc trace.SpanContext) {
 	if n := len(t.RunSpans); n > MaxRunSpans {
 		t.RunSpans = append([]string(nil), t.RunSpans[n-MaxRunSpans:]...)
 	}
+}
+
+// RunNumber returns which run of t a lease of it starts, 1 for the first:
+// one more than the earlier runs its record knows of, those that ended in
+// a retry, a requeue or a dead-letter transition (RunSpans) and those
+// whose worker was lost (Recoveries). Exact while the task ran fewer than
+// MaxRunSpans times to a transition; after that a lower bound.
+func (t *Task) RunNumber() int {
+	ended := len(t.RunSpans)
+	if ended >= MaxRunSpans {
+		ended = max(ended, t.Attempt+t.Preemptions)
+	}
+	return ended + t.Recoveries + 1
 }
 
 // encodeRunSpans is the record value of t.RunSpans: its last MaxRunSpans

@@ -61,7 +61,7 @@ func TestEnqueueSpan(t *testing.T) {
 		spans := rec.Ended()
 		require.Len(t, spans, 2)
 		s := spans[0]
-		require.Equal(t, "enqueue mail", s.Name())
+		require.Equal(t, "enqueue mail/send", s.Name())
 		require.Equal(t, trace.SpanKindProducer, s.SpanKind())
 		require.Equal(t, parent.SpanContext().SpanID(), s.Parent().SpanID())
 		require.Equal(t, parent.SpanContext().TraceID(), s.SpanContext().TraceID())

@@ -10,7 +10,6 @@ import (
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -66,14 +65,6 @@ func (o *observer) labels(t *queue.Task) tracing.Labels {
 	return tracing.Labels{Queue: o.r.q.Name(), Level: t.Level, LevelName: o.r.q.LevelName(t.Level)}
 }
 
-// linkKindKey is overtake.link.kind on the links of a process span:
-// linkPreviousRun for the task's earlier runs. (The link to a preempted
-// victim carries overtake.victim.id instead.)
-const (
-	linkKindKey     = attribute.Key("overtake.link.kind")
-	linkPreviousRun = "previous_run"
-)
-
 // taskLogger returns a logger whose every line carries the task's ID, type
 // and level, and the trace ID of the producer's trace when the record has
 // one (the process span joins that trace; leased adds its span ID).
@@ -99,16 +90,10 @@ func (o *observer) producer(t *queue.Task) trace.SpanContext {
 func (o *observer) leased(rn *run) {
 	t := rn.t
 	info := tracing.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,
-		LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions, Class: t.Class}
+		LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions, Class: t.Class,
+		Run: t.RunNumber()}
 	parent := o.r.q.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), t)
-	var opts []trace.SpanStartOption
-	if prev := t.RunSpanContexts(); len(prev) > 0 {
-		links := make([]trace.Link, len(prev))
-		for i, sc := range prev {
-			links[i] = trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{linkKindKey.String(linkPreviousRun)}}
-		}
-		opts = append(opts, trace.WithLinks(links...))
-	}
+	opts := tracing.PreviousRunLinks(t.RunSpanContexts())
 	ctx, span := tracing.StartProcess(parent, o.tracer, info, nil, opts...)
 	rn.ctx, rn.span = ctx, span
 	// A no-op tracer hands back the parent's span context: not a span of ours.
@@ -183,7 +168,8 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 	case handlers.ActionRequeue:
 		outcome = tracing.OutcomePreempted
 	}
-	span.SetAttributes(tracing.OutcomeKey.String(outcome.String()))
+	preempted := out.Action == handlers.ActionRequeue && errors.Is(context.Cause(rn.ctx), ErrPreempted)
+	span.SetAttributes(tracing.OutcomeKey.String(outcome.String()), tracing.RunPreemptedKey.Bool(preempted))
 	switch out.Action {
 	case handlers.ActionDone:
 		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomeSucceeded)

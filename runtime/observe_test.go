@@ -98,7 +98,8 @@ func (o *obsRig) spans(t *testing.T, op, id string, n int) []sdktrace.ReadOnlySp
 	require.Eventually(t, func() bool {
 		out = out[:0]
 		for _, s := range o.rec.Ended() {
-			if s.Name() == op+" jobs" && obsAttrs(s.Attributes())["messaging.message.id"].AsString() == id {
+			a := obsAttrs(s.Attributes())
+			if s.Name() == op+" jobs/"+a["overtake.task.type"].AsString() && a["messaging.message.id"].AsString() == id {
 				out = append(out, s)
 			}
 		}

@@ -42,8 +42,8 @@ func Example() {
 		fmt.Println(s.Name(), s.SpanKind(), s.SpanContext().TraceID() == enq.SpanContext().TraceID(), names)
 	}
 	// Output:
-	// enqueue default producer true []
-	// process default consumer true [preempted checkpoint.saved requeued]
+	// enqueue default/report producer true []
+	// process default/report consumer true [preempted checkpoint.saved requeued]
 }
 
 func ExampleNewMetrics() {

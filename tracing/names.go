@@ -15,8 +15,12 @@ const SchemaURL = semconv.SchemaURL
 // System is the value of messaging.system on every span.
 const System = "overtake"
 
-// Messaging operation names (messaging.operation.name); span names are
-// "<operation> <queue>" per the messaging conventions.
+// Messaging operation names (messaging.operation.name). Span names are
+// "<operation> <queue>/<task type>": the messaging conventions'
+// "<operation> <destination>", the destination narrowed to the task type,
+// so that Jaeger's span list, timeline and Operation filter tell a report
+// from an alert. Task types are a bounded set (the handlers' names), so the
+// names stay low-cardinality; task IDs never appear in them.
 const (
 	// OperationEnqueue names the producer operation: a task is sent.
 	OperationEnqueue = "enqueue"
@@ -24,13 +28,22 @@ const (
 	OperationProcess = "process"
 )
 
-// EnqueueSpanName returns the name of the producer span for queue:
-// "enqueue <queue>".
-func EnqueueSpanName(queue string) string { return OperationEnqueue + " " + queue }
+// EnqueueSpanName returns the name of the producer span of a task of type
+// typ on queue: "enqueue <queue>/<typ>", or "enqueue <queue>" when typ is
+// empty.
+func EnqueueSpanName(queue, typ string) string { return spanName(OperationEnqueue, queue, typ) }
 
-// ProcessSpanName returns the name of the consumer span for queue:
-// "process <queue>".
-func ProcessSpanName(queue string) string { return OperationProcess + " " + queue }
+// ProcessSpanName returns the name of the consumer span of a run of a task
+// of type typ on queue: "process <queue>/<typ>", or "process <queue>" when
+// typ is empty.
+func ProcessSpanName(queue, typ string) string { return spanName(OperationProcess, queue, typ) }
+
+func spanName(op, queue, typ string) string {
+	if typ == "" {
+		return op + " " + queue
+	}
+	return op + " " + queue + "/" + typ
+}
 
 // Span event names. Events go on the process span of the task they concern.
 const (
@@ -79,8 +92,21 @@ const (
 	LevelNameKey = attribute.Key("overtake.level.name")
 	// AttemptKey is overtake.attempt: failed attempts so far.
 	AttemptKey = attribute.Key("overtake.attempt")
-	// PreemptionsKey is overtake.preemptions: how often the task gave way.
-	PreemptionsKey = attribute.Key("overtake.preemptions")
+	// RunNumberKey is overtake.run.number on a process span: which run of
+	// the task this is, 1 for the first.
+	RunNumberKey = attribute.Key("overtake.run.number")
+	// PreemptionsBeforeKey is overtake.preemptions_before: how often the
+	// task gave way before this run (this run's own preemption, if any, is
+	// [RunPreemptedKey]).
+	PreemptionsBeforeKey = attribute.Key("overtake.preemptions_before")
+	// PreemptionsKey is the former name of [PreemptionsBeforeKey].
+	//
+	// Deprecated: use PreemptionsBeforeKey; the attribute it names is
+	// overtake.preemptions_before.
+	PreemptionsKey = PreemptionsBeforeKey
+	// RunPreemptedKey is overtake.run.preempted, set when a run ends: true
+	// when this run gave way to more urgent work, false otherwise.
+	RunPreemptedKey = attribute.Key("overtake.run.preempted")
 	// CheckpointBytesKey is overtake.checkpoint.bytes: checkpoint size.
 	CheckpointBytesKey = attribute.Key("overtake.checkpoint.bytes")
 	// CheckpointSeqKey is overtake.checkpoint.seq: checkpoint sequence.
@@ -93,6 +119,21 @@ const (
 	GraceMsKey = attribute.Key("overtake.grace_ms")
 	// VictimIDKey is overtake.victim.id: the task ID of the victim.
 	VictimIDKey = attribute.Key("overtake.victim.id")
+	// VictimSpanIDKey is overtake.victim.span_id on the preemptor's span:
+	// the span ID of the victim's run, the span its victim link points to.
+	VictimSpanIDKey = attribute.Key("overtake.victim.span_id")
+	// PreviousRunSpanIDsKey is overtake.previous_run.span_ids on a process
+	// span: the span IDs of the task's earlier runs, oldest first, the spans
+	// its previous_run links point to.
+	PreviousRunSpanIDsKey = attribute.Key("overtake.previous_run.span_ids")
+	// LinkKindKey is overtake.link.kind on a process span's links: what the
+	// link stands for, [LinkPreviousRun] or [LinkVictim]. Jaeger's UI shows
+	// no link attributes, hence the span attributes VictimSpanIDKey and
+	// PreviousRunSpanIDsKey, which say the same.
+	LinkKindKey = attribute.Key("overtake.link.kind")
+	// DeadKey is overtake.dead: true on the run after which the task was
+	// dead-lettered, the run whose failure was final.
+	DeadKey = attribute.Key("overtake.dead")
 	// ClassKey is overtake.class: the logical priority class, if any.
 	ClassKey = attribute.Key("overtake.class")
 	// ReasonKey is overtake.reason: why a task was requeued or dead-lettered.
@@ -105,6 +146,14 @@ const (
 	SLAMsKey = attribute.Key("overtake.sla_ms")
 	// OutcomeKey is overtake.outcome: how a run ended (see [Outcome]).
 	OutcomeKey = attribute.Key("overtake.outcome")
+)
+
+// Values of [LinkKindKey].
+const (
+	// LinkPreviousRun marks a link to an earlier run of the same task.
+	LinkPreviousRun = "previous_run"
+	// LinkVictim marks the link from a preemptor's run to its victim's run.
+	LinkVictim = "victim"
 )
 
 // Values of messaging.* attributes that never change.

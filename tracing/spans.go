@@ -24,15 +24,31 @@ type TaskInfo struct {
 	LevelName string
 	// Attempt counts failed attempts so far (overtake.attempt).
 	Attempt int
-	// Preemptions counts how often the task gave way (overtake.preemptions).
+	// Preemptions counts how often the task gave way before this run
+	// (overtake.preemptions_before).
 	Preemptions int
+	// Run is the number of this run of the task, 1 for the first
+	// (overtake.run.number); 0 leaves the attribute out, as on enqueue spans.
+	Run int
 	// Class is the logical priority class (overtake.class).
 	Class string
 }
 
-// Attributes returns t as span attributes, messaging ones first.
+// Attributes returns t as the attributes of a process span, messaging
+// ones first: the task's, then the run's (attempt, preemptions before this
+// run, run number).
 func (t TaskInfo) Attributes() []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 8)
+	kv := append(t.taskAttributes(), AttemptKey.Int(t.Attempt), PreemptionsBeforeKey.Int(t.Preemptions))
+	if t.Run > 0 {
+		kv = append(kv, RunNumberKey.Int(t.Run))
+	}
+	return kv
+}
+
+// taskAttributes returns what describes the task, not one run of it: the
+// attributes of an enqueue span.
+func (t TaskInfo) taskAttributes() []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 9)
 	kv = append(kv, DestinationKey.String(t.Queue))
 	if t.ID != "" {
 		kv = append(kv, MessageIDKey.String(t.ID))
@@ -44,35 +60,38 @@ func (t TaskInfo) Attributes() []attribute.KeyValue {
 	if t.LevelName != "" {
 		kv = append(kv, LevelNameKey.String(t.LevelName))
 	}
-	kv = append(kv, AttemptKey.Int(t.Attempt), PreemptionsKey.Int(t.Preemptions))
 	if t.Class != "" {
 		kv = append(kv, ClassKey.String(t.Class))
 	}
 	return kv
 }
 
-// Tracer returns the Overtake tracer of tp, named [InstrumentationName].
-// A nil tp gives a no-op tracer.
+// Tracer returns the Overtake tracer of tp, named [InstrumentationName]
+// and versioned [Version]. A nil tp gives a no-op tracer.
 func Tracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	return tp.Tracer(InstrumentationName, trace.WithSchemaURL(SchemaURL))
+	opts := []trace.TracerOption{trace.WithSchemaURL(SchemaURL)}
+	if v := Version(); v != "" {
+		opts = append(opts, trace.WithInstrumentationVersion(v))
+	}
+	return tp.Tracer(InstrumentationName, opts...)
 }
 
-// StartEnqueue starts the producer span "enqueue <queue>" as a child of
+// StartEnqueue starts the producer span "enqueue <queue>/<type>" as a child of
 // the span in ctx. Inject the returned context into the task's Headers
 // before the record is written, and end the span once it is.
 func StartEnqueue(ctx context.Context, tr trace.Tracer, t TaskInfo, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	attrs := append([]attribute.KeyValue{systemAttr, opSendAttr, opEnqueueNameAttr}, t.Attributes()...)
+	attrs := append([]attribute.KeyValue{systemAttr, opSendAttr, opEnqueueNameAttr}, t.taskAttributes()...)
 	opts = append([]trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attrs...),
 	}, opts...)
-	return tr.Start(ctx, EnqueueSpanName(t.Queue), opts...)
+	return tr.Start(ctx, EnqueueSpanName(t.Queue, t.Type), opts...)
 }
 
-// StartProcess starts the consumer span "process <queue>" for one run of
+// StartProcess starts the consumer span "process <queue>/<type>" for one run of
 // a task. Its parent is the trace context in headers (the enqueue span),
 // extracted with the default propagator; pass nil headers to keep the
 // parent in ctx, e.g. after extracting with a propagator of your own.
@@ -84,5 +103,5 @@ func StartProcess(ctx context.Context, tr trace.Tracer, t TaskInfo, headers map[
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attrs...),
 	}, opts...)
-	return tr.Start(ctx, ProcessSpanName(t.Queue), opts...)
+	return tr.Start(ctx, ProcessSpanName(t.Queue, t.Type), opts...)
 }

@@ -41,7 +41,7 @@ func TestEnqueueProcessSpans(t *testing.T) {
 	headers := Inject(ctx, nil)
 	enq.End()
 
-	info.Attempt, info.Preemptions = 1, 3
+	info.Attempt, info.Preemptions, info.Run = 1, 3, 5
 	_, proc := StartProcess(context.Background(), tr, info, headers)
 	proc.End()
 
@@ -50,10 +50,10 @@ func TestEnqueueProcessSpans(t *testing.T) {
 		t.Fatalf("got %d spans, want 2", len(spans))
 	}
 	e, p := spans[0], spans[1]
-	if e.Name() != "enqueue mail" || e.SpanKind() != trace.SpanKindProducer {
+	if e.Name() != "enqueue mail/email:send" || e.SpanKind() != trace.SpanKindProducer {
 		t.Errorf("enqueue span = %q %v", e.Name(), e.SpanKind())
 	}
-	if p.Name() != "process mail" || p.SpanKind() != trace.SpanKindConsumer {
+	if p.Name() != "process mail/email:send" || p.SpanKind() != trace.SpanKindConsumer {
 		t.Errorf("process span = %q %v", p.Name(), p.SpanKind())
 	}
 	if p.Parent().SpanID() != e.SpanContext().SpanID() || p.SpanContext().TraceID() != e.SpanContext().TraceID() {
@@ -71,8 +71,58 @@ func TestEnqueueProcessSpans(t *testing.T) {
 	wantAttrs(t, "process", p.Attributes(), map[attribute.Key]any{
 		"messaging.system": "overtake", "messaging.operation.type": "process",
 		"messaging.operation.name": "process", "overtake.attempt": int64(1),
-		"overtake.preemptions": int64(3),
+		"overtake.preemptions_before": int64(3), "overtake.run.number": int64(5),
 	})
+	for _, k := range []attribute.Key{RunNumberKey, AttemptKey, PreemptionsBeforeKey} {
+		if _, ok := attrs(e.Attributes())[k]; ok {
+			t.Errorf("the enqueue span has %s, an attribute of a run", k)
+		}
+	}
+}
+
+// Span names carry the task type when there is one; never an ID.
+func TestSpanNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ got, want string }{
+		{EnqueueSpanName("jobs", "report"), "enqueue jobs/report"},
+		{ProcessSpanName("jobs", "report"), "process jobs/report"},
+		{EnqueueSpanName("jobs", ""), "enqueue jobs"},
+		{ProcessSpanName("jobs", ""), "process jobs"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("span name %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+// Links to earlier runs say what they are, on the link and, for Jaeger's
+// UI, on the span.
+func TestPreviousRunLinks(t *testing.T) {
+	t.Parallel()
+	if opts := PreviousRunLinks(nil); opts != nil {
+		t.Errorf("no earlier run gave %d options", len(opts))
+	}
+	tp, rec := newRecorder(t)
+	tr := Tracer(tp)
+	_, r1 := StartProcess(context.Background(), tr, TaskInfo{Queue: "q", Run: 1}, nil)
+	_, r2 := StartProcess(context.Background(), tr, TaskInfo{Queue: "q", Run: 2}, nil)
+	r1.End()
+	r2.End()
+	prev := []trace.SpanContext{r1.SpanContext(), {}, r2.SpanContext()}
+	_, r3 := StartProcess(context.Background(), tr, TaskInfo{Queue: "q", Run: 3}, nil, PreviousRunLinks(prev)...)
+	r3.End()
+	s := rec.Ended()[2]
+	if len(s.Links()) != 2 || !s.Links()[0].SpanContext.Equal(r1.SpanContext()) || !s.Links()[1].SpanContext.Equal(r2.SpanContext()) {
+		t.Fatalf("links = %v, want r1 and r2 (the invalid one skipped)", s.Links())
+	}
+	for _, l := range s.Links() {
+		wantAttrs(t, "link", l.Attributes, map[attribute.Key]any{"overtake.link.kind": "previous_run"})
+	}
+	got := attrs(s.Attributes())[PreviousRunSpanIDsKey].AsStringSlice()
+	want := []string{r1.SpanContext().SpanID().String(), r2.SpanContext().SpanID().String()}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("overtake.previous_run.span_ids = %v, want %v", got, want)
+	}
 }
 
 func TestTaskInfoOmitsEmpty(t *testing.T) {
@@ -121,7 +171,9 @@ func TestPreemptionEvents(t *testing.T) {
 	wantAttrs(t, EventPreemptedVictim, eu[EventPreemptedVictim], map[attribute.Key]any{
 		"overtake.victim.id": "low", "overtake.level": int64(0),
 	})
-	wantAttrs(t, EventResumed, eu[EventResumed], map[attribute.Key]any{"overtake.checkpoint.seq": int64(7)})
+	wantAttrs(t, EventResumed, eu[EventResumed], map[attribute.Key]any{
+		"overtake.checkpoint.seq": int64(7), "overtake.preemptions_before": int64(1),
+	})
 	wantAttrs(t, EventRetry, eu[EventRetry], map[attribute.Key]any{
 		"overtake.attempt": int64(2), "overtake.retry.delay_ms": int64(3000),
 	})
@@ -131,7 +183,13 @@ func TestPreemptionEvents(t *testing.T) {
 	if len(links) != 1 || !links[0].SpanContext.Equal(v.SpanContext()) {
 		t.Fatalf("links = %v, want one to the victim %v", links, v.SpanContext())
 	}
-	wantAttrs(t, "link", links[0].Attributes, map[attribute.Key]any{"overtake.victim.id": "low"})
+	wantAttrs(t, "link", links[0].Attributes, map[attribute.Key]any{"overtake.victim.id": "low", "overtake.link.kind": "victim"})
+	wantAttrs(t, "urgent span", u.Attributes(), map[attribute.Key]any{
+		"overtake.victim.span_id": v.SpanContext().SpanID().String(), "overtake.dead": true,
+	})
+	if _, ok := attrs(v.Attributes())[DeadKey]; ok {
+		t.Error("overtake.dead on a span that was not dead-lettered")
+	}
 }
 
 func TestSLABreachedEvent(t *testing.T) {
@@ -155,6 +213,9 @@ func TestPreemptedVictimWithoutSpan(t *testing.T) {
 	got := rec.Ended()[0]
 	if len(got.Links()) != 0 || len(got.Events()) != 1 {
 		t.Errorf("links %d events %d, want 0 and 1", len(got.Links()), len(got.Events()))
+	}
+	if _, ok := attrs(got.Attributes())[VictimSpanIDKey]; ok {
+		t.Error("overtake.victim.span_id without a victim span")
 	}
 }
 

@@ -37,6 +37,7 @@ type config struct {
 	insecure       bool
 	serviceName    string
 	serviceVersion string
+	instanceID     string
 	attrs          []attribute.KeyValue
 	sampler        sdktrace.Sampler
 	propagator     propagation.TextMapPropagator
@@ -75,7 +76,10 @@ func WithServiceName(name string) Option {
 	return optionFunc(func(c *config) { c.serviceName = name })
 }
 
-// WithServiceVersion sets the service.version resource attribute.
+// WithServiceVersion sets the service.version resource attribute, which
+// defaults to the main module's version from the build info
+// ([tracing.MainVersion]). OTEL_RESOURCE_ATTRIBUTES, when it sets
+// service.version, takes precedence.
 func WithServiceVersion(version string) Option {
 	return optionFunc(func(c *config) { c.serviceVersion = version })
 }

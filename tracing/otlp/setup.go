@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -34,6 +33,13 @@ type Providers struct {
 	MeterProvider metric.MeterProvider
 	// Propagator stores trace context in task headers; see [WithPropagator].
 	Propagator tracing.Propagator
+	// Resource describes this process on every span and metric: service,
+	// host and process attributes (see [Setup]).
+	Resource *resource.Resource
+	// InstanceID is the resource's service.instance.id. Pass it as
+	// runtime.Config.WorkerID, so the worker's ID in Redis, in its logs
+	// and on its spans is one name.
+	InstanceID string
 
 	tp        *sdktrace.TracerProvider
 	mp        *sdkmetric.MeterProvider // nil WithoutMetrics
@@ -47,6 +53,18 @@ type Providers struct {
 // Setup builds a tracer provider and a meter provider that export over
 // OTLP, configured by opts and the standard OTEL_* environment variables.
 // It sets no otel global unless [WithGlobal] is given.
+//
+// Their resource holds, from the SDK's detectors, telemetry.sdk.*,
+// host.name, host.id (where the OS has one), process.pid,
+// process.executable.name and .path, process.owner and process.runtime.*
+// (not process.command_args: a command line can carry a password), and
+// service.name ([WithServiceName], default "unknown_service:<executable>"),
+// service.version ([WithServiceVersion], default [tracing.MainVersion]) and
+// service.instance.id ([WithServiceInstanceID], default
+// "<host>-<pid>-<6 random hex digits>"). OTEL_RESOURCE_ATTRIBUTES and
+// OTEL_SERVICE_NAME win over all of these. host.name matters to Jaeger:
+// without it Jaeger takes every span for one from another host and warns
+// about clock skew between a task's producer and its runs.
 func Setup(ctx context.Context, opts ...Option) (*Providers, error) {
 	var c config
 	for _, o := range opts {
@@ -64,7 +82,11 @@ func Setup(ctx context.Context, opts ...Option) (*Providers, error) {
 	if prop == nil {
 		prop = tracing.DefaultPropagator()
 	}
-	p := &Providers{Propagator: tracing.NewPropagator(prop), exporter: newAbortableExporter(se), transport: c.transport}
+	p := &Providers{Propagator: tracing.NewPropagator(prop), Resource: res, exporter: newAbortableExporter(se),
+		transport: c.transport}
+	if v, ok := res.Set().Value(semconv.ServiceInstanceIDKey); ok {
+		p.InstanceID = v.Emit()
+	}
 	var me sdkmetric.Exporter
 	if !c.noMetrics {
 		if me, err = newMetricExporter(ctx, &c); err != nil {
@@ -97,28 +119,6 @@ func Setup(ctx context.Context, opts ...Option) (*Providers, error) {
 		otel.SetTextMapPropagator(prop)
 	}
 	return p, nil
-}
-
-// newResource describes the service: the SDK defaults (telemetry.sdk.*,
-// a fallback service.name), our options, then OTEL_RESOURCE_ATTRIBUTES and
-// OTEL_SERVICE_NAME, later ones winning.
-func newResource(ctx context.Context, c *config) (*resource.Resource, error) {
-	attrs := append([]attribute.KeyValue(nil), c.attrs...)
-	if c.serviceName != "" {
-		attrs = append(attrs, semconv.ServiceName(c.serviceName))
-	}
-	if c.serviceVersion != "" {
-		attrs = append(attrs, semconv.ServiceVersion(c.serviceVersion))
-	}
-	ours, err := resource.New(ctx,
-		resource.WithSchemaURL(semconv.SchemaURL),
-		resource.WithAttributes(attrs...),
-		resource.WithFromEnv(),
-	)
-	if err != nil {
-		return nil, err
-	}
-	return resource.Merge(resource.Default(), ours)
 }
 
 // ForceFlush exports every finished span and the current metrics now.

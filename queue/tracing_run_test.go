@@ -1,0 +1,36 @@
+package queue_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/overtake/overtake/queue"
+)
+
+// RunNumber counts the runs a record knows of: those that ended in a
+// transition (RunSpans) and those recovered after their worker was lost.
+func TestRunNumber(t *testing.T) {
+	spans := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("00-0af7651916cd43dd8448eb211c80319c-%016x-01", i+1)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		t    queue.Task
+		want int
+	}{
+		{"first run", queue.Task{}, 1},
+		{"after a preemption", queue.Task{Preemptions: 1, RunSpans: spans(1)}, 2},
+		{"after a shutdown requeue, which counts no preemption", queue.Task{RunSpans: spans(1)}, 2},
+		{"after a crash", queue.Task{Recoveries: 1}, 2},
+		{"after a retry and a crash", queue.Task{Attempt: 1, Recoveries: 1, RunSpans: spans(1)}, 3},
+		{"past the kept spans", queue.Task{Attempt: 10, Preemptions: 20, RunSpans: spans(queue.MaxRunSpans)}, 31},
+	} {
+		if got := tc.t.RunNumber(); got != tc.want {
+			t.Errorf("%s: run %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
