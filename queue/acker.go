@@ -44,7 +44,7 @@ func (a *acker) do(ctx context.Context, c *Client, op finishOp) error {
 	}
 	a.mu.Unlock()
 	if lead {
-		a.flush(ctx, c)
+		a.flush(ctx, c, w)
 	}
 	select {
 	case err := <-w.done:
@@ -54,10 +54,17 @@ func (a *acker) do(ctx context.Context, c *Client, op finishOp) error {
 	}
 }
 
-// flush sends batches until none is queued.
-func (a *acker) flush(ctx context.Context, c *Client) {
+// flush sends batches until none is queued. A caller flushing for its own
+// ack (own) stops once that is answered: if more acks wait, a goroutine
+// takes over its turn, so no Ack is held up by the acks of others.
+func (a *acker) flush(ctx context.Context, c *Client, own *ackWait) {
 	for {
 		a.mu.Lock()
+		if own != nil && len(own.done) > 0 && len(a.queued) > 0 {
+			a.mu.Unlock()
+			go a.flush(context.WithoutCancel(ctx), c, nil) // hand the turn over
+			return
+		}
 		batch := a.queued
 		if len(batch) > maxAckBatch {
 			batch = batch[:maxAckBatch]
