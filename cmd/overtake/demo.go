@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ type demoOptions struct {
 	OTLP         string        // collector host:port, "env", or "" for none
 	OTLPProtocol string        // grpc or http
 	OTLPMetrics  bool          // also export metrics (Jaeger takes traces only)
+	Jaeger       string        // base URL of the Jaeger UI, "" to look for one
 	Verbose      bool          // runtime logs on stderr
 }
 
@@ -53,6 +55,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"(e.g. 127.0.0.1:4317), or \"env\" for the OTEL_EXPORTER_OTLP_* variables")
 	fs.StringVar(&o.OTLPProtocol, "otlp-protocol", "grpc", "OTLP protocol: grpc or http")
 	fs.BoolVar(&o.OTLPMetrics, "otlp-metrics", false, "with --otlp, also export metrics (a collector must accept them; Jaeger does not)")
+	fs.StringVar(&o.Jaeger, "jaeger", os.Getenv(envJaegerQuery), "with --otlp, the Jaeger UI's base URL, to print links "+
+		"to the traces (default $"+envJaegerQuery+", else port 16686 of the --otlp host if a Jaeger answers there)")
 	fs.BoolVar(&o.Verbose, "verbose", false, "also print the runtime's logs on stderr")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -86,6 +90,8 @@ type demo struct {
 
 	finished chan string // type of every task done
 	cue      chan string // the report reached cueStep
+	taken    *takenPrinter
+	traces   []partTrace // the root span of each part
 
 	mu          sync.Mutex
 	tally       []levelTally
@@ -111,7 +117,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		return err
 	}
 	p := &printer{w: out, start: time.Now(), names: q.Config().LevelNames}
-	tel, err := newTelemetry(ctx, o, p, q.Name(), errOut)
+	tel, err := newTelemetry(ctx, o, p, errOut)
 	if err != nil {
 		return err
 	}
@@ -126,6 +132,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		step:     max(o.Duration/20, 10*time.Millisecond),
 		finished: make(chan string, total),
 		cue:      make(chan string, 1),
+		taken:    tel.taken,
 		tally:    make([]levelTally, q.Levels()),
 	}
 	mux := handlers.NewMux()
@@ -133,7 +140,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		handlers.HandleJSON(mux, typ, d.process)
 	}
 	d.rt, err = runtime.New(q, mux, runtime.Config{
-		Concurrency: o.Concurrency, PollInterval: 200 * time.Millisecond, GracePeriod: 2 * time.Second,
+		WorkerID: tel.instanceID, Concurrency: o.Concurrency, PollInterval: 200 * time.Millisecond, GracePeriod: 2 * time.Second,
 		ShutdownTimeout: 5 * time.Second, TracerProvider: tel.tp, MeterProvider: tel.mp, Logger: tel.log,
 	})
 	if err != nil {
@@ -145,10 +152,10 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	p.text("one runtime with %d workers, seed %d. Times are since the start; task IDs are shortened.\n", o.Concurrency, o.Seed)
 	dctx, cancel := context.WithTimeout(ctx, 3*o.Duration+10*time.Second)
 	defer cancel()
-	if err := d.partOrder(dctx); err != nil {
+	if err := d.part(dctx, "demo: priority order", d.partOrder); err != nil {
 		return d.abort(err)
 	}
-	if err := d.partPreempt(dctx); err != nil {
+	if err := d.part(dctx, "demo: preemption", d.partPreempt); err != nil {
 		return d.abort(err)
 	}
 	if err := d.stopRuntime(); err != nil {
@@ -164,6 +171,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 			what = "traces and metrics"
 		}
 		p.text("  %s sent to %s over %s, service name overtake-demo\n", what, tel.target, o.OTLPProtocol)
+		d.printTraces(ctx, tel.target)
 	}
 	return nil
 }

@@ -73,19 +73,41 @@ func short(id string) string {
 // takenPrinter is a span processor that prints a "taken" line when the
 // runtime starts the process span of a task. The runtime starts that span
 // on its dispatcher goroutine in lease order, before the handler runs, so
-// the lines show exactly the order in which tasks were taken.
+// the lines show exactly the order in which tasks were taken. It also
+// counts the process spans not yet ended, so that a part of the demo can
+// end its root span after every run in it.
 type takenPrinter struct {
-	p     *printer
-	queue string
+	p *printer
+
+	mu    sync.Mutex
+	open  int
+	ended chan struct{} // a process span ended; capacity 1
 }
 
 var _ sdktrace.SpanProcessor = (*takenPrinter)(nil)
 
+func newTakenPrinter(p *printer) *takenPrinter {
+	return &takenPrinter{p: p, ended: make(chan struct{}, 1)}
+}
+
+// isProcess reports whether s is a process span (a run of a task).
+func isProcess(s sdktrace.ReadOnlySpan) bool {
+	for _, kv := range s.Attributes() {
+		if kv.Key == tracing.OperationNameKey {
+			return kv.Value.AsString() == tracing.OperationProcess
+		}
+	}
+	return false
+}
+
 // OnStart prints the task of a process span.
 func (tp *takenPrinter) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	if s.Name() != tracing.ProcessSpanName(tp.queue) {
+	if !isProcess(s) {
 		return
 	}
+	tp.mu.Lock()
+	tp.open++
+	tp.mu.Unlock()
 	var id, typ string
 	level := -1
 	for _, kv := range s.Attributes() {
@@ -101,8 +123,36 @@ func (tp *takenPrinter) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 	tp.p.task(id, level, typ, "taken")
 }
 
-// OnEnd does nothing.
-func (*takenPrinter) OnEnd(sdktrace.ReadOnlySpan) {}
+// OnEnd counts an ended process span.
+func (tp *takenPrinter) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !isProcess(s) {
+		return
+	}
+	tp.mu.Lock()
+	tp.open--
+	tp.mu.Unlock()
+	select {
+	case tp.ended <- struct{}{}:
+	default:
+	}
+}
+
+// waitRunsEnded returns once no process span is open, or with ctx's error.
+func (tp *takenPrinter) waitRunsEnded(ctx context.Context) error {
+	for {
+		tp.mu.Lock()
+		open := tp.open
+		tp.mu.Unlock()
+		if open == 0 {
+			return nil
+		}
+		select {
+		case <-tp.ended:
+		case <-ctx.Done():
+			return fmt.Errorf("%d runs still open: %w", open, context.Cause(ctx))
+		}
+	}
+}
 
 // Shutdown does nothing.
 func (*takenPrinter) Shutdown(context.Context) error { return nil }

@@ -22,21 +22,24 @@ import (
 // tracer provider always carries the span processor that prints "taken"
 // lines; with --otlp it also exports to the collector.
 type telemetry struct {
-	tp       *sdktrace.TracerProvider
-	mp       metric.MeterProvider
-	log      *zap.Logger
-	target   string
-	shutdown func() error // idempotent
+	tp         *sdktrace.TracerProvider
+	mp         metric.MeterProvider
+	log        *zap.Logger
+	taken      *takenPrinter
+	target     string       // the collector, with --otlp
+	instanceID string       // service.instance.id, with --otlp: the worker ID
+	shutdown   func() error // idempotent
 }
 
-func newTelemetry(ctx context.Context, o demoOptions, p *printer, queueName string, errOut io.Writer) (*telemetry, error) {
+func newTelemetry(ctx context.Context, o demoOptions, p *printer, errOut io.Writer) (*telemetry, error) {
 	tel := &telemetry{log: zap.NewNop(), mp: metricnoop.NewMeterProvider()}
 	if o.Verbose {
 		enc := zap.NewDevelopmentEncoderConfig()
 		core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(errOut), zapcore.InfoLevel)
 		tel.log = zap.New(core)
 	}
-	taken := &takenPrinter{p: p, queue: queueName}
+	taken := newTakenPrinter(p)
+	tel.taken = taken
 	if o.OTLP == "" {
 		tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(taken))
 		tel.shutdown = sync.OnceValue(func() error { return tel.tp.Shutdown(context.Background()) })
@@ -67,7 +70,7 @@ func newTelemetry(ctx context.Context, o demoOptions, p *printer, queueName stri
 		return nil, errors.New("--otlp: otlp.Setup returned no SDK tracer provider")
 	}
 	sdk.RegisterSpanProcessor(taken)
-	tel.tp, tel.mp = sdk, prov.MeterProvider
+	tel.tp, tel.mp, tel.instanceID = sdk, prov.MeterProvider, prov.InstanceID
 	tel.shutdown = sync.OnceValue(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
