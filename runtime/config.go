@@ -73,10 +73,13 @@ type Config struct {
 	// PollInterval is the slow fallback poll of an idle worker, in case a
 	// wake-up message was missed (Pub/Sub delivers each once, and not while
 	// the connection is being re-established). Defaults to the heartbeat
-	// interval (10 s): an idle worker is woken by Pub/Sub within a
-	// millisecond, sleeps exactly until the earliest delayed task or lease
-	// expiry it was told of, and so spends under 2 Redis commands a second
-	// (heartbeat and poll, commands inside the scripts included).
+	// interval (10 s). That is safe because the poll is only a fallback: an
+	// idle worker is woken by Pub/Sub within a millisecond of an enqueue,
+	// and sleeps exactly until the earliest delayed task, retry or lease
+	// expiry its last lease call reported (LeaseResult.NextDue). So an idle
+	// worker spends under 2 Redis commands a second: a heartbeat, a poll
+	// and a PING of the wake-up subscription every 10 s, commands inside
+	// the scripts included (guarded by TestIdleCostGuard).
 	PollInterval time.Duration
 	// GracePeriod is how long a preempted or shut-down task has to save its
 	// checkpoint and return. Defaults to 5 s.
@@ -151,6 +154,13 @@ func (c Config) withDefaults(q *queue.Client) Config {
 	c.SLA = maps.Clone(c.SLA)
 	return c
 }
+
+// wakeCheckInterval is how long the wake-up subscription may stay silent
+// before go-redis PINGs it to find a dead connection (its default is 3 s:
+// a third of an idle worker's Redis commands). Missed wake-ups are covered
+// by the slow poll, which runs as often, so a shorter check would not
+// bound their delay any better.
+func (c Config) wakeCheckInterval() time.Duration { return max(c.PollInterval, c.HeartbeatInterval) }
 
 // defaultLogger writes warnings and errors as JSON lines to stderr.
 func defaultLogger() *zap.Logger {

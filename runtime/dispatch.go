@@ -13,11 +13,12 @@ import (
 
 // listen turns wake-up messages (the level of a task that became pending)
 // into dispatcher signals. Idle workers therefore never poll Redis in a
-// loop; go-redis resubscribes by itself after a connection loss.
+// loop; go-redis resubscribes by itself after a connection loss, and PINGs
+// the subscription when it has been silent for wakeCheckInterval.
 func (r *Runtime) listen(sub *redis.PubSub) {
 	defer r.loops.Done()
 	defer sub.Close()
-	ch := sub.Channel(redis.WithChannelSize(256))
+	ch := sub.Channel(redis.WithChannelSize(256), redis.WithChannelHealthCheckInterval(r.cfg.wakeCheckInterval()))
 	for {
 		select {
 		case <-r.baseCtx.Done():
@@ -73,6 +74,9 @@ func (r *Runtime) dispatch() {
 		forcePoll := false // look for urgent work after the wait, whatever ends it
 		switch {
 		case free > 0:
+			// Not saturated: a lease takes the most urgent tasks itself, so
+			// any deference to the fleet ends.
+			r.endDeferral()
 			var more bool
 			var next time.Time
 			more, next, err = r.leaseFree(free)

@@ -37,7 +37,8 @@ type ptFleet struct {
 	doRelease func()
 }
 
-// ptAt is a task ID and the worker it ran on.
+// ptAt is a task ID and the worker it ran on (job and stubborn starts,
+// preempted jobs, urgent runs).
 type ptAt struct{ ID, Worker string }
 
 func newPtFleet(t *testing.T, b testredis.Backend, qcfg queue.Config) *ptFleet {
@@ -76,6 +77,12 @@ func (f *ptFleet) start(t *testing.T, id string, cfg runtime.Config) *runtime.Ru
 		f.urgent <- ptAt{tk.ID, id}
 		return nil
 	})
+	// A stubborn job ignores cancellation: it returns when released.
+	mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.Task) error {
+		f.started <- ptAt{tk.ID, id}
+		<-f.release
+		return nil
+	})
 	cfg.WorkerID = id
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = ptPoll
@@ -101,7 +108,14 @@ func (f *ptFleet) all() []*runtime.Runtime {
 // jobOn enqueues a job at level and waits until it starts on worker want.
 func (f *ptFleet) jobOn(t *testing.T, level int, want string) string {
 	t.Helper()
-	id := enqueue(t, f.q, "job", "", level)
+	return f.runOn(t, "job", level, want)
+}
+
+// runOn enqueues a task of type typ ("job" or "stubborn") at level and
+// waits until it starts on worker want.
+func (f *ptFleet) runOn(t *testing.T, typ string, level int, want string) string {
+	t.Helper()
+	id := enqueue(t, f.q, typ, "", level)
 	got := ptRecv(t, f.started, "start of job "+id)
 	require.Equal(t, ptAt{id, want}, got)
 	return id

@@ -15,7 +15,8 @@ const maxIdleCommandsPerSecond = 2.0
 
 // An idle worker's Redis cost, from counts on a real redis-server rather
 // than timing: the commands of one idle poll (a lease call that finds
-// nothing) and of one heartbeat, at the default intervals. It fails if the
+// nothing), of one heartbeat and of one health check of the wake-up
+// subscription (a PING), each at its default interval. It fails if the
 // scripts grow or the defaults shrink past the target.
 func TestIdleCostGuard(t *testing.T) {
 	srv := testredis.StartServer(t, testredis.ServerOptions{})
@@ -45,8 +46,18 @@ func TestIdleCostGuard(t *testing.T) {
 			TTL: 2*cfg.HeartbeatInterval + 500e6})
 		require.NoError(t, err)
 	})
-	rate := float64(poll)/cfg.PollInterval.Seconds() + float64(beat)/cfg.HeartbeatInterval.Seconds()
-	t.Logf("idle poll %d commands every %v, heartbeat %d every %v: %.2f commands/s",
-		poll, cfg.PollInterval, beat, cfg.HeartbeatInterval, rate)
+	sub := rdb.Subscribe(ctx, q.WakeChannel())
+	defer sub.Close()
+	_, err = sub.Receive(ctx)
+	require.NoError(t, err)
+	ping := count(func() {
+		require.NoError(t, sub.Ping(ctx))
+		_, err := sub.Receive(ctx) // the PONG: the PING has run
+		require.NoError(t, err)
+	})
+	rate := float64(poll)/cfg.PollInterval.Seconds() + float64(beat)/cfg.HeartbeatInterval.Seconds() +
+		float64(ping)/cfg.wakeCheckInterval().Seconds()
+	t.Logf("idle poll %d commands every %v, heartbeat %d every %v, subscription check %d every %v: %.2f commands/s",
+		poll, cfg.PollInterval, beat, cfg.HeartbeatInterval, ping, cfg.wakeCheckInterval(), rate)
 	require.LessOrEqual(t, rate, maxIdleCommandsPerSecond)
 }

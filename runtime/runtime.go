@@ -42,10 +42,9 @@ type Runtime struct {
 
 	kick      chan struct{} // a slot freed or a task arrived
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
-	// deferSince is when the fleet first refused a reservation (a free
-	// slot or a lower victim elsewhere) since the last one that was not
-	// refused; zero when not deferring. Dispatcher goroutine only.
-	deferSince time.Time
+	// deferral is the episode of bounded deference to the fleet the
+	// dispatcher is in, if any (see deference.go). Dispatcher goroutine only.
+	deferral fleetDeferral
 
 	baseCtx    context.Context // parent of every run; never cancelled by Run's ctx
 	stopLease  chan struct{}   // closed when leasing stops
@@ -66,6 +65,7 @@ type counters struct {
 	processed, failed, dead, preempted, reserved, stuck atomic.Int64
 	scaledUp, scaledDown                                atomic.Int64
 	slaBreaches                                         atomic.Int64
+	deferred, overrides                                 atomic.Int64
 }
 
 // RunStats are cumulative counts of one runtime since it started.
@@ -81,6 +81,14 @@ type RunStats struct {
 	// SLABreaches counts tasks leased after waiting longer than their
 	// level's SLA (Config.SLA).
 	SLABreaches int64
+	// FleetDeferrals counts reservations the fleet refused because another
+	// live worker looked able to take the urgent task (a free slot, or a
+	// lower eligible victim); this runtime then deferred to it.
+	FleetDeferrals int64
+	// FleetOverrides counts urgent tasks this runtime reserved regardless
+	// of the fleet, after deferring to it for Preemption.FleetDeferral (a
+	// killed, draining or non-preempting worker did not take them).
+	FleetOverrides int64
 }
 
 // New returns a runtime that takes tasks from q and runs them with h.
@@ -116,7 +124,8 @@ func (r *Runtime) Stats() RunStats {
 	s := &r.stats
 	return RunStats{Processed: s.processed.Load(), Failed: s.failed.Load(), Dead: s.dead.Load(),
 		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load(),
-		ScaledUp: s.scaledUp.Load(), ScaledDown: s.scaledDown.Load(), SLABreaches: s.slaBreaches.Load()}
+		ScaledUp: s.scaledUp.Load(), ScaledDown: s.scaledDown.Load(), SLABreaches: s.slaBreaches.Load(),
+		FleetDeferrals: s.deferred.Load(), FleetOverrides: s.overrides.Load()}
 }
 
 // Start registers the worker and starts leasing; it returns at once.

@@ -35,14 +35,14 @@ func (r *Runtime) candidates() []preempt.Candidate {
 
 // tryPreempt follows the protocol: choose a local victim, RESERVE an urgent
 // task above its level (the script refuses while any live worker in the
-// fleet has a free slot or runs a lower eligible victim), and only if a task
-// was leased cancel the victim. So preemptions never exceed urgent tasks
-// taken. announced is the highest level announced since the last look, or
-// -1 on a poll.
+// fleet has a free slot or runs a lower eligible victim, for a bounded time:
+// see deference.go), and only if a task was leased cancel the victim. So
+// preemptions never exceed urgent tasks taken. announced is the highest
+// level announced since the last look, or -1 on a poll.
 //
-// When no victim is eligible yet only because of the policy's MinRunTime,
-// retryAt says when the first one will be, so the dispatcher looks again
-// then rather than at its next slow poll.
+// retryAt says when the dispatcher should look again rather than at its
+// next slow poll: when the first victim that lacks only the policy's
+// MinRunTime becomes eligible, or when the fleet deferral's bound expires.
 func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, err error) {
 	pol := r.cfg.Preemption
 	arriving := r.q.Levels() - 1
@@ -52,23 +52,26 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 	if r.poolRoom() <= 0 {
 		// Victims that ignore cancellation hold every pool worker: an
 		// urgent task could not start, so take none.
+		r.endDeferral()
 		return false, time.Time{}, nil
 	}
 	now := time.Now()
 	cands := r.candidates()
 	victim, ok := pol.Choose(cands, arriving, now)
 	if !ok {
+		r.endDeferral()
 		return false, r.firstEligible(cands, arriving, now), nil
 	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
-	// Bounded deference: past FleetDeferral since the fleet first refused,
-	// reserve regardless of the fleet (a dead, draining or non-preempting
-	// worker cannot hold urgent work back for long).
-	ignore := !r.deferSince.IsZero() && pol.FleetDeferral >= 0 && now.Sub(r.deferSince) >= pol.FleetDeferral
+	minLevel := victim.Level + pol.MinLevelGap
+	ignore, idle, err := r.deferralDue(ctx, minLevel, now)
+	if err != nil || idle {
+		return false, time.Time{}, err
+	}
 	t, res, err := r.q.Reserve(ctx, queue.ReserveRequest{
 		Worker: r.cfg.WorkerID, VictimID: victim.ID, VictimLevel: victim.Level,
-		MinLevel: victim.Level + pol.MinLevelGap, MinRunTime: pol.MinRunTime,
+		MinLevel: minLevel, MinRunTime: pol.MinRunTime,
 		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
 		IgnoreFleet: ignore,
 	})
@@ -80,25 +83,20 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 	}
 	switch {
 	case errors.Is(err, queue.ErrFreeSlotInFleet), errors.Is(err, queue.ErrLowerVictimElsewhere):
-		if r.deferSince.IsZero() {
-			r.deferSince = now
-		}
-		r.log.Debug("no preemption yet: deferring to the fleet", zap.String("why", err.Error()),
-			zap.Duration("deferred", now.Sub(r.deferSince)))
-		if pol.FleetDeferral < 0 {
-			return false, time.Time{}, nil
-		}
-		return false, r.deferSince.Add(pol.FleetDeferral), nil // look again when the bound expires
+		retryAt, err = r.deferToFleet(ctx, minLevel, now, err)
+		return false, retryAt, err
 	case errors.Is(err, queue.ErrNoTask):
-		r.deferSince = time.Time{}
+		r.endDeferral()
 		return false, time.Time{}, nil
 	case err != nil:
 		return false, time.Time{}, err
 	}
-	r.deferSince = time.Time{}
 	if ignore {
-		r.log.Info("preempting after deferring to the fleet for the bound", zap.Duration("bound", pol.FleetDeferral))
+		r.stats.overrides.Add(1)
+		r.log.Info("preempting after deferring to the fleet for the bound",
+			zap.Duration("bound", pol.FleetDeferral), zap.Duration("deferred", now.Sub(r.deferral.since)))
 	}
+	r.endDeferral()
 	r.stats.reserved.Add(1)
 	r.preempt(victim.ID, r.newRun(t))
 	return true, time.Time{}, nil
