@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# jaeger.sh build|start|stop|status|env|path|smoke
+# jaeger.sh build|start|stop|status|env|path|smoke|ui
 #
 #   build   build Jaeger v2 from source into the cache (skipped when cached):
 #           $OVERTAKE_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/overtake)/jaeger-<version>
 #   start   start it (in-memory storage) on free 127.0.0.1 ports unless it is
 #           already running; prints the env file. It stops by itself after
 #           OVERTAKE_JAEGER_LIFETIME (default and maximum 30m).
+#           OVERTAKE_JAEGER_UI=<dir>: serve the Jaeger UI built in <dir> (its
+#           index.html; see `ui`); the binary built from the Go module has
+#           only a placeholder page there.
 #   stop    stop it
 #   status  exit 0 if running
 #   env     print the env file: source it to get
 #             OVERTAKE_JAEGER_OTLP_GRPC  host:port of the OTLP/gRPC receiver
 #             OVERTAKE_JAEGER_OTLP_HTTP  host:port of the OTLP/HTTP receiver
 #             OVERTAKE_JAEGER_QUERY      base URL of the query API and UI
+#             OVERTAKE_JAEGER_UI         the UI directory served, "" if none
 #   path    print the binary's path
 #   smoke   send a span over OTLP/HTTP and find it through the query API
+#   ui      extract the built Jaeger UI (a jaeger-ui-*.tar.gz in
+#           $OVERTAKE_JAEGER_UI_DIST, default <repo>/../shared/jaeger-ui) into
+#           $OVERTAKE_RUN_DIR/jaeger-ui/<name> once and print that directory;
+#           exit 1 when there is no tarball
 #
 # State (pid, env, log) lives in $OVERTAKE_RUN_DIR (default <repo>/.run).
 set -euo pipefail
@@ -72,6 +80,13 @@ start() {
 	esac
 	[ "$secs" -le 1800 ] || secs=1800
 
+	local ui=${OVERTAKE_JAEGER_UI:-} uiflag=()
+	if [ -n "$ui" ]; then
+		[ -f "$ui/index.html" ] || { echo "jaeger.sh: OVERTAKE_JAEGER_UI=$ui has no index.html" >&2; exit 1; }
+		ui=$(cd "$ui" && pwd)
+		uiflag=(--set=extensions.jaeger_query.ui.assets_path="$ui")
+	fi
+
 	mkdir -p "$OT_RUN"
 	local ports
 	mapfile -t ports < <(ot_freeports 4)
@@ -80,7 +95,7 @@ start() {
 	# timeout: own process group, forwards SIGTERM, ends Jaeger after $secs.
 	# nohup/stdin: survive the shell that started it (e.g. `make jaeger`).
 	nohup timeout --kill-after=10s "${secs}s" "$BIN" --config "$OT_ROOT/scripts/jaeger-config.yaml" \
-		</dev/null >"$LOGFILE" 2>&1 &
+		"${uiflag[@]}" </dev/null >"$LOGFILE" 2>&1 &
 	local pid=$!
 	echo "$pid" >"$PIDFILE"
 
@@ -99,8 +114,9 @@ start() {
 export OVERTAKE_JAEGER_OTLP_GRPC=127.0.0.1:$OVERTAKE_JAEGER_OTLP_GRPC_PORT
 export OVERTAKE_JAEGER_OTLP_HTTP=127.0.0.1:$OVERTAKE_JAEGER_OTLP_HTTP_PORT
 export OVERTAKE_JAEGER_QUERY=$q
+export OVERTAKE_JAEGER_UI=$ui
 EOT
-	ot_log "jaeger $VERSION up (pid $pid, stops itself in ${secs}s): UI $q"
+	ot_log "jaeger $VERSION up (pid $pid, stops itself in ${secs}s): UI $q${ui:+ (served from $ui)}"
 	cat "$ENVFILE"
 }
 
@@ -141,8 +157,31 @@ EOT
 	ot_log "jaeger smoke test ok: OTLP/HTTP span stored and queried ($svc)"
 }
 
+# ui: extract the built Jaeger UI once; print its directory.
+ui() {
+	local dist=${OVERTAKE_JAEGER_UI_DIST:-$(dirname "$OT_ROOT")/shared/jaeger-ui} tarball name dir
+	tarball=$(find "$dist" -maxdepth 1 -name 'jaeger-ui-*.tar.gz' 2>/dev/null | sort | tail -n 1)
+	if [ -z "$tarball" ]; then
+		echo "jaeger.sh: no jaeger-ui-*.tar.gz in $dist" >&2
+		exit 1
+	fi
+	name=$(basename "$tarball" .tar.gz)
+	dir=$OT_RUN/jaeger-ui/$name
+	if [ ! -f "$dir/index.html" ]; then
+		rm -rf "$dir.tmp.$$"
+		mkdir -p "$dir.tmp.$$"
+		tar -xzf "$tarball" -C "$dir.tmp.$$"
+		[ -f "$dir.tmp.$$/index.html" ] || { echo "jaeger.sh: $tarball has no index.html at its top" >&2; rm -rf "$dir.tmp.$$"; exit 1; }
+		rm -rf "$dir"
+		mv "$dir.tmp.$$" "$dir"
+		ot_log "jaeger UI extracted from $tarball into $dir"
+	fi
+	echo "$dir"
+}
+
 case ${1:-} in
 build) build ;;
+ui) ui ;;
 smoke) smoke ;;
 start) start ;;
 stop) stop ;;
@@ -150,7 +189,7 @@ status) running ;;
 env) running && cat "$ENVFILE" ;;
 path) echo "$BIN" ;;
 *)
-	echo "usage: $0 build|start|stop|status|env|path|smoke" >&2
+	echo "usage: $0 build|start|stop|status|env|path|smoke|ui" >&2
 	exit 2
 	;;
 esac

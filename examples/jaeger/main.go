@@ -44,6 +44,7 @@ type config struct {
 	interval time.Duration // pause between rounds
 	step     time.Duration // one step of a report
 	tp       trace.TracerProvider
+	worker   string // runtime.Config.WorkerID; "" for the runtime's default
 	log      *zap.Logger
 	out      io.Writer
 	backoff  func(int) time.Duration // retry backoff; nil: the queue's default
@@ -83,7 +84,10 @@ func main() {
 	if err := waitForRedis(ctx, rdb); err != nil {
 		log.Fatal(err)
 	}
-	cfg := config{rounds: *rounds, interval: *interval, step: *step, tp: p.TracerProvider, log: logger, out: os.Stdout}
+	// The worker's ID is the resource's service.instance.id: one name in
+	// Redis, in the logs and on the spans.
+	cfg := config{rounds: *rounds, interval: *interval, step: *step, tp: p.TracerProvider, worker: p.InstanceID,
+		log: logger, out: os.Stdout}
 	if err := run(ctx, rdb, cfg); err != nil && !errors.Is(err, context.Canceled) {
 		log.Fatal(err)
 	}
@@ -112,7 +116,7 @@ func run(ctx context.Context, rdb redis.UniversalClient, cfg config) error {
 	handlers.HandleJSON(mux, "report", ex.report)
 	mux.HandleFunc("alert", ex.alert)
 	mux.HandleFunc("sync", ex.sync)
-	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 2, GracePeriod: 5 * time.Second,
+	rt, err := runtime.New(q, mux, runtime.Config{WorkerID: cfg.worker, Concurrency: 2, GracePeriod: 5 * time.Second,
 		TracerProvider: cfg.tp, Logger: cfg.log})
 	if err != nil {
 		return err

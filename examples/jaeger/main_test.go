@@ -35,22 +35,24 @@ func TestOneRound(t *testing.T) {
 
 	spans := rec.Ended()
 	events := map[string]int{}
-	var process, links int
+	var links int
+	names := map[string]int{}
 	for _, s := range spans {
 		if s.SpanContext().TraceID() != spans[0].SpanContext().TraceID() {
 			t.Errorf("span %s is not in the round's trace", s.Name())
 		}
-		if s.Name() == "process example" {
-			process++
-		}
+		names[s.Name()]++
 		links += len(s.Links())
 		for _, e := range s.Events() {
 			events[e.Name]++
 		}
 	}
-	// 4 tasks; one report and sync run twice.
-	if process != 6 {
-		t.Errorf("process spans = %d, want 6", process)
+	// 4 tasks, named by their type; one report and sync run twice.
+	for name, n := range map[string]int{"enqueue example/report": 2, "process example/report": 3,
+		"process example/alert": 1, "process example/sync": 2, "enqueue example/sync": 1} {
+		if names[name] != n {
+			t.Errorf("%d %q spans, want %d (all: %v)", names[name], name, n, names)
+		}
 	}
 	// The resumed report, the retried sync and the alert (to its victim).
 	if links != 3 {
