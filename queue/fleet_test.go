@@ -24,7 +24,7 @@ func (e *env) run(w, id string, level int, opts ...Option) *Task {
 // beat sends a heartbeat for w and requires that no lease was lost.
 func (e *env) beat(w string, capacity int, ttl time.Duration, leases ...*Task) {
 	e.t.Helper()
-	lost, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: w, Capacity: capacity, TTL: ttl, Leases: leases})
+	lost, err := lostOf(e.c.Heartbeat(e.ctx, Heartbeat{Worker: w, Capacity: capacity, TTL: ttl, Leases: leases}))
 	require.NoError(e.t, err)
 	require.Empty(e.t, lost)
 }
@@ -46,8 +46,8 @@ func TestHeartbeatExtendsLeases(t *testing.T) {
 		require.NoError(t, e.c.Ack(e.ctx, a))
 
 		// A stale token and an acked task are reported lost; the rest extended.
-		lost, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w1", Capacity: 2,
-			Leases: []*Task{a, stale(c, "bogus"), c}})
+		lost, err := lostOf(e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w1", Capacity: 2,
+			Leases: []*Task{a, stale(c, "bogus"), c}}))
 		require.NoError(t, err)
 		require.Equal(t, []string{"a", "c"}, lost)
 		require.Equal(t, float64(e.clk.Now().Add(DefaultLeaseDuration).UnixMilli()), e.score(e.c.keys.leases(), "c"))
@@ -56,7 +56,7 @@ func TestHeartbeatExtendsLeases(t *testing.T) {
 		// Without another heartbeat the lease expires and is recovered.
 		e.clk.Advance(DefaultLeaseDuration)
 		require.Equal(t, []string{"c"}, ids(e.lease("w2", 5)))
-		lost, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w1", Capacity: 2, Leases: []*Task{c}})
+		lost, err = lostOf(e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w1", Capacity: 2, Leases: []*Task{c}}))
 		require.NoError(t, err)
 		require.Equal(t, []string{"c"}, lost)
 	})
@@ -70,12 +70,28 @@ func TestHeartbeatWorkers(t *testing.T) {
 		e.beat("w2", 2, 5*time.Second)
 		e.beat("w2", 2, 5*time.Second) // idempotent
 		require.Equal(t, int64(2), e.stats().Workers)
-		require.Equal(t, map[string]string{"w1": "4", "w2": "2"}, e.rdb.HGetAll(e.ctx, e.c.keys.capacity()).Val())
+		ws, err := e.c.Workers(e.ctx)
+		require.NoError(t, err)
+		now := e.clk.Now()
+		require.Len(t, ws, 2)
+		for i, want := range []WorkerInfo{
+			{ID: "w1", Capacity: 4, LastHeartbeat: now, AliveUntil: now.Add(e.c.Config().LeaseDuration)},
+			{ID: "w2", Capacity: 2, LastHeartbeat: now, AliveUntil: now.Add(5 * time.Second)},
+		} {
+			got := ws[i]
+			require.Equal(t, []any{want.ID, want.Capacity, want.Busy}, []any{got.ID, got.Capacity, got.Busy})
+			require.True(t, got.LastHeartbeat.Equal(want.LastHeartbeat), "%v", got.LastHeartbeat)
+			require.True(t, got.AliveUntil.Equal(want.AliveUntil), "%v", got.AliveUntil)
+		}
 
 		e.clk.Advance(5*time.Second + time.Millisecond)
 		require.Equal(t, int64(1), e.stats().Workers, "w2's TTL ran out")
 		e.beat("w1", 4, 0) // sweeps w2's records
-		require.Equal(t, map[string]string{"w1": "4"}, e.rdb.HGetAll(e.ctx, e.c.keys.capacity()).Val())
+		require.Len(t, e.rdb.HGetAll(e.ctx, e.c.keys.capacity()).Val(), 1)
+		ws, err = e.c.Workers(e.ctx)
+		require.NoError(t, err)
+		require.Len(t, ws, 1)
+		require.Equal(t, "w1", ws[0].ID)
 		require.Equal(t, []string{"w1"}, e.zset(e.c.keys.alive()))
 
 		require.NoError(t, e.c.Deregister(e.ctx, "w1"))

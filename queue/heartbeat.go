@@ -17,13 +17,22 @@ import (
 // liveness expired are removed, and so are completed task records whose
 // retention ended.
 //
+// It adds the worker's outcome counts since its previous heartbeat to the
+// current rate bucket (see rates.go) and returns the paused levels, read
+// with the schema version in one command.
+//
 //	KEYS[1] alive
 //	ARGV[1] prefix  ARGV[2] worker  ARGV[3] now ms or ""  ARGV[4] ttl ms
 //	ARGV[5] capacity  ARGV[6] lease ms  ARGV[7] age after ms (0: no aging)
-//	ARGV[8] top level  ARGV[9] schema version  ARGV[10..] id, token pairs
-var heartbeatScript = newScript(`
+//	ARGV[8] top level  ARGV[9] schema version
+//	ARGV[10] counts as "level:processed:failed:preempted:breaches;..." or ""
+//	ARGV[11..] id, token pairs
+//
+// Returns {lost ids, corruption, paused}.
+var heartbeatScript = newScript(countsLua + `
 local w, now = ARGV[2], clock(ARGV[3])
-local v = redis.call('GET', P .. 'v')
+local vp = redis.call('MGET', P .. 'v', P .. 'paused')
+local v, paused = vp[1], vp[2] or ''
 if not v then
   if redis.call('EXISTS', P .. 'cnt') == 1 then v = '1' else redis.call('SET', P .. 'v', ARGV[9]); v = ARGV[9] end
 end
@@ -44,7 +53,7 @@ if #exp > 0 or tonumber(ARGV[7]) > 0 then
   recover(exp, now, bad)
   age(now, tonumber(ARGV[7]), tonumber(ARGV[8]), bad)
 end
-if not pcall(redis.call, 'HSET', P .. 'cap', w, ARGV[5]) then
+if not pcall(redis.call, 'HSET', P .. 'cap', w, ARGV[5] .. '@' .. now) then
   return redis.error_reply('CORRUPT ' .. P .. 'cap is a ' .. typeof(P .. 'cap') .. ', want a hash')
 end
 redis.call('ZADD', P .. 'alive', now + tonumber(ARGV[4]), w)
@@ -58,14 +67,15 @@ for _, o in ipairs(done) do
   redis.call('DEL', tkey(o), skey(o), ckey(o))
   redis.call('ZREM', P .. 'done', o)
 end
+add_counts(now, ARGV[10], bad)
 local lost, ext = {}, {}
-if #ARGV >= 10 then
+if #ARGV >= 11 then
   local sk = {}
-  for i = 10, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
+  for i = 11, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
   local raws = redis.call('MGET', unpack(sk))
   local dl = now + tonumber(ARGV[6])
-  for i = 10, #ARGV, 2 do
-    local s = decode(raws[(i - 8) / 2])
+  for i = 11, #ARGV, 2 do
+    local s = decode(raws[(i - 9) / 2])
     if s and s.tk == ARGV[i + 1] then
       ext[#ext + 1] = dl; ext[#ext + 1] = ARGV[i]
     else
@@ -74,7 +84,7 @@ if #ARGV >= 10 then
   end
   if #ext > 0 then redis.call('ZADD', P .. 'leases', 'XX', unpack(ext)) end
 end
-return {lost, bad}
+return {lost, bad, paused}
 `)
 
 // Heartbeat is one worker's periodic report.
@@ -90,19 +100,31 @@ type Heartbeat struct {
 	TTL time.Duration
 	// Leases are the tasks the worker holds; their leases are extended.
 	Leases []*Task
+	// Counts are the worker's outcomes per level since its previous
+	// heartbeat, added to the fleet's processing rates (Stats).
+	Counts map[int]LevelCounts
 }
 
-// Heartbeat records that hb.Worker is alive with its capacity and extends
-// all its leases to now + LeaseDuration in one round trip. It returns the
-// IDs of tasks whose lease was lost: the caller must stop them, as any
-// further transition would fail with ErrLeaseLost.
-func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (lost []string, err error) {
+// HeartbeatReply is what a heartbeat learns.
+type HeartbeatReply struct {
+	// Lost are the IDs of tasks whose lease was lost: the caller must stop
+	// them, as any further transition would fail with ErrLeaseLost.
+	Lost []string
+	// Paused are the paused levels (see Pause).
+	Paused map[int]PauseMode
+}
+
+// Heartbeat records that hb.Worker is alive with its capacity, extends all
+// its leases to now + LeaseDuration and adds its counts to the fleet's
+// rates, in one round trip.
+func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, error) {
 	if hb.TTL <= 0 {
 		hb.TTL = c.cfg.LeaseDuration
 	}
-	args := make([]any, 0, 9+2*len(hb.Leases))
+	args := make([]any, 0, 10+2*len(hb.Leases))
 	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), hb.TTL.Milliseconds(),
-		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, SchemaVersion)
+		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, SchemaVersion,
+		encodeCounts(hb.Counts))
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
 	}
@@ -110,15 +132,20 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (lost []string, er
 	if err != nil {
 		return nil, fmt.Errorf("overtake: heartbeat: %w", scriptErr(err))
 	}
+	reply := &HeartbeatReply{}
 	if len(raw) > 0 {
 		l, _ := raw[0].([]any)
 		for _, id := range l {
 			if s, ok := id.(string); ok {
-				lost = append(lost, s)
+				reply.Lost = append(reply.Lost, s)
 			}
 		}
 	}
-	return lost, nil
+	if len(raw) > 2 {
+		p, _ := raw[2].(string)
+		reply.Paused = c.parsePaused(p)
+	}
+	return reply, nil
 }
 
 // deregisterScript removes a worker's record; its busy count goes too once

@@ -222,3 +222,11 @@ func ids(ts []*Task) []string {
 	}
 	return out
 }
+
+// lostOf returns the lost leases of a heartbeat's reply.
+func lostOf(r *HeartbeatReply, err error) ([]string, error) {
+	if r == nil {
+		return nil, err
+	}
+	return r.Lost, err
+}

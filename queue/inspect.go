@@ -21,6 +21,11 @@ type LevelStats struct {
 	// OldestReadyAt is when the task at the head of the list became
 	// pending; zero when the level is empty.
 	OldestReadyAt time.Time
+	// Paused says whether workers lease from the level (see Pause).
+	Paused PauseMode
+	// Rates are the fleet's outcomes per second at this level over the
+	// last RateWindow, as reported in workers' heartbeats.
+	Rates Rates
 }
 
 // Stats is a snapshot of a queue.
@@ -31,10 +36,11 @@ type Stats struct {
 }
 
 // statsScript reads every counter of a queue in one round trip: the
-// lists' lengths, the head's ready time, the counters in n, live workers.
+// lists' lengths, the head's ready time, the counters in n, live workers,
+// the paused levels and the rate buckets.
 //
 //	KEYS[1] n  ARGV[1] prefix  ARGV[2] levels  ARGV[3] now ms or ""
-var statsScript = newScript(`
+var statsScript = newScript(ratesLua + `
 local n, now = tonumber(ARGV[2]), clock(ARGV[3])
 local g = guard('n', 'hash', 'alive', 'zset')
 if g then return redis.error_reply(g) end
@@ -58,6 +64,9 @@ for l = 0, n - 1 do
   out[#out + 1] = {len, num(a), num(s), num(d), rdy}
 end
 out[#out + 1] = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
+local okp, paused = pcall(redis.call, 'GET', P .. 'paused')
+out[#out + 1] = (okp and paused) or ''
+out[#out + 1] = read_rates(now)
 return out
 `)
 
@@ -85,8 +94,14 @@ func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 		}
 		st.Levels = append(st.Levels, ls)
 	}
-	if len(raw) > c.cfg.Levels {
+	if len(raw) > c.cfg.Levels+2 {
 		st.Workers, _ = raw[c.cfg.Levels].(int64)
+		p, _ := raw[c.cfg.Levels+1].(string)
+		rr, _ := raw[c.cfg.Levels+2].([]any)
+		paused, rates := c.parsePaused(p), parseRates(rr, c.cfg.Levels)
+		for i := range st.Levels {
+			st.Levels[i].Paused, st.Levels[i].Rates = paused[i], rates[i]
+		}
 	}
 	return st, nil
 }

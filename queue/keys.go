@@ -49,6 +49,7 @@ func (k keys) alive() string               { return k.prefix + "alive" }
 func (k keys) capacity() string            { return k.prefix + "cap" }
 func (k keys) busy() string                { return k.prefix + "busy" }
 func (k keys) version() string             { return k.prefix + "v" }
+func (k keys) paused() string              { return k.prefix + "paused" }
 
 // wake is the Pub/Sub channel on which enqueue and requeue announce the
 // level of a task that became pending.

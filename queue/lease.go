@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -21,7 +22,8 @@ import (
 //	ARGV[9] "1" to reserve  ARGV[10] victim id  ARGV[11] victim level
 //	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
 //	ARGV[14] never-preempted levels as ",l1,l2,"
-//	ARGV[15] levels not to reserve (they never preempt) as ",l1,l2,"
+//	ARGV[15] levels not to take from (paused, or never preempting in a
+//	reservation) as ",l1,l2,"
 //	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
 //	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
 //	ARGV[18] "1" to promote due tasks, recover expired leases and age first
@@ -54,7 +56,7 @@ if ARGV[9] == '1' and ARGV[17] ~= '1' then
   for _, o in ipairs(live) do
     if o ~= w then
       local cap, busy = redis.call('HGET', P .. 'cap', o), redis.call('HGET', P .. 'busy', o)
-      if num(cap) - num(busy) > 0 then return {-1} end
+      if num(string.match(cap or '', '^%-?%d+')) - num(busy) > 0 then return {-1} end
     end
   end
   local minrun, maxpre, never = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
@@ -224,6 +226,8 @@ type LeaseRequest struct {
 	Count int
 	// MinLevel leases only tasks at this level or above.
 	MinLevel int
+	// Skip lists levels not to lease from (paused levels, see Pause).
+	Skip []int
 }
 
 // LeaseResult is what one lease call got.
@@ -278,6 +282,8 @@ type ReserveRequest struct {
 	// NeverPreempt lists arriving levels that never preempt; they are not
 	// reserved.
 	NeverPreempt []int
+	// Skip lists levels not to reserve from (paused levels).
+	Skip []int
 	// IgnoreFleet skips the fleet checks (a free slot or a lower victim on
 	// another worker): the caller deferred to the fleet long enough (see
 	// preempt.Policy) and preempts its own victim anyway. The victim still
@@ -294,7 +300,7 @@ type ReserveRequest struct {
 // victim leaves the fleet's running set, so no other worker picks it too.
 // It returns ErrNoTask when nothing qualifies.
 func (c *Client) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseResult, error) {
-	res, _, err := c.lease(ctx, LeaseRequest{Worker: req.Worker, Count: 1, MinLevel: req.MinLevel}, &req)
+	res, _, err := c.lease(ctx, LeaseRequest{Worker: req.Worker, Count: 1, MinLevel: req.MinLevel, Skip: req.Skip}, &req)
 	if err != nil {
 		return nil, res, err
 	}
@@ -319,9 +325,9 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 		req.Count, minLevel, c.cfg.Levels - 1, NewToken()}
 	if rv != nil {
 		args = append(args, "1", rv.VictimID, rv.VictimLevel, rv.MinRunTime.Milliseconds(), rv.MaxPreemptions,
-			levelSet(rv.NeverPreempted), levelSet(rv.NeverPreempt))
+			levelSet(rv.NeverPreempted), levelSet(slices.Concat(rv.NeverPreempt, req.Skip)))
 	} else {
-		args = append(args, "0", "", 0, 0, -1, ",", ",")
+		args = append(args, "0", "", 0, 0, -1, ",", levelSet(req.Skip))
 	}
 	ignore := "0"
 	if rv != nil && rv.IgnoreFleet {

@@ -181,7 +181,7 @@ func TestLeaseRecovery(t *testing.T) {
 		for _, op := range finishOps {
 			requireLeaseLost(t, op.do(e, old))
 		}
-		lost, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w1", Capacity: 1, Leases: []*Task{old}})
+		lost, err := lostOf(e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w1", Capacity: 1, Leases: []*Task{old}}))
 		require.NoError(t, err)
 		require.Equal(t, []string{"a"}, lost)
 

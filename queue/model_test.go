@@ -252,7 +252,7 @@ func (m *model) heartbeat(rng *rand.Rand) {
 			wantLost = append(wantLost, h.id)
 		}
 	}
-	lost, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: w, Capacity: 3, Leases: leases})
+	lost, err := lostOf(e.c.Heartbeat(e.ctx, Heartbeat{Worker: w, Capacity: 3, Leases: leases}))
 	require.NoError(e.t, err)
 	require.Equal(e.t, wantLost, nilIfEmpty(lost))
 }

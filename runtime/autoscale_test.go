@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,11 +63,15 @@ func (j *asJobs) releaseAll() { j.once.Do(func() { close(j.release) }) }
 // fleetCapacity reads the capacity worker reported to the fleet.
 func fleetCapacity(t *testing.T, b testredis.Backend, q *queue.Client, worker string) int {
 	t.Helper()
-	v, err := b.Client.HGet(context.Background(), "{"+b.Prefix+":"+q.Name()+"}:cap", worker).Result()
+	ws, err := q.Workers(context.Background())
 	require.NoError(t, err)
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err)
-	return n
+	for _, w := range ws {
+		if w.ID == worker {
+			return w.Capacity
+		}
+	}
+	t.Fatalf("worker %s is not in the fleet (%v)", worker, ws)
+	return 0
 }
 
 // scaled returns the (old, new) pairs of the "concurrency scaled" log

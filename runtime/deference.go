@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/overtake/overtake/queue"
 	"go.uber.org/zap"
 )
 
@@ -112,7 +113,8 @@ func (r *Runtime) pendingHeads(ctx context.Context, minLevel int) (oldest, newes
 		return time.Time{}, time.Time{}, false, err
 	}
 	for _, l := range st.Levels {
-		if l.Level < minLevel || l.Pending == 0 || slices.Contains(r.cfg.Preemption.NeverPreempt, l.Level) {
+		if l.Level < minLevel || l.Pending == 0 || l.Paused != queue.NotPaused ||
+			slices.Contains(r.cfg.Preemption.NeverPreempt, l.Level) {
 			continue
 		}
 		at := l.OldestReadyAt

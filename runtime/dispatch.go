@@ -27,7 +27,11 @@ func (r *Runtime) listen(sub *redis.PubSub) {
 			if !ok {
 				return
 			}
-			if l, err := strconv.Atoi(msg.Payload); err == nil {
+			if m, ok := r.q.PausedFromMessage(msg.Payload); ok { // the paused levels changed
+				r.setPaused(m)
+				continue
+			}
+			if l, err := strconv.Atoi(msg.Payload); err == nil && !r.isPaused(l) {
 				r.raiseWake(int64(l))
 			}
 			r.signal()
@@ -154,7 +158,7 @@ func (r *Runtime) leaseFree(free int) (more bool, next time.Time, err error) {
 	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
-	res, err := r.q.Lease(ctx, queue.LeaseRequest{Worker: r.cfg.WorkerID, Count: free})
+	res, err := r.q.Lease(ctx, queue.LeaseRequest{Worker: r.cfg.WorkerID, Count: free, Skip: r.pausedLevels()})
 	if err != nil {
 		return false, time.Time{}, err
 	}

@@ -48,11 +48,15 @@ func (r *Runtime) heartbeat(ctx context.Context) error {
 func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capacity int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	lost, err := r.q.Heartbeat(ctx, queue.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
-		TTL: 2*r.cfg.HeartbeatInterval + 500*time.Millisecond, Leases: leases})
+	counts := r.takeCounts()
+	reply, err := r.q.Heartbeat(ctx, queue.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
+		TTL: 2*r.cfg.HeartbeatInterval + 500*time.Millisecond, Leases: leases, Counts: counts})
 	if err != nil {
+		r.restoreCounts(counts)
 		return err
 	}
+	r.setPaused(reply.Paused)
+	lost := reply.Lost
 	sent := make(map[string]string, len(leases))
 	for _, t := range leases {
 		sent[t.ID] = t.Token

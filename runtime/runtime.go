@@ -46,6 +46,9 @@ type Runtime struct {
 	// dispatcher is in, if any (see deference.go). Dispatcher goroutine only.
 	deferral fleetDeferral
 
+	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
+	outcomes outcomeCounts                           // for the fleet's rates, see rates.go
+
 	baseCtx    context.Context // parent of every run; never cancelled by Run's ctx
 	stopLease  chan struct{}   // closed when leasing stops
 	stopAll    context.CancelFunc

@@ -33,6 +33,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	var ferr error
 	switch out.Action {
 	case handlers.ActionDone:
+		r.count(t.Level, func(c *queue.LevelCounts) { c.Processed++ })
 		ferr = r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.q.Ack(c, t) })
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 	case handlers.ActionRequeue:
@@ -47,9 +48,11 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 	case handlers.ActionDead:
+		r.count(t.Level, func(c *queue.LevelCounts) { c.Failed++ })
 		ferr = r.kill(rn, out.Err.Error())
 	default: // retry, retry after
 		r.stats.failed.Add(1)
+		r.count(t.Level, func(c *queue.LevelCounts) { c.Failed++ })
 		if t.Attempt+1 > t.MaxRetries {
 			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err))
 			break

@@ -155,9 +155,9 @@ func TestShutdownDrainTimeout(t *testing.T) {
 			res <- rt.Shutdown(ctx)
 		}()
 		// Shutdown has begun once the worker reports no capacity.
-		capKey := "{" + b.Prefix + ":" + q.Name() + "}:cap"
 		require.Eventually(t, func() bool {
-			return b.Client.HGet(context.Background(), capKey, rt.WorkerID()).Val() == "0"
+			ws, err := q.Workers(context.Background())
+			return err == nil && len(ws) == 1 && ws[0].ID == rt.WorkerID() && ws[0].Capacity == 0
 		}, 10*time.Second, 2*time.Millisecond, "worker never reported draining")
 		close(release)
 		require.NoError(t, waitFor(t, res, "Shutdown"))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/tracing"
 	"go.uber.org/zap"
 )
@@ -37,6 +38,7 @@ func (o *observer) checkSLA(ctx context.Context, rn *run, wait time.Duration) {
 		return
 	}
 	o.r.stats.slaBreaches.Add(1)
+	o.r.count(t.OriginalLevel, func(c *queue.LevelCounts) { c.SLABreaches++ })
 	o.metrics.RecordSLABreach(ctx, tracing.Labels{Queue: o.r.q.Name(), Level: t.OriginalLevel,
 		LevelName: o.r.q.LevelName(t.OriginalLevel)})
 	if rn.span != nil {

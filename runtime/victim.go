@@ -73,7 +73,7 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 		Worker: r.cfg.WorkerID, VictimID: victim.ID, VictimLevel: victim.Level,
 		MinLevel: minLevel, MinRunTime: pol.MinRunTime,
 		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
-		IgnoreFleet: ignore,
+		IgnoreFleet: ignore, Skip: r.pausedLevels(),
 	})
 	if res != nil {
 		r.killMalformed(res)
@@ -174,6 +174,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 	r.mu.Unlock()
 
 	r.stats.preempted.Add(1)
+	r.count(v.t.Level, func(c *queue.LevelCounts) { c.Preempted++ })
 	r.obs.preempted(v, urgent, r.cfg.GracePeriod)
 	v.cancel(cause)
 	if immediate {

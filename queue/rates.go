@@ -1,0 +1,134 @@
+package queue
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Processing rates. Each worker counts its outcomes per level and adds
+// them to the fleet's counters in its heartbeat, so rates cost no command
+// per task: one HINCRBY per non-zero counter and an EXPIRE per heartbeat
+// of a busy worker, nothing for an idle one. The counters live in one hash
+// per 10-second bucket of Redis's clock (r:<bucket>, fields <level><kind>),
+// which expires after rateKeep. Stats sums the last complete buckets, so
+// any client reads fleet-wide rates without an OpenTelemetry backend;
+// counts reach them at the worker's next heartbeat (HeartbeatInterval,
+// 10 s by default).
+const (
+	// rateBucket is the width of one counter bucket.
+	rateBucket = 10 * time.Second
+	// rateBuckets is how many complete buckets Stats sums.
+	rateBuckets = 6
+	// rateKeep is how long a bucket outlives its end.
+	rateKeep = (rateBuckets + 7) * rateBucket
+)
+
+// RateWindow is the span over which Stats computes rates: the last six
+// complete 10-second buckets of Redis's clock.
+const RateWindow = rateBuckets * rateBucket
+
+// LevelCounts are outcomes at one level.
+type LevelCounts struct {
+	Processed   int64 // tasks that succeeded
+	Failed      int64 // failed runs (retried or dead-lettered)
+	Preempted   int64 // runs preempted for more urgent work
+	SLABreaches int64 // tasks leased after waiting longer than their SLA
+}
+
+// IsZero reports whether every count is zero.
+func (c LevelCounts) IsZero() bool { return c == LevelCounts{} }
+
+// Rates are fleet-wide outcomes per second at one level over RateWindow.
+type Rates struct {
+	Processed   float64
+	Failed      float64
+	Preempted   float64
+	SLABreaches float64
+}
+
+// countsLua adds a heartbeat's counts (ARGV as "level:d:f:x:s;...") to the
+// current bucket; a wrong-typed bucket is reported and skipped.
+var countsLua = `
+local function add_counts(now, enc, bad)
+  if enc == '' then return end
+  local k = P .. 'r:' .. math.floor(now / ` + ms(rateBucket) + `)
+  local t = typeof(k)
+  if t ~= 'none' and t ~= 'hash' then
+    bad[#bad + 1] = 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a hash'
+    return
+  end
+  for l, d, f, x, s in string.gmatch(enc, '(%d+):(%d+):(%d+):(%d+):(%d+)') do
+    if d ~= '0' then redis.call('HINCRBY', k, l .. 'd', d) end
+    if f ~= '0' then redis.call('HINCRBY', k, l .. 'f', f) end
+    if x ~= '0' then redis.call('HINCRBY', k, l .. 'x', x) end
+    if s ~= '0' then redis.call('HINCRBY', k, l .. 's', s) end
+  end
+  redis.call('PEXPIRE', k, ` + ms(rateKeep) + `)
+end
+`
+
+// ms formats d in milliseconds for a script.
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// encodeCounts writes non-zero counts for countsLua; "" when there are none.
+func encodeCounts(m map[int]LevelCounts) string {
+	var b strings.Builder
+	for l, c := range m {
+		if c.IsZero() || l < 0 {
+			continue
+		}
+		for i, v := range []int64{int64(l), c.Processed, c.Failed, c.Preempted, c.SLABreaches} {
+			if i > 0 {
+				b.WriteByte(':')
+			}
+			b.WriteString(strconv.FormatInt(max(v, 0), 10))
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// ratesLua sums the last complete buckets into {field, total, ...}.
+var ratesLua = `
+local function read_rates(now)
+  local b = math.floor(now / ` + ms(rateBucket) + `)
+  local sum, out = {}, {}
+  for i = b - ` + strconv.Itoa(rateBuckets) + `, b - 1 do
+    local ok, kv = pcall(redis.call, 'HGETALL', P .. 'r:' .. i)
+    if ok then
+      for j = 1, #kv, 2 do sum[kv[j]] = (sum[kv[j]] or 0) + tonumber(kv[j + 1]) end
+    end
+  end
+  for f, v in pairs(sum) do out[#out + 1] = f; out[#out + 1] = v end
+  return out
+end
+`
+
+// parseRates turns read_rates' reply into per-level rates.
+func parseRates(raw []any, levels int) []Rates {
+	out := make([]Rates, levels)
+	for i := 0; i+1 < len(raw); i += 2 {
+		f, _ := raw[i].(string)
+		v, _ := raw[i+1].(int64)
+		if len(f) < 2 {
+			continue
+		}
+		l, err := strconv.Atoi(f[:len(f)-1])
+		if err != nil || l < 0 || l >= levels {
+			continue
+		}
+		r := float64(v) / RateWindow.Seconds()
+		switch f[len(f)-1] {
+		case 'd':
+			out[l].Processed += r
+		case 'f':
+			out[l].Failed += r
+		case 'x':
+			out[l].Preempted += r
+		case 's':
+			out[l].SLABreaches += r
+		}
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package runtime
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/overtake/overtake/queue"
+	"go.uber.org/zap"
+)
+
+// Pausing (queue.Client.Pause). The paused levels are stored in Redis; a
+// worker learns them from its heartbeat (the same command that reads the
+// schema version, so it costs nothing) and, within a wake-up, from the
+// message a pause publishes on the wake channel, which carries the new
+// set (a lease already on its way when that message lands may still take
+// tasks from the level). A paused level is skipped
+// by every lease and reservation, so no task is taken from it and no
+// preemption happens on its behalf. With queue.PausePreempt the level's
+// running tasks are preempted here: each saves its checkpoint and goes back
+// to the head of its level.
+
+// pausedLevels returns the paused levels, ascending (nil when none).
+func (r *Runtime) pausedLevels() []int {
+	if m := r.paused.Load(); m != nil && len(*m) > 0 {
+		return queue.PausedLevels(*m)
+	}
+	return nil
+}
+
+// isPaused reports whether level l is paused.
+func (r *Runtime) isPaused(l int) bool {
+	m := r.paused.Load()
+	return m != nil && (*m)[l] != queue.NotPaused
+}
+
+// setPaused applies the paused levels m: levels newly paused with
+// PausePreempt have their running tasks preempted, and the dispatcher
+// looks again (a resumed level may hold work).
+func (r *Runtime) setPaused(m map[int]queue.PauseMode) {
+	if m == nil {
+		m = map[int]queue.PauseMode{}
+	}
+	old := r.paused.Swap(&m)
+	if old != nil && maps.Equal(*old, m) {
+		return
+	}
+	var was map[int]queue.PauseMode
+	if old != nil {
+		was = *old
+	}
+	r.log.Info("paused levels changed", zap.Ints("paused", queue.PausedLevels(m)))
+	for l, mode := range m {
+		if mode == queue.PausePreempt && was[l] != queue.PausePreempt {
+			r.preemptLevel(l)
+		}
+	}
+	r.signal()
+}
+
+// preemptLevel preempts the running tasks of level l (paused with
+// PausePreempt): they save their checkpoint and are requeued at the head of
+// their level, where they wait for Resume.
+func (r *Runtime) preemptLevel(l int) {
+	cause := fmt.Errorf("%w: level %d paused", ErrPreempted, l)
+	r.mu.Lock()
+	var victims []*run
+	for _, rn := range r.runs {
+		if rn.running && !rn.ending && rn.victim == nil && rn.t.Level == l {
+			rn.victim = &preemption{}
+			victims = append(victims, rn)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(victims, func(a, b *run) int { return a.started.Compare(b.started) })
+	for _, v := range victims {
+		r.count(v.t.Level, func(c *queue.LevelCounts) { c.Preempted++ })
+		r.stats.preempted.Add(1)
+		v.log.Info("preempting the task: its level was paused")
+		v.cancel(cause)
+	}
+}
