@@ -40,7 +40,7 @@ chaos: ## chaos suite: 3 worker processes, 20k tasks, kill -9, SIGSTOP, Redis ki
 chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a higher rate)
 	$(GO) run ./cmd/overtake-chaos -rate 400 -timeout 5m $(CHAOS_ARGS)
 
-bench-peers: ## Overtake vs asynq on one redis-server it starts: table (bench/peers/RESULTS.md) and charts
+bench-peers: ## Overtake vs asynq on one redis-server it starts: bench/peers/RESULTS.md and charts (BENCH_PEERS_ARGS=-quick: a smoke test)
 	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)
 
 jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1; prints OVERTAKE_JAEGER_* to source

@@ -2,32 +2,36 @@ package main
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 )
 
-// aq is hibiken/asynq: queues low, default, critical with strict priority;
-// no-op handlers; everything else at its defaults.
+// aq is hibiken/asynq: queues "low", "default" and "critical" for the
+// three priorities, served with StrictPriority; everything else at its
+// defaults, and a server at asynq's entire default configuration for the
+// idle figure.
 type aq struct {
 	addr   string
-	rdb    *redis.Client
+	c      *asynq.Client
+	ins    *asynq.Inspector
 	lowFor time.Duration // how long a low task of the urgent workload runs
 }
 
+// aqQueues are asynq's queues by priority.
 var aqQueues = []string{"low", "default", "critical"}
 
 func newAQ(addr string, lowFor time.Duration) *aq {
-	return &aq{addr: addr, rdb: redis.NewClient(&redis.Options{Addr: addr}), lowFor: lowFor}
+	return &aq{addr: addr, lowFor: lowFor,
+		c:   asynq.NewClient(asynq.RedisClientOpt{Addr: addr, PoolSize: 64}),
+		ins: asynq.NewInspector(asynq.RedisClientOpt{Addr: addr})}
 }
 
 func (a *aq) name() string { return "asynq" }
-
-func (a *aq) client() *asynq.Client {
-	return asynq.NewClient(asynq.RedisClientOpt{Addr: a.addr, PoolSize: 64})
-}
 
 // quiet drops asynq's log lines.
 type quiet struct{}
@@ -38,82 +42,75 @@ func (quiet) Warn(...any)  {}
 func (quiet) Error(...any) {}
 func (quiet) Fatal(...any) {}
 
-func (a *aq) start(c int, mux *asynq.ServeMux) (stop func()) {
-	srv := asynq.NewServer(asynq.RedisClientOpt{Addr: a.addr, PoolSize: 64}, asynq.Config{
-		Concurrency: c, Queues: map[string]int{"critical": 6, "default": 3, "low": 1}, StrictPriority: true,
-		Logger: quiet{}, ShutdownTimeout: time.Second,
-	})
-	if err := srv.Start(mux); err != nil {
-		panic(err)
-	}
-	return srv.Shutdown
+// fill has no batch API to use: one Enqueue per task, from 16 goroutines.
+func (a *aq) fill(ctx context.Context, n int, payload []byte) error {
+	return parallel(n, 16, func(i int) error { return a.enqueueOne(ctx, payload, i%3) })
 }
 
-func (a *aq) noopMux(cnt *counter) *asynq.ServeMux {
+func (a *aq) enqueueEach(ctx context.Context, n, g int) error {
+	return parallel(n, g, func(i int) error { return a.enqueueOne(ctx, nil, i%3) })
+}
+
+func (a *aq) enqueueOne(ctx context.Context, payload []byte, prio int) error {
+	_, err := a.c.EnqueueContext(ctx, asynq.NewTask("noop", payload), asynq.Queue(aqQueues[prio]))
+	return err
+}
+
+func (a *aq) start(_ context.Context, c int, ran func([]byte)) (func(), error) {
 	mux := asynq.NewServeMux()
-	mux.HandleFunc("noop", func(context.Context, *asynq.Task) error {
-		cnt.hit()
+	mux.HandleFunc("noop", func(_ context.Context, t *asynq.Task) error {
+		ran(t.Payload())
 		return nil
 	})
-	return mux
+	return a.serve(c, mux)
 }
 
-func (a *aq) enqueueN(ctx context.Context, n, g int, payload []byte) {
-	c := a.client()
-	defer c.Close()
-	parallel(n, g, func(i int) {
-		if _, err := c.EnqueueContext(ctx, asynq.NewTask("noop", payload), asynq.Queue(aqQueues[i%3])); err != nil {
-			panic(err)
+// serve starts a server of concurrency c (0: asynq's default config) with
+// mux; the returned stop shuts it down.
+func (a *aq) serve(c int, mux *asynq.ServeMux) (func(), error) {
+	cfg := asynq.Config{Logger: quiet{}}
+	opt := asynq.RedisClientOpt{Addr: a.addr}
+	if c > 0 {
+		cfg.Concurrency, cfg.StrictPriority = c, true
+		cfg.Queues = map[string]int{"critical": 6, "default": 3, "low": 1}
+		opt.PoolSize = max(c, 10)
+	}
+	srv := asynq.NewServer(opt, cfg)
+	if err := srv.Start(mux); err != nil {
+		return nil, err
+	}
+	return srv.Shutdown, nil
+}
+
+func (a *aq) left(context.Context) (int64, error) {
+	queues, err := a.ins.Queues() // GetQueueInfo fails on a queue never used
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, q := range queues {
+		info, err := a.ins.GetQueueInfo(q)
+		if err != nil {
+			return 0, err
 		}
-	})
+		n += int64(info.Pending + info.Active + info.Scheduled + info.Retry)
+	}
+	return n, nil
 }
 
-func (a *aq) memory(ctx context.Context, n int, payload []byte) float64 {
-	before := info(ctx, a.rdb, "memory", "used_memory")
-	a.enqueueN(ctx, n, 16, payload)
-	return (info(ctx, a.rdb, "memory", "used_memory") - before) / float64(n)
-}
-
-func (a *aq) enqueue(ctx context.Context, n, g int) float64 {
-	start := time.Now()
-	a.enqueueN(ctx, n, g, nil)
-	return float64(n) / time.Since(start).Seconds()
-}
-
-func (a *aq) drain(ctx context.Context, n, c int) float64 {
-	a.enqueueN(ctx, n, 16, nil)
-	cnt := newCounter(n)
-	start := time.Now()
-	stop := a.start(c, a.noopMux(cnt))
-	<-cnt.done
-	took := time.Since(start)
-	stop()
-	return float64(n) / took.Seconds()
-}
-
-func (a *aq) work(ctx context.Context, n, c int) {
-	cnt := newCounter(n)
-	stop := a.start(c, a.noopMux(cnt))
-	a.enqueueN(ctx, n, 16, nil)
-	<-cnt.done
-	stop()
-}
-
-func (a *aq) idle(ctx context.Context, d time.Duration) float64 {
-	stop := a.start(10, a.noopMux(newCounter(-1)))
-	defer stop()
-	time.Sleep(time.Second) // let it settle: start-up calls are not idle cost
-	_ = a.rdb.ConfigResetStat(ctx).Err()
-	time.Sleep(d) // the measurement window itself
-	return float64(commandCalls(ctx, a.rdb)-1) / d.Seconds()
-}
-
-func (a *aq) urgent(ctx context.Context, samples int) []time.Duration {
+// urgent keeps the 4 slots full of low tasks of a.lowFor, each enqueueing
+// its successor as it ends, and enqueues urgent tasks on "critical" one at
+// a time, each at a random moment of the low tasks' run: asynq has no
+// preemption, so an urgent task waits for a slot to free, then strict
+// priority makes it the next one to run.
+func (a *aq) urgent(ctx context.Context, samples int, o options) ([]time.Duration, int, error) {
 	var running atomic.Int64
 	var stopping atomic.Bool
-	urgentStarted := make(chan time.Time, 1)
-	c := a.client()
-	defer c.Close()
+	started := make(chan sample, samples)
+	low := func() error {
+		_, err := a.c.EnqueueContext(ctx, asynq.NewTask("low", nil), asynq.Queue("low"), asynq.MaxRetry(0))
+		return err
+	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc("low", func(ctx context.Context, _ *asynq.Task) error {
 		running.Add(1)
@@ -123,54 +120,43 @@ func (a *aq) urgent(ctx context.Context, samples int) []time.Duration {
 		case <-ctx.Done():
 		}
 		if !stopping.Load() { // keep the low work coming, so the slots stay full
-			_, _ = c.EnqueueContext(context.Background(), asynq.NewTask("low", nil), asynq.Queue("low"), asynq.MaxRetry(0))
+			_ = low()
 		}
 		return nil
 	})
-	mux.HandleFunc("urgent", func(context.Context, *asynq.Task) error {
-		urgentStarted <- time.Now()
+	mux.HandleFunc("noop", func(_ context.Context, t *asynq.Task) error {
+		started <- newSample(t.Payload())
 		return nil
 	})
 	for range 4 + 4 { // the 4 slots full, and more waiting
-		if _, err := c.EnqueueContext(ctx, asynq.NewTask("low", nil), asynq.Queue("low"), asynq.MaxRetry(0)); err != nil {
-			panic(err)
+		if err := low(); err != nil {
+			return nil, 0, err
 		}
 	}
-	stop := a.start(4, mux)
+	stop, err := a.serve(4, mux)
+	if err != nil {
+		return nil, 0, err
+	}
 	defer stop()
 	defer stopping.Store(true)
 	out := make([]time.Duration, 0, samples)
-	for range samples {
-		for running.Load() < 4 {
-			time.Sleep(time.Millisecond) // wait for the pool to be full again
+	capped := 0
+	for i := range samples {
+		for deadline := time.Now().Add(o.limit); running.Load() < 4; {
+			if time.Now().After(deadline) {
+				return nil, 0, errors.New("asynq urgent: the 4 slots did not fill")
+			}
+			time.Sleep(time.Millisecond) // polling the handlers' count: the pool is refilling
 		}
-		if _, err := c.EnqueueContext(ctx, asynq.NewTask("urgent", nil), asynq.Queue("critical")); err != nil {
-			panic(err)
+		time.Sleep(rand.N(a.lowFor)) // a random moment of the low tasks' run
+		if err := a.enqueueOne(ctx, []byte(strconv.Itoa(i)), 2); err != nil {
+			return nil, 0, err
 		}
-		sent := time.Now()
-		out = append(out, (<-urgentStarted).Sub(sent))
+		d, ok := waitFor(started, i, time.Now(), o.waitCap)
+		out = append(out, d)
+		if !ok {
+			capped++
+		}
 	}
-	return out
-}
-
-func (a *aq) wake(ctx context.Context, samples int) []time.Duration {
-	started := make(chan time.Time, 1)
-	mux := asynq.NewServeMux()
-	mux.HandleFunc("noop", func(context.Context, *asynq.Task) error {
-		started <- time.Now()
-		return nil
-	})
-	stop := a.start(4, mux)
-	defer stop()
-	c := a.client()
-	defer c.Close()
-	out := make([]time.Duration, 0, samples)
-	for range samples {
-		if _, err := c.EnqueueContext(ctx, asynq.NewTask("noop", nil), asynq.Queue("default")); err != nil {
-			panic(err)
-		}
-		sent := time.Now()
-		out = append(out, max((<-started).Sub(sent), 0))
-	}
-	return out
+	return out, capped, nil
 }

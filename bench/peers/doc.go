@@ -1,8 +1,18 @@
 // Command peers benchmarks Overtake against hibiken/asynq on one
-// redis-server that it starts on a free 127.0.0.1 port, in one run, over
-// several rounds, and prints a markdown table of medians with each figure
-// also as a fraction of the EVALSHA ceiling of the same run; it writes the
-// table to RESULTS.md and PNG charts beside it. `make bench-peers` runs it.
+// redis-server that it starts on a free 127.0.0.1 port (persistence off,
+// stopped at exit, killed by timeout(1) if the benchmark hangs or dies),
+// in one run of several rounds. For each system it measures Redis memory
+// per pending task, Redis commands and CPU per processed task, single
+// Enqueue and drain throughput as fractions of the EVALSHA ceiling
+// measured in the same run, the Redis commands of an idle worker, and
+// urgent-task and wake latency. It prints a markdown table of medians
+// (every round listed too), writes it to RESULTS.md and draws PNG charts
+// into charts/.
 //
-// It is a module of its own so that asynq never enters Overtake's go.mod.
+//	make bench-peers                         # from the repository root
+//	cd bench/peers && go run . -quick        # a smoke test, under a minute
+//	cd bench/peers && go run . -rounds 5 -out '' -charts /tmp/c
+//
+// It is a module of its own so that asynq never enters Overtake's go.mod;
+// it uses Overtake's public API only (queue, handlers, runtime, preempt).
 package main

@@ -5,72 +5,158 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	goruntime "runtime"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
+// options are the sizes and outputs of a run, from the flags.
 type options struct {
-	rounds                                int
-	memTasks, workTasks, drainTasks, conc int
-	idle, ceilingFor, lowFor              time.Duration
-	urgentSamples, aqUrgent, wakeSamples  int
-	aqWake                                int
-	out, charts, redisServer              string
+	rounds                                          int
+	memTasks, workTasks, enqTasks, drainTasks, conc int
+	idle, ceilingFor, lowFor, gap, waitCap, limit   time.Duration
+	urgentSamples, aqUrgent, wakeSamples, aqWake    int
+	out, charts, redisServer                        string
+	lifetime                                        time.Duration
+}
+
+// quickSizes are the sizes of -quick; flags given explicitly still win.
+var quickSizes = map[string]string{
+	"rounds": "1", "mem-tasks": "5000", "work-tasks": "2000", "enqueue-tasks": "5000",
+	"drain-tasks": "5000", "idle": "2s", "ceiling": "500ms", "asynq-low": "500ms",
+	"urgent-samples": "20", "asynq-urgent-samples": "3", "wake-samples": "10",
+	"asynq-wake-samples": "5", "wake-gap": "300ms",
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	quick := fs.Bool("quick", false, "small sizes and one round: a smoke test of under a minute")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each figure is the median over rounds")
+	fs.IntVar(&o.memTasks, "mem-tasks", 50_000, "pending tasks (100-byte payload) of the memory figure")
+	fs.IntVar(&o.workTasks, "work-tasks", 10_000, "no-op tasks enqueued and processed for the command and CPU figures")
+	fs.IntVar(&o.enqTasks, "enqueue-tasks", 50_000, "tasks of the single-Enqueue throughput figure")
+	fs.IntVar(&o.drainTasks, "drain-tasks", 50_000, "pre-enqueued no-op tasks drained")
+	fs.IntVar(&o.conc, "concurrency", 64, "worker concurrency of the work and drain runs")
+	fs.DurationVar(&o.idle, "idle", 20*time.Second, "window of the idle-cost figure")
+	fs.DurationVar(&o.ceilingFor, "ceiling", 2*time.Second, "EVALSHA ceiling time around each throughput run (half before, half after)")
+	fs.DurationVar(&o.lowFor, "asynq-low", 2*time.Second, "run time of asynq's low tasks in the urgent workload")
+	fs.DurationVar(&o.gap, "wake-gap", 1500*time.Millisecond, "wake samples are this far apart at most (uniformly random)")
+	fs.DurationVar(&o.waitCap, "wait-cap", 5*time.Second, "longest wait for an urgent or wake sample; a longer one counts as this")
+	fs.DurationVar(&o.limit, "limit", 3*time.Minute, "longest any one workload may take before the run fails")
+	fs.IntVar(&o.urgentSamples, "urgent-samples", 100, "Overtake urgent-latency samples per round")
+	fs.IntVar(&o.aqUrgent, "asynq-urgent-samples", 5, "asynq urgent-latency samples per round (each waits for a low task to end)")
+	fs.IntVar(&o.wakeSamples, "wake-samples", 40, "Overtake wake-latency samples per round")
+	fs.IntVar(&o.aqWake, "asynq-wake-samples", 20, "asynq wake-latency samples per round")
+	fs.StringVar(&o.out, "out", "RESULTS.md", "write the markdown table here too (empty: don't)")
+	fs.StringVar(&o.charts, "charts", "charts", "write PNG charts into this directory (empty: don't)")
+	fs.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
+	fs.DurationVar(&o.lifetime, "redis-lifetime", 30*time.Minute, "redis-server is killed after this even if the benchmark hangs")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if *quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range quickSizes {
+			if !set[name] {
+				if err := fs.Set(name, v); err != nil {
+					return o, err
+				}
+			}
+		}
+	}
+	if o.rounds < 1 || o.memTasks < 1 || o.workTasks < 1 || o.enqTasks < 1 || o.drainTasks < 1 || o.conc < 1 {
+		return o, fmt.Errorf("rounds, task counts and concurrency must be positive")
+	}
+	return o, nil
 }
 
 func main() {
-	var o options
-	quick := flag.Bool("quick", false, "small sizes and one round, for a smoke test")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each figure is the median over rounds")
-	flag.IntVar(&o.memTasks, "mem-tasks", 50_000, "pending tasks (100-byte payload) for the memory figure")
-	flag.IntVar(&o.workTasks, "work-tasks", 10_000, "no-op tasks enqueued and processed for the command and CPU figures")
-	flag.IntVar(&o.drainTasks, "drain-tasks", 50_000, "pre-enqueued no-op tasks drained")
-	flag.IntVar(&o.conc, "concurrency", 64, "worker concurrency of the work and drain runs")
-	flag.DurationVar(&o.idle, "idle", 20*time.Second, "window of the idle-cost figure")
-	flag.DurationVar(&o.ceilingFor, "ceiling", 2*time.Second, "duration of each EVALSHA ceiling measurement")
-	flag.DurationVar(&o.lowFor, "asynq-low", 2*time.Second, "run time of asynq's low tasks in the urgent workload")
-	flag.IntVar(&o.urgentSamples, "urgent-samples", 100, "Overtake urgent-latency samples")
-	flag.IntVar(&o.aqUrgent, "asynq-urgent-samples", 5, "asynq urgent-latency samples (each waits for a low task to end)")
-	flag.IntVar(&o.wakeSamples, "wake-samples", 200, "Overtake wake-latency samples")
-	flag.IntVar(&o.aqWake, "asynq-wake-samples", 20, "asynq wake-latency samples")
-	flag.StringVar(&o.out, "out", "RESULTS.md", "write the markdown table here too (empty: don't)")
-	flag.StringVar(&o.charts, "charts", "charts", "write PNG charts into this directory (empty: don't)")
-	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
-	flag.Parse()
-	if *quick {
-		o.rounds, o.memTasks, o.workTasks, o.drainTasks = 1, 5000, 2000, 5000
-		o.idle, o.ceilingFor, o.lowFor = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
-		o.urgentSamples, o.aqUrgent, o.wakeSamples, o.aqWake = 20, 2, 20, 5
-	}
-	if err := run(o, os.Args[1:]); err != nil {
+	o, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(2)
+	}
+	check(run(o, command(os.Args[1:], os.Getenv("MAKELEVEL") != "")))
+}
+
+// command is how this run was started, for the record, as markdown.
+func command(args []string, viaMake bool) string {
+	joined := strings.Join(args, " ")
+	s := "`" + strings.TrimSpace("cd bench/peers && go run . "+joined) + "`"
+	if viaMake {
+		s = "`make bench-peers BENCH_PEERS_ARGS='" + joined + "'`, that is " + s
+	}
+	return s
+}
+
+// cleanup, set by run, stops the redis-server; die runs it.
+var (
+	cleanupMu sync.Mutex
+	cleanup   = func() {}
+	dieOnce   sync.Once
+)
+
+// die reports err, stops the redis-server and exits. Any goroutine may
+// call it: a failed workload ends the whole run.
+func die(err error) {
+	dieOnce.Do(func() {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		cleanupMu.Lock()
+		cleanup()
+		cleanupMu.Unlock()
 		os.Exit(1)
+	})
+	select {} // another goroutine is exiting
+}
+
+// check dies on a non-nil err.
+func check(err error) {
+	if err != nil {
+		die(err)
 	}
 }
 
-func run(o options, args []string) error {
-	srv, err := startServer(o.redisServer, 2*time.Hour)
+// must returns v, or dies on err.
+func must[T any](v T, err error) T {
+	check(err)
+	return v
+}
+
+// run starts the redis-server, measures every round of every system, and
+// writes the table and the charts.
+func run(o options, command string) error {
+	srv, err := startServer(o.redisServer, o.lifetime)
 	if err != nil {
 		return err
 	}
+	cleanupMu.Lock()
+	cleanup = srv.stop
+	cleanupMu.Unlock()
 	defer srv.stop()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() { die(fmt.Errorf("%v", <-sig)) }()
+
 	ctx := context.Background()
-	admin := redis.NewClient(&redis.Options{Addr: srv.addr})
-	defer admin.Close()
+	adm := newAdmin(srv.addr)
+	defer adm.Close()
 	systems := []system{newAQ(srv.addr, o.lowFor), newOT(srv.addr)}
 	res := newResults(systems)
+	load := loadAvg()
 	for r := 1; r <= o.rounds; r++ {
-		res.ceil16 = append(res.ceil16, ceiling(ctx, srv.addr, 16, o.ceilingFor))
-		res.ceil64 = append(res.ceil64, ceiling(ctx, srv.addr, 64, o.ceilingFor))
 		for _, s := range systems {
 			fmt.Fprintf(os.Stderr, "peers: round %d/%d, %s\n", r, o.rounds, s.name())
-			res.add(s, measureOnce(ctx, admin, s, o))
+			res.add(s, measureOnce(ctx, adm, s, o))
 		}
 	}
-	table := res.table(o, srv.addr, redisVersion(ctx, admin), "make bench-peers BENCH_PEERS_ARGS='"+strings.Join(args, " ")+"'")
+	env := runEnv{addr: srv.addr, redis: adm.version(ctx), machine: machine(), command: command,
+		asynq: moduleVersion("github.com/hibiken/asynq"), overtake: treeVersion(),
+		load: [2]string{load, loadAvg()}}
+	table := res.table(o, env)
 	fmt.Print(table)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(table), 0o644); err != nil {
@@ -83,44 +169,8 @@ func run(o options, args []string) error {
 	return nil
 }
 
-// measureOnce runs every workload of s once, each on a flushed Redis.
-func measureOnce(ctx context.Context, admin *redis.Client, s system, o options) figures {
-	flush := func() { _ = admin.FlushAll(ctx).Err() }
-	var f figures
-	flush()
-	f.mem = s.memory(ctx, o.memTasks, []byte(strings.Repeat("p", 100)))
-	flush()
-	_ = admin.ConfigResetStat(ctx).Err()
-	cpu0 := cpuSeconds(ctx, admin)
-	s.work(ctx, o.workTasks, o.conc)
-	f.cmds = float64(commandCalls(ctx, admin)-1) / float64(o.workTasks)
-	f.cpu = (cpuSeconds(ctx, admin) - cpu0) * 1000 * 10_000 / float64(o.workTasks)
-	flush()
-	f.enq = s.enqueue(ctx, o.workTasks, 16)
-	flush()
-	f.drain = s.drain(ctx, o.drainTasks, o.conc)
-	flush()
-	f.idle = s.idle(ctx, o.idle)
-	flush()
-	n, _ := samplesFor(s, o)
-	u := s.urgent(ctx, n)
-	f.urgent50, f.urgent99 = percentile(u, 50), percentile(u, 99)
-	flush()
-	_, w := samplesFor(s, o)
-	wk := s.wake(ctx, w)
-	f.wake50, f.wake99 = percentile(wk, 50), percentile(wk, 99)
-	return f
-}
-
-func samplesFor(s system, o options) (urgent, wake int) {
-	if s.name() == "asynq" {
-		return o.aqUrgent, o.aqWake
-	}
-	return o.urgentSamples, o.wakeSamples
-}
-
-// machine describes where the run happened.
+// machine describes where the run happened: CPUs (nproc), GOMAXPROCS, Go.
 func machine() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s, %d CPUs, GOMAXPROCS %d, %s", host, goruntime.NumCPU(), goruntime.GOMAXPROCS(0), goruntime.Version())
+	return fmt.Sprintf("nproc %d, GOMAXPROCS %d, %s %s/%s", goruntime.NumCPU(), goruntime.GOMAXPROCS(0),
+		goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 }

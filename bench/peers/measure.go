@@ -2,123 +2,168 @@ package main
 
 import (
 	"context"
-	"sort"
-	"sync"
-	"sync/atomic"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// system is one queue under test: each method runs one workload on a
-// flushed Redis and returns its figure.
+// system is one queue under test, seen through its public API. Its tasks
+// are no-ops of one type, "noop", at three priorities: 0 (low), 1 (normal,
+// asynq's "default" queue) and 2 (urgent, asynq's "critical").
 type system interface {
 	name() string
-	// memory enqueues n pending tasks with payload and returns used_memory
-	// bytes per task.
-	memory(ctx context.Context, n int, payload []byte) float64
-	// enqueue enqueues n tasks with one call each from g goroutines and
-	// returns tasks/s.
-	enqueue(ctx context.Context, n, g int) float64
-	// drain pre-enqueues n no-op tasks, starts one worker with concurrency c
-	// and returns tasks/s until all are done.
-	drain(ctx context.Context, n, c int) float64
-	// work enqueues n no-op tasks one call each (16 goroutines) while a
-	// worker with concurrency c processes them, until all are done.
-	work(ctx context.Context, n, c int)
-	// idle runs one idle worker for d and returns Redis commands per second.
-	idle(ctx context.Context, d time.Duration) float64
-	// urgent returns samples of urgent-task start latency while a worker of
-	// 4 slots is full of long low-priority tasks.
-	urgent(ctx context.Context, samples int) []time.Duration
-	// wake returns samples of Enqueue-returned → handler-start latency on an
-	// idle worker.
-	wake(ctx context.Context, samples int) []time.Duration
+	// fill enqueues n pending tasks with payload, priorities in turn,
+	// batched where the system can: the set-up of a figure, not timed.
+	fill(ctx context.Context, n int, payload []byte) error
+	// enqueueEach enqueues n payload-less tasks, priorities in turn, with
+	// one Enqueue call each, from g goroutines.
+	enqueueEach(ctx context.Context, n, g int) error
+	// enqueueOne enqueues one task with payload at priority prio.
+	enqueueOne(ctx context.Context, payload []byte, prio int) error
+	// start starts one worker of concurrency c (0: the system's default
+	// configuration) whose handler calls ran with the task's payload.
+	start(ctx context.Context, c int, ran func(payload []byte)) (stop func(), err error)
+	// left counts the tasks not yet done: pending, running, scheduled.
+	left(ctx context.Context) (int64, error)
+	// urgent samples urgent-task start latency on a worker of 4 slots full
+	// of long low-priority tasks; capped is how many waits hit o.waitCap.
+	urgent(ctx context.Context, samples int, o options) (lat []time.Duration, capped int, err error)
 }
 
-// hammer runs fn from g goroutines for d and returns calls per second.
-func hammer(ctx context.Context, g int, d time.Duration, fn func(context.Context) error) float64 {
-	var n atomic.Int64
-	stop := time.Now().Add(d)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				if fn(ctx) == nil {
-					n.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds()
+// figures are one round's measurements of one system.
+type figures struct {
+	mem, cmds, cpu, enq, drain, idle   float64
+	c16, c64                           float64 // EVALSHA ceilings around the enqueue and the drain run
+	urgent50, urgent99, wake50, wake99 float64
+	capped                             int // urgent and wake waits that hit the cap
 }
 
-// ceiling is what Redis sustains from go-redis with g goroutines: EVALSHA
-// of `return 1`, calls per second.
-func ceiling(ctx context.Context, addr string, g int, d time.Duration) float64 {
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: max(g, 10)})
-	defer c.Close()
-	sha, err := c.ScriptLoad(ctx, "return 1").Result()
-	if err != nil {
-		return 0
+// payload100 is the 100-byte payload of the memory figure.
+var payload100 = []byte(strings.Repeat("p", 100))
+
+// measureOnce runs every workload of s once, each on a flushed Redis, and
+// dies on any error.
+func measureOnce(ctx context.Context, adm *admin, s system, o options) figures {
+	var f figures
+	// flush empties Redis before a workload and names it on stderr, so
+	// that a system's own log lines can be told apart.
+	flush := func(what string) {
+		fmt.Fprintf(os.Stderr, "peers:   %s: %s\n", s.name(), what)
+		check(adm.FlushAll(ctx).Err())
 	}
-	return hammer(ctx, g, d, func(ctx context.Context) error { return c.EvalSha(ctx, sha, nil).Err() })
+
+	flush("memory")
+	before := must(adm.taskMemory(ctx))
+	check(s.fill(ctx, o.memTasks, payload100))
+	f.mem = (must(adm.taskMemory(ctx)) - before) / float64(o.memTasks)
+
+	flush("commands and CPU")
+	w := must(adm.resetStats(ctx))
+	cpu0 := must(adm.cpuSeconds(ctx))
+	ran := newCounter(o.workTasks)
+	stop := must(s.start(ctx, o.conc, ran.hit))
+	check(s.enqueueEach(ctx, o.workTasks, 16))
+	await(ran.done, o.limit, s.name()+" work")
+	stop()
+	cpu1 := must(adm.cpuSeconds(ctx))
+	f.cmds = float64(must(w.calls(ctx))) / float64(o.workTasks)
+	f.cpu = (cpu1 - cpu0) * 1000 * 10_000 / float64(o.workTasks)
+	if n := must(s.left(ctx)); n != 0 {
+		fmt.Fprintf(os.Stderr, "peers: %s: %d tasks of the work run not done after shutdown\n", s.name(), n)
+	}
+
+	flush("enqueue")
+	f.enq, f.c16 = withCeiling(ctx, adm, 16, o.ceilingFor, func() float64 {
+		t0 := time.Now()
+		check(s.enqueueEach(ctx, o.enqTasks, 16))
+		return float64(o.enqTasks) / time.Since(t0).Seconds()
+	})
+
+	flush("drain")
+	check(s.fill(ctx, o.drainTasks, nil))
+	f.drain, f.c64 = withCeiling(ctx, adm, o.conc, o.ceilingFor, func() float64 { return drain(ctx, s, o) })
+
+	flush("idle")
+	stop = must(s.start(ctx, 0, func([]byte) {}))
+	time.Sleep(time.Second) // start-up calls are not idle cost
+	w = must(adm.resetStats(ctx))
+	t0 := time.Now()
+	time.Sleep(o.idle) // the measurement window
+	f.idle = float64(must(w.calls(ctx))) / time.Since(t0).Seconds()
+	stop()
+
+	flush("urgent")
+	n := o.urgentSamples
+	if s.name() == "asynq" {
+		n = o.aqUrgent
+	}
+	u, capped := must2(s.urgent(ctx, n, o))
+	f.urgent50, f.urgent99, f.capped = percentile(u, 50), percentile(u, 99), capped
+
+	flush("wake")
+	n = o.wakeSamples
+	if s.name() == "asynq" {
+		n = o.aqWake
+	}
+	wk, capped := wake(ctx, s, n, o)
+	f.wake50, f.wake99, f.capped = percentile(wk, 50), percentile(wk, 99), f.capped+capped
+	return f
 }
 
-// parallel runs fn(i) for i in [0, n) from g goroutines.
-func parallel(n, g int, fn func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
+// withCeiling runs fn between two EVALSHA ceiling measurements of g
+// goroutines, each of d/2, and returns fn's result and the mean ceiling.
+func withCeiling(ctx context.Context, adm *admin, g int, d time.Duration, fn func() float64) (v, ceil float64) {
+	addr := adm.Options().Addr
+	before := must(ceiling(ctx, addr, g, d/2))
+	v = fn()
+	after := must(ceiling(ctx, addr, g, d/2))
+	return v, (before + after) / 2
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
+// drain times one worker of concurrency o.conc over o.drainTasks
+// pre-enqueued no-op tasks, from its start until every task ran and nothing
+// is left in the queue (the last completion has landed). Tasks per second.
+func drain(ctx context.Context, s system, o options) float64 {
+	ran := newCounter(o.drainTasks)
+	t0 := time.Now()
+	stop := must(s.start(ctx, o.conc, ran.hit))
+	defer stop()
+	await(ran.done, o.limit, s.name()+" drain")
+	for deadline := time.Now().Add(o.limit); must(s.left(ctx)) > 0; {
+		if time.Now().After(deadline) {
+			die(fmt.Errorf("%s drain: tasks left after %v", s.name(), o.limit))
+		}
+		time.Sleep(time.Millisecond) // polling the queue's counters for the last completions
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return float64(o.drainTasks) / time.Since(t0).Seconds()
 }
 
-// percentile returns the p-th percentile (0..100) of ds, in ms.
-func percentile(ds []time.Duration, p float64) float64 {
-	if len(ds) == 0 {
-		return 0
+// wake samples Enqueue-returned → handler-start latency on an idle worker
+// of 4 slots, the samples a random 0..o.gap apart so that they land at
+// every phase of a polling worker's sleep.
+func wake(ctx context.Context, s system, samples int, o options) ([]time.Duration, int) {
+	started := make(chan sample, samples)
+	stop := must(s.start(ctx, 4, func(p []byte) { started <- newSample(p) }))
+	defer stop()
+	out := make([]time.Duration, 0, samples)
+	capped := 0
+	for i := range samples {
+		time.Sleep(rand.N(o.gap + 1)) // a random phase of the worker's idle loop
+		check(s.enqueueOne(ctx, []byte(strconv.Itoa(i)), 1))
+		d, ok := waitFor(started, i, time.Now(), o.waitCap)
+		out = append(out, d)
+		if !ok {
+			capped++
+		}
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(float64(len(s)-1) * p / 100)
-	return float64(s[i]) / float64(time.Millisecond)
+	return out, capped
 }
 
-// counter counts handler runs and closes done at want.
-type counter struct {
-	n    atomic.Int64
-	want int64
-	done chan struct{}
-}
-
-func newCounter(want int) *counter { return &counter{want: int64(want), done: make(chan struct{})} }
-
-func (c *counter) hit() {
-	if c.n.Add(1) == c.want {
-		close(c.done)
-	}
+// must2 is must for two results.
+func must2[T, U any](t T, u U, err error) (T, U) {
+	check(err)
+	return t, u
 }

@@ -3,203 +3,155 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 )
 
-// ot is Overtake: levels low, normal, high; no-op handlers.
+// ot is Overtake through its public API: one queue of the default three
+// levels (0 low, 1 normal, 2 high), runtimes at their defaults but for
+// the concurrency.
 type ot struct {
-	addr string
-	rdb  *redis.Client
+	rdb *redis.Client
+	q   *queue.Client
 }
 
 func newOT(addr string) *ot {
-	return &ot{addr: addr, rdb: redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	q, err := queue.New(rdb, queue.Config{Name: "peers"})
+	check(err)
+	return &ot{rdb: rdb, q: q}
 }
 
 func (o *ot) name() string { return "Overtake" }
 
-func (o *ot) client() *queue.Client {
-	q, err := queue.New(o.rdb, queue.Config{Namespace: "peers"})
-	if err != nil {
-		panic(err)
+// fill uses EnqueueBatch, 1000 tasks a call, each batch at one level.
+func (o *ot) fill(ctx context.Context, n int, payload []byte) error {
+	batch := make([]*queue.Task, 0, 1000)
+	for i := range n {
+		batch = append(batch, queue.NewTask("noop", payload))
+		if len(batch) == cap(batch) || i == n-1 {
+			if _, err := o.q.EnqueueBatch(ctx, batch, queue.Level(i/1000%3)); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
 	}
-	return q
+	return nil
 }
 
-// start runs a runtime with concurrency c and handlers from mux; stop
-// shuts it down.
-func (o *ot) start(ctx context.Context, c int, mux *handlers.Mux) (stop func()) {
-	rt, err := runtime.New(o.client(), mux, runtime.Config{Concurrency: c})
+func (o *ot) enqueueEach(ctx context.Context, n, g int) error {
+	return parallel(n, g, func(i int) error {
+		_, err := o.q.Enqueue(ctx, queue.NewTask("noop", nil), queue.Level(i%3))
+		return err
+	})
+}
+
+func (o *ot) enqueueOne(ctx context.Context, payload []byte, prio int) error {
+	_, err := o.q.Enqueue(ctx, queue.NewTask("noop", payload), queue.Level(prio))
+	return err
+}
+
+func (o *ot) start(ctx context.Context, c int, ran func([]byte)) (func(), error) {
+	mux := handlers.NewMux()
+	mux.HandleFunc("noop", func(_ context.Context, t *queue.Task) error {
+		ran(t.Payload)
+		return nil
+	})
+	return o.run(ctx, mux, runtime.Config{Concurrency: c})
+}
+
+// run starts a runtime; the returned stop shuts it down (30 s at most).
+func (o *ot) run(ctx context.Context, h handlers.Handler, cfg runtime.Config) (func(), error) {
+	rt, err := runtime.New(o.q, h, cfg)
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
 	if err := rt.Start(ctx); err != nil {
-		panic(err)
+		return nil, err
 	}
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = rt.Shutdown(sctx)
+		if err := rt.Shutdown(sctx); err != nil {
+			fmt.Fprintln(os.Stderr, "peers: Overtake shutdown:", err)
+		}
+	}, nil
+}
+
+func (o *ot) left(ctx context.Context) (int64, error) {
+	st, err := o.q.Stats(ctx)
+	if err != nil {
+		return 0, err
 	}
-}
-
-func (o *ot) noopMux(cnt *counter) *handlers.Mux {
-	mux := handlers.NewMux()
-	mux.HandleFunc("noop", func(context.Context, *queue.Task) error {
-		cnt.hit()
-		return nil
-	})
-	return mux
-}
-
-func (o *ot) memory(ctx context.Context, n int, payload []byte) float64 {
-	q := o.client()
-	before := info(ctx, o.rdb, "memory", "used_memory")
-	batch := make([]*queue.Task, 0, 1000)
-	for i := 0; i < n; i++ {
-		batch = append(batch, queue.NewTask("noop", payload))
-		if len(batch) == cap(batch) || i == n-1 {
-			if _, err := q.EnqueueBatch(ctx, batch, queue.Level(i%3)); err != nil {
-				panic(err)
-			}
-			batch = batch[:0]
-		}
+	var n int64
+	for _, l := range st.Levels {
+		n += l.Pending + l.Active + l.Scheduled
 	}
-	return (info(ctx, o.rdb, "memory", "used_memory") - before) / float64(n)
+	return n, nil
 }
 
-func (o *ot) enqueue(ctx context.Context, n, g int) float64 {
-	q := o.client()
-	start := time.Now()
-	parallel(n, g, func(i int) {
-		if _, err := q.Enqueue(ctx, queue.NewTask("noop", nil), queue.Level(i%3)); err != nil {
-			panic(err)
-		}
-	})
-	return float64(n) / time.Since(start).Seconds()
-}
-
-func (o *ot) preEnqueue(ctx context.Context, n int) {
-	q := o.client()
-	batch := make([]*queue.Task, 0, 1000)
-	for i := 0; i < n; i++ {
-		batch = append(batch, queue.NewTask("noop", nil))
-		if len(batch) == cap(batch) || i == n-1 {
-			if _, err := q.EnqueueBatch(ctx, batch, queue.Level(i%3)); err != nil {
-				panic(err)
-			}
-			batch = batch[:0]
-		}
-	}
-}
-
-func (o *ot) drain(ctx context.Context, n, c int) float64 {
-	o.preEnqueue(ctx, n)
-	cnt := newCounter(n)
-	start := time.Now()
-	stop := o.start(ctx, c, o.noopMux(cnt))
-	<-cnt.done
-	took := time.Since(start)
-	stop()
-	return float64(n) / took.Seconds()
-}
-
-func (o *ot) work(ctx context.Context, n, c int) {
-	cnt := newCounter(n)
-	stop := o.start(ctx, c, o.noopMux(cnt))
-	q := o.client()
-	parallel(n, 16, func(i int) {
-		if _, err := q.Enqueue(ctx, queue.NewTask("noop", nil), queue.Level(i%3)); err != nil {
-			panic(err)
-		}
-	})
-	<-cnt.done
-	stop()
-}
-
-func (o *ot) idle(ctx context.Context, d time.Duration) float64 {
-	stop := o.start(ctx, 10, o.noopMux(newCounter(-1)))
-	defer stop()
-	time.Sleep(time.Second) // let it settle: start-up calls are not idle cost
-	_ = o.rdb.ConfigResetStat(ctx).Err()
-	time.Sleep(d) // the measurement window itself
-	return float64(commandCalls(ctx, o.rdb)-1) / d.Seconds()
-}
-
-func (o *ot) urgent(ctx context.Context, samples int) []time.Duration {
+// urgent fills the 4 slots with low tasks that run until preempted, then
+// enqueues urgent tasks one at a time: each preempts a low task, which is
+// requeued and takes its slot back once the urgent one is done. The
+// preemption policy is the default one but for MaxPreemptions, unlimited,
+// so that the same low tasks can be preempted sample after sample.
+func (o *ot) urgent(ctx context.Context, samples int, opt options) ([]time.Duration, int, error) {
 	lowStarted := make(chan struct{}, 64)
-	urgentStarted := make(chan time.Time, 1)
+	started := make(chan sample, samples)
 	mux := handlers.NewMux()
 	mux.HandleFunc("low", func(ctx context.Context, _ *queue.Task) error {
 		lowStarted <- struct{}{}
-		<-ctx.Done() // runs until preempted (or shut down)
-		if errors.Is(context.Cause(ctx), runtime.ErrPreempted) {
-			return context.Cause(ctx)
-		}
-		return ctx.Err()
+		<-ctx.Done()              // runs until preempted (or shut down)
+		return context.Cause(ctx) // ErrPreempted or ErrShutdown: requeued, not failed
 	})
-	mux.HandleFunc("urgent", func(context.Context, *queue.Task) error {
-		urgentStarted <- time.Now()
+	mux.HandleFunc("noop", func(_ context.Context, t *queue.Task) error {
+		started <- newSample(t.Payload)
 		return nil
 	})
-	q := o.client()
 	for range 4 {
-		if _, err := q.Enqueue(ctx, queue.NewTask("low", nil), queue.Level(0),
-			queue.MaxRetries(0)); err != nil {
-			panic(err)
+		if _, err := o.q.Enqueue(ctx, queue.NewTask("low", nil), queue.Level(0), queue.MaxRetries(0)); err != nil {
+			return nil, 0, err
 		}
 	}
-	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 4,
-		Preemption: preemptUnlimited()})
+	stop, err := o.run(ctx, mux, runtime.Config{Concurrency: 4,
+		Preemption: preempt.Policy{MaxPreemptions: preempt.Unlimited}})
 	if err != nil {
-		panic(err)
+		return nil, 0, err
 	}
-	if err := rt.Start(ctx); err != nil {
-		panic(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = rt.Shutdown(sctx)
-	}()
-	for range 4 {
-		<-lowStarted
-	}
-	out := make([]time.Duration, 0, samples)
-	for range samples {
-		if _, err := q.Enqueue(ctx, queue.NewTask("urgent", nil), queue.Level(2)); err != nil {
-			panic(err)
-		}
-		sent := time.Now()
-		out = append(out, (<-urgentStarted).Sub(sent))
-		<-lowStarted // the preempted task is back: the pool is full again
-	}
-	return out
-}
-
-func (o *ot) wake(ctx context.Context, samples int) []time.Duration {
-	started := make(chan time.Time, 1)
-	mux := handlers.NewMux()
-	mux.HandleFunc("noop", func(context.Context, *queue.Task) error {
-		started <- time.Now()
-		return nil
-	})
-	stop := o.start(ctx, 4, mux)
 	defer stop()
-	q := o.client()
-	out := make([]time.Duration, 0, samples)
-	for range samples {
-		if _, err := q.Enqueue(ctx, queue.NewTask("noop", nil), queue.Level(1)); err != nil {
-			panic(err)
+	for range 4 {
+		select {
+		case <-lowStarted:
+		case <-time.After(opt.limit):
+			return nil, 0, errors.New("Overtake urgent: the low tasks did not start")
 		}
-		sent := time.Now()
-		out = append(out, max((<-started).Sub(sent), 0))
 	}
-	return out
+	out := make([]time.Duration, 0, samples)
+	capped := 0
+	for i := range samples {
+		if err := o.enqueueOne(ctx, []byte(strconv.Itoa(i)), 2); err != nil {
+			return nil, 0, err
+		}
+		d, ok := waitFor(started, i, time.Now(), opt.waitCap)
+		out = append(out, d)
+		if !ok {
+			capped++
+		}
+		// The preempted task is back in its slot: the pool is full again.
+		select {
+		case <-lowStarted:
+		case <-time.After(opt.limit):
+			return nil, 0, errors.New("Overtake urgent: the preempted low task did not restart")
+		}
+	}
+	return out, capped, nil
 }

@@ -6,8 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -15,34 +15,53 @@ import (
 )
 
 // server is a redis-server started by the benchmark on a free 127.0.0.1
-// port, persistence off. It is wrapped in timeout(1) so that it ends by
-// itself even if the benchmark is killed.
+// port, persistence off, its working directory a temporary one. It runs
+// under timeout(1), so it ends by itself after its lifetime even if the
+// benchmark is killed with SIGKILL; timeout(1) also gets SIGTERM when the
+// benchmark's thread that started it dies.
 type server struct {
 	cmd  *exec.Cmd
 	addr string
 	dir  string
+	done chan struct{}
 }
 
+// startServer starts bin for at most lifetime and waits until it answers
+// PING.
 func startServer(bin string, lifetime time.Duration) (*server, error) {
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "overtake-peers-")
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	args := []string{"--kill-after=5s", strconv.Itoa(int(lifetime.Seconds())) + "s", bin,
-		"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir, "--save", "",
-		"--appendonly", "no", "--loglevel", "warning", "--logfile", ""}
-	cmd := exec.Command("timeout", args...)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	args := []string{"--kill-after=5s", strconv.Itoa(max(int(lifetime.Seconds()), 1)) + "s", bin,
+		"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--protected-mode", "yes",
+		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no",
+		"--loglevel", "warning", "--logfile", ""}
+	log, err := os.Create(filepath.Join(dir, "redis.log"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
-	s := &server{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
-	c := redis.NewClient(&redis.Options{Addr: s.addr})
+	defer log.Close()
+	cmd := exec.Command("timeout", args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s under timeout(1): %w", bin, err)
+	}
+	s := &server{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir,
+		done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	c := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
 	defer c.Close()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -51,87 +70,41 @@ func startServer(bin string, lifetime time.Duration) (*server, error) {
 		if err == nil {
 			return s, nil
 		}
+		select {
+		case <-s.done:
+			out, _ := os.ReadFile(log.Name())
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("redis-server on %s exited at start-up: %w: %s", s.addr, err, out)
+		case <-time.After(20 * time.Millisecond): // polling a process that is starting to listen
+		}
 		if time.Now().After(deadline) {
 			s.stop()
-			return nil, fmt.Errorf("redis-server on %s did not answer: %w", s.addr, err)
+			return nil, fmt.Errorf("redis-server on %s did not answer within 10s: %w", s.addr, err)
 		}
-		time.Sleep(20 * time.Millisecond) // waiting for a process to listen: nothing to wait on
 	}
 }
 
 // stop ends the server: SIGTERM to timeout(1), which passes it on to
-// redis-server (a SIGKILL would leave redis-server running), then SIGKILL
-// after 5 s.
+// redis-server, then SIGKILL to their process group after 5 s; and
+// removes its directory.
+// It may be called more than once.
 func (s *server) stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.done:
 	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
 	}
 	_ = os.RemoveAll(s.dir)
 }
 
-// info reads one numeric field of INFO section.
-func info(ctx context.Context, c *redis.Client, section, field string) float64 {
-	raw, err := c.Info(ctx, section).Result()
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return -1
+		return 0, err
 	}
-	for _, line := range strings.Split(raw, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return -1
-}
-
-// commandCalls sums the calls of INFO commandstats (commands inside Lua
-// included); the INFO itself is counted by the next call, not this one.
-func commandCalls(ctx context.Context, c *redis.Client) int64 {
-	raw, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return -1
-	}
-	return parseCommandCalls(raw)
-}
-
-func parseCommandCalls(raw string) int64 {
-	var total int64
-	for _, line := range strings.Split(raw, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_") {
-			continue
-		}
-		i := strings.IndexByte(line, ':')
-		if i < 0 {
-			continue
-		}
-		for _, f := range strings.Split(line[i+1:], ",") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(f), "calls="); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				total += n
-			}
-		}
-	}
-	return total
-}
-
-// cpuSeconds is redis-server's used_cpu_sys + used_cpu_user.
-func cpuSeconds(ctx context.Context, c *redis.Client) float64 {
-	return info(ctx, c, "cpu", "used_cpu_sys") + info(ctx, c, "cpu", "used_cpu_user")
-}
-
-// redisVersion is the server's redis_version.
-func redisVersion(ctx context.Context, c *redis.Client) string {
-	raw, _ := c.Info(ctx, "server").Result()
-	for _, line := range strings.Split(raw, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v
-		}
-	}
-	return "?"
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

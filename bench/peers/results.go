@@ -2,57 +2,84 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime/debug"
 	"strings"
 	"time"
 )
 
-// figures are one round's measurements of one system.
-type figures struct {
-	mem, cmds, cpu, enq, drain, idle   float64
-	urgent50, urgent99, wake50, wake99 float64
+// row is one line of the table: how to read it from a round's figures,
+// its unit, and Overtake's target, if it has one.
+type row struct {
+	name, unit string
+	get        func(f figures) float64
+	target     target
 }
 
-// row describes one line of the table: how to read it from figures, its
-// unit, its target (Overtake's) and whether lower is better.
-type row struct {
-	name, unit, target string
-	get                func(f figures, c16, c64 float64) float64
-	ok                 func(v float64) bool
+// target is a bound on Overtake's figure: "≤", "≥" or "<" value.
+type target struct {
+	op    string
+	value float64
+}
+
+func (t target) String() string {
+	if t.op == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s %g", t.op, t.value)
+}
+
+// met reports whether v meets t.
+func (t target) met(v float64) bool {
+	switch t.op {
+	case "≤":
+		return v <= t.value
+	case "≥":
+		return v >= t.value
+	case "<":
+		return v < t.value
+	}
+	return true
 }
 
 var rows = []row{
-	{"Redis used_memory per pending task (100-byte payload)", "B", "≤ 350",
-		func(f figures, _, _ float64) float64 { return f.mem }, func(v float64) bool { return v <= 350 }},
-	{"Redis commands per processed no-op task (commands inside Lua included)", "cmds", "≤ 8",
-		func(f figures, _, _ float64) float64 { return f.cmds }, func(v float64) bool { return v <= 8 }},
-	{"Redis CPU per 10k no-op tasks, enqueue + process (used_cpu_sys + user)", "ms", "≤ 250",
-		func(f figures, _, _ float64) float64 { return f.cpu }, func(v float64) bool { return v <= 250 }},
-	{"single Enqueue, 16 goroutines, fraction of the 16-goroutine EVALSHA ceiling", "", "≥ 0.8",
-		func(f figures, c16, _ float64) float64 { return f.enq / c16 }, func(v float64) bool { return v >= 0.8 }},
-	{"drain no-op tasks, concurrency 64, fraction of the 64-goroutine EVALSHA ceiling", "", "≥ 0.6",
-		func(f figures, _, c64 float64) float64 { return f.drain / c64 }, func(v float64) bool { return v >= 0.6 }},
-	{"idle worker process, Redis commands per second (inside Lua included)", "cmds/s", "≤ 2",
-		func(f figures, _, _ float64) float64 { return f.idle }, func(v float64) bool { return v <= 2 }},
-	{"urgent task start under saturation (4 slots full of low tasks), p50", "ms", "",
-		func(f figures, _, _ float64) float64 { return f.urgent50 }, nil},
-	{"urgent task start under saturation, p99", "ms", "< 5",
-		func(f figures, _, _ float64) float64 { return f.urgent99 }, func(v float64) bool { return v < 5 }},
-	{"wake latency (idle worker, Enqueue returned → handler start), p50", "ms", "",
-		func(f figures, _, _ float64) float64 { return f.wake50 }, nil},
-	{"wake latency, p99", "ms", "< 5",
-		func(f figures, _, _ float64) float64 { return f.wake99 }, func(v float64) bool { return v < 5 }},
-	{"enqueue throughput, 16 goroutines", "tasks/s", "",
-		func(f figures, _, _ float64) float64 { return f.enq }, nil},
-	{"drain throughput, concurrency 64", "tasks/s", "",
-		func(f figures, _, _ float64) float64 { return f.drain }, nil},
+	{"Redis used_memory per pending task (100-byte payload; client buffers excluded)", "B",
+		func(f figures) float64 { return f.mem }, target{"≤", 350}},
+	{"Redis commands per processed no-op task (commands inside Lua included)", "cmds",
+		func(f figures) float64 { return f.cmds }, target{"≤", 8}},
+	{"Redis CPU per 10k no-op tasks, enqueue + process (used_cpu_sys + user)", "ms",
+		func(f figures) float64 { return f.cpu }, target{"≤", 250}},
+	{"single Enqueue, 16 goroutines, fraction of the EVALSHA ceiling with 16 goroutines", "",
+		func(f figures) float64 { return f.enq / f.c16 }, target{"≥", 0.8}},
+	{"drain no-op tasks, concurrency 64, fraction of the EVALSHA ceiling with 64 goroutines", "",
+		func(f figures) float64 { return f.drain / f.c64 }, target{"≥", 0.6}},
+	{"idle worker process, Redis commands per second (inside Lua included)", "cmds/s",
+		func(f figures) float64 { return f.idle }, target{"≤", 2}},
+	{"urgent task start under saturation (4 slots full of low tasks), p50", "ms",
+		func(f figures) float64 { return f.urgent50 }, target{}},
+	{"urgent task start under saturation, p99", "ms",
+		func(f figures) float64 { return f.urgent99 }, target{"<", 5}},
+	{"wake latency (idle worker, Enqueue returned → handler start), p50", "ms",
+		func(f figures) float64 { return f.wake50 }, target{}},
+	{"wake latency, p99", "ms",
+		func(f figures) float64 { return f.wake99 }, target{"<", 5}},
+	{"single Enqueue throughput, 16 goroutines", "tasks/s",
+		func(f figures) float64 { return f.enq }, target{}},
+	{"drain throughput, concurrency 64", "tasks/s",
+		func(f figures) float64 { return f.drain }, target{}},
+	{"EVALSHA ceiling, 16 goroutines, around the enqueue run", "calls/s",
+		func(f figures) float64 { return f.c16 }, target{}},
+	{"EVALSHA ceiling, 64 goroutines, around the drain run", "calls/s",
+		func(f figures) float64 { return f.c64 }, target{}},
 }
 
 // results collects every round of every system.
 type results struct {
-	names          []string
-	rounds         map[string][]figures
-	ceil16, ceil64 []float64
-	started        time.Time
+	names   []string
+	rounds  map[string][]figures
+	started time.Time
 }
 
 func newResults(systems []system) *results {
@@ -68,57 +95,129 @@ func (r *results) add(s system, f figures) { r.rounds[s.name()] = append(r.round
 // values returns row w's value for system name in every round.
 func (r *results) values(name string, w row) []float64 {
 	var out []float64
-	for i, f := range r.rounds[name] {
-		out = append(out, w.get(f, r.ceil16[i], r.ceil64[i]))
+	for _, f := range r.rounds[name] {
+		out = append(out, w.get(f))
 	}
 	return out
 }
 
-func (r *results) table(o options, addr, version, command string) string {
+// runEnv is where and how the run happened.
+type runEnv struct {
+	addr, redis, machine, command, asynq, overtake string
+	load                                           [2]string // /proc/loadavg at the start and the end
+}
+
+// loadAvg is the first three fields of /proc/loadavg, or "?".
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(raw)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
+
+// treeVersion describes the Overtake tree the run was built from: its
+// commit, and "-dirty" with uncommitted changes.
+func treeVersion() string {
+	out, err := exec.Command("git", "-C", "../..", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "(tree of unknown commit)"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// table renders the medians, every round and the run's sizes as markdown.
+func (r *results) table(o options, env runEnv) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Overtake vs asynq v0.26.0 on one redis-server %s (%s), %s; %d round(s), medians; %s.\n\n",
-		version, addr, machine(), len(r.ceil16), r.started.UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "EVALSHA ceiling (`return 1` from go-redis): 16 goroutines %.0f/s, 64 goroutines %.0f/s (median).\n\n",
-		median(r.ceil16), median(r.ceil64))
-	fmt.Fprintf(&b, "| figure | asynq | Overtake | Overtake / asynq | target (Overtake) | met |\n|---|---:|---:|---:|---|---|\n")
+	fmt.Fprintf(&b, "# Overtake vs asynq\n\nasynq %s and Overtake %s on one redis-server %s (%s), %s; "+
+		"%d round(s), medians; %s. Load average (1, 5, 15 min) at the start %s, at the end %s.\n\n",
+		env.asynq, env.overtake, env.redis, env.addr, env.machine, len(r.rounds[r.names[0]]),
+		r.started.UTC().Format("2006-01-02 15:04 MST"), env.load[0], env.load[1])
+	b.WriteString("The EVALSHA ceiling is `return 1` from go-redis, each goroutine with a connection of its own, " +
+		"measured right before and right after each throughput run (the mean of the two is that run's yardstick), " +
+		"so that a fraction compares figures taken under the same load.\n\n")
+	b.WriteString("| figure | asynq | Overtake | Overtake / asynq | target (Overtake) | met |\n|---|---:|---:|---:|---|---|\n")
 	for _, w := range rows {
 		a, ov := median(r.values("asynq", w)), median(r.values("Overtake", w))
-		ratio := "—"
-		if a != 0 {
-			ratio = fmt.Sprintf("%.2f", ov/a)
-		}
 		met := ""
-		if w.ok != nil {
-			met = map[bool]string{true: "yes", false: "**no**"}[w.ok(ov)]
+		if w.target.op != "" {
+			met = map[bool]string{true: "yes", false: "**no**"}[w.target.met(ov)]
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", w.name, num(a, w.unit), num(ov, w.unit), ratio, w.target, met)
+		rt := ratio(ov, a)
+		if w.unit == "calls/s" { // a yardstick, not a figure of either system
+			rt = "—"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", w.name, num(a, w.unit), num(ov, w.unit),
+			rt, w.target, met)
 	}
-	fmt.Fprintf(&b, "\nEvery round (asynq / Overtake):\n\n")
+	b.WriteString("\nEvery round, asynq / Overtake:\n\n")
 	for _, w := range rows {
 		fmt.Fprintf(&b, "- %s: %s / %s\n", w.name, list(r.values("asynq", w)), list(r.values("Overtake", w)))
 	}
-	fmt.Fprintf(&b, "\nSizes: %d pending tasks for memory, %d tasks for commands and CPU, %d drained, concurrency %d, "+
-		"idle window %v, %d/%d urgent and %d/%d wake samples (asynq/Overtake), asynq low tasks of %v.\n\n"+
-		"Command: `%s`\n", o.memTasks, o.workTasks, o.drainTasks, o.conc, o.idle, o.aqUrgent, o.urgentSamples,
-		o.aqWake, o.wakeSamples, o.lowFor, command)
+	var capped []string
+	for _, n := range r.names {
+		for i, f := range r.rounds[n] {
+			if f.capped > 0 {
+				capped = append(capped, fmt.Sprintf("%s round %d: %d", n, i+1, f.capped))
+			}
+		}
+	}
+	if len(capped) > 0 {
+		fmt.Fprintf(&b, "- latency samples that hit the %v cap (counted as %v): %s\n", o.waitCap, o.waitCap,
+			strings.Join(capped, "; "))
+	}
+	fmt.Fprintf(&b, "\nSizes: %d pending tasks for memory, %d tasks for commands and CPU (enqueued one call each "+
+		"from 16 goroutines while the worker runs), %d for enqueue throughput, %d drained, concurrency %d; "+
+		"idle window %v; urgent: %d asynq / %d Overtake samples a round, asynq's low tasks of %v, the urgent one "+
+		"enqueued at a random moment of their run; wake: %d asynq / %d Overtake samples a round, 0–%v apart; "+
+		"waits capped at %v.\n\nCommand: %s\n", o.memTasks, o.workTasks, o.enqTasks, o.drainTasks, o.conc, o.idle,
+		o.aqUrgent, o.urgentSamples, o.lowFor, o.aqWake, o.wakeSamples, o.gap, o.waitCap, env.command)
 	return b.String()
 }
 
+// num formats a median with its unit: whole numbers from 100 up, three
+// significant digits below.
 func num(v float64, unit string) string {
-	switch {
-	case unit == "":
-		return fmt.Sprintf("%.2f", v)
-	case v >= 100:
-		return fmt.Sprintf("%.0f %s", v, unit)
+	s := fmt.Sprintf("%.3g", v)
+	if math.Abs(v) >= 100 {
+		s = fmt.Sprintf("%.0f", v)
+	}
+	if unit == "" {
+		return s
+	}
+	return s + " " + unit
+}
+
+// ratio formats ov/a: two decimals, or 1/N when under 0.01; "—" when a is
+// zero.
+func ratio(ov, a float64) string {
+	switch r := ov / a; {
+	case a == 0 || math.IsNaN(r) || math.IsInf(r, 0):
+		return "—"
+	case r > 0 && r < 0.01:
+		return fmt.Sprintf("1/%.0f", math.Round(1/r))
 	default:
-		return fmt.Sprintf("%.2f %s", v, unit)
+		return fmt.Sprintf("%.2f", r)
 	}
 }
 
+// list formats one value per round.
 func list(vs []float64) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
-		s[i] = fmt.Sprintf("%.3g", v)
+		s[i] = num(v, "")
 	}
 	return strings.Join(s, ", ")
+}
+
+// moduleVersion is the version of module path built into this binary.
+func moduleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == path {
+				return d.Version
+			}
+		}
+	}
+	return "(unknown version)"
 }
