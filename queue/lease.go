@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,9 +28,10 @@ import (
 //	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
 //	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
 //	ARGV[18] "1" to promote due tasks, recover expired leases and age first
+//	ARGV[19] groups as "count:l,l,...;" ("b" for a spare group), or ""
 //
-// Returns {code, now, deadline, {corrupt...}, id, record, state, checkpoint,
-// ...}: code is the ms until the earliest scheduled task is due or lease
+// Returns {code, now, deadline, {corrupt...}, {taken per group}, id, record,
+// state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
 // expires when nothing was leased (0: none), or -1 / -2 when a reservation
 // is refused (free slot / lower victim elsewhere).
 var leaseScript = newScript(`
@@ -78,103 +80,129 @@ end
 -- yield no task (a record deleted or set aside) are replaced by popping
 -- again, so they delay nothing.
 local skip = ARGV[15] or ','
-local out = {0, now, dl, bad}
+local taken = {}
+local out = {0, now, dl, bad, taken}
 local set, lz, rz, acnt, out_ids, out_ids_list = {}, {}, {}, {}, {}, {}
 local ids, lvls = {}, {}
 local n, popped, stuck = 0, 0, false
 local wj = cjson.encode(w)
 local broken = {}
-repeat
-  local from = #ids + 1
-  -- LMPOP takes from the highest non-empty level in one command; the
-  -- loop goes on to lower levels while slots are left.
-  local levels = {}
-  for lvl = maxl, minl, -1 do
-    if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then levels[#levels + 1] = lvl end
+-- Groups (LeaseRequest.Groups): each takes up to its count from its levels,
+-- in order; a spare group ("b") takes what earlier counted groups left.
+local groups = {}
+if (ARGV[19] or '') == '' then
+  local lv = {}
+  for lvl = maxl, minl, -1 do lv[#lv + 1] = lvl end
+  groups[1] = {c = tostring(count), lv = lv}
+else
+  for c, ls in string.gmatch(ARGV[19], '([%db]+):([%d,]*);') do
+    local lv = {}
+    for l in string.gmatch(ls, '%d+') do lv[#lv + 1] = tonumber(l) end
+    groups[#groups + 1] = {c = c, lv = lv}
   end
-  local at = 1
-  while at <= #levels and #ids - from + 1 + n < count do
-    local args = {'LMPOP', #levels - at + 1}
-    for j = at, #levels do args[#args + 1] = P .. 'p:' .. levels[j] end
-    args[#args + 1] = 'LEFT'; args[#args + 1] = 'COUNT'; args[#args + 1] = count - n - (#ids - from + 1)
-    local ok, got = pcall(redis.call, unpack(args))
-    if not ok then
-      -- A wrong-typed list: find it with one LPOP per level (each fails
-      -- without writing), report it and take from the others.
-      for j = at, #levels do
-        local lvl, key = levels[j], P .. 'p:' .. levels[j]
-        if #ids - from + 1 + n >= count then break end
-        local ok2, got2 = pcall(redis.call, 'LPOP', key, count - n - (#ids - from + 1))
-        if not ok2 then
-          broken[lvl] = true
-          bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
-        elseif got2 then
-          for _, id in ipairs(got2) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
-        end
-      end
-      break
+end
+local spare = 0
+for gi, g in ipairs(groups) do
+  local want = spare
+  if g.c ~= 'b' then want = tonumber(g.c) end
+  local n0 = n
+  count = n + want
+  if want > 0 and not stuck then
+  repeat
+    local from = #ids + 1
+    -- LMPOP takes from the highest non-empty level in one command; the
+    -- loop goes on to lower levels while slots are left.
+    local levels = {}
+    for _, lvl in ipairs(g.lv) do
+      if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then levels[#levels + 1] = lvl end
     end
-    if not got then break end
-    local key = got[1]
-    local j = at
-    while j <= #levels and P .. 'p:' .. levels[j] ~= key do j = j + 1 end
-    for _, id in ipairs(got[2]) do ids[#ids + 1] = id; lvls[#lvls + 1] = levels[j] end
-    at = j + 1
-  end
-  if #ids < from then break end
-  popped = #ids
-  local mk = {}
-  for i = from, #ids do
-    local id = ids[i]
-    mk[#mk + 1] = tkey(id); mk[#mk + 1] = skey(id); mk[#mk + 1] = ckey(id)
-  end
-  local vals = redis.call('MGET', unpack(mk))
-  for i = from, #ids do
-    local id, lvl = ids[i], lvls[i]
-    local j = 3 * (i - from)
-    local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
-    local s = decode(raw)
-    if not rec then
-      local t = typeof(tkey(id))
-      local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
-      if g then
-        -- Nowhere safe to put it: back at the head of its list, unchanged.
-        redis.call('LPUSH', P .. 'p:' .. lvl, id)
-        bad[#bad + 1] = g
-        stuck = true
-      elseif t ~= 'none' then
-        set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
-        bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
-      elseif raw then
-        redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
-      end
-    else
-      if not s then
-        if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
-          redis.call('RENAME', skey(id), P .. 'xs:' .. id)
-          bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
+    local at = 1
+    while at <= #levels and #ids - from + 1 + n < count do
+      local args = {'LMPOP', #levels - at + 1}
+      for j = at, #levels do args[#args + 1] = P .. 'p:' .. levels[j] end
+      args[#args + 1] = 'LEFT'; args[#args + 1] = 'COUNT'; args[#args + 1] = count - n - (#ids - from + 1)
+      local ok, got = pcall(redis.call, unpack(args))
+      if not ok then
+        -- A wrong-typed list: find it with one LPOP per level (each fails
+        -- without writing), report it and take from the others.
+        for j = at, #levels do
+          local lvl, key = levels[j], P .. 'p:' .. levels[j]
+          if #ids - from + 1 + n >= count then break end
+          local ok2, got2 = pcall(redis.call, 'LPOP', key, count - n - (#ids - from + 1))
+          if not ok2 then
+            broken[lvl] = true
+            bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
+          elseif got2 then
+            for _, id in ipairs(got2) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
+          end
         end
-        s = {}
+        break
       end
-      n = n + 1
-      local js
-      if not raw then
-        -- A fresh task (the common case): its state written by hand.
-        js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"}'
+      if not got then break end
+      local key = got[1]
+      local j = at
+      while j <= #levels and P .. 'p:' .. levels[j] ~= key do j = j + 1 end
+      for _, id in ipairs(got[2]) do ids[#ids + 1] = id; lvls[#lvls + 1] = levels[j] end
+      at = j + 1
+    end
+    if #ids < from then break end
+    popped = #ids
+    local mk = {}
+    for i = from, #ids do
+      local id = ids[i]
+      mk[#mk + 1] = tkey(id); mk[#mk + 1] = skey(id); mk[#mk + 1] = ckey(id)
+    end
+    local vals = redis.call('MGET', unpack(mk))
+    for i = from, #ids do
+      local id, lvl = ids[i], lvls[i]
+      local j = 3 * (i - from)
+      local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
+      local s = decode(raw)
+      if not rec then
+        local t = typeof(tkey(id))
+        local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
+        if g then
+          -- Nowhere safe to put it: back at the head of its list, unchanged.
+          redis.call('LPUSH', P .. 'p:' .. lvl, id)
+          bad[#bad + 1] = g
+          stuck = true
+        elseif t ~= 'none' then
+          set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
+          bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
+        elseif raw then
+          redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
+        end
       else
-        s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
-        js = cjson.encode(s)
+        if not s then
+          if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
+            redis.call('RENAME', skey(id), P .. 'xs:' .. id)
+            bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
+          end
+          s = {}
+        end
+        n = n + 1
+        local js
+        if not raw then
+          -- A fresh task (the common case): its state written by hand.
+          js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"}'
+        else
+          s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
+          js = cjson.encode(s)
+        end
+        set[#set + 1] = skey(id); set[#set + 1] = js
+        lz[#lz + 1] = dl; lz[#lz + 1] = id
+        local h = header(rec)
+        if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
+        acnt[lvl] = (acnt[lvl] or 0) + 1
+        out_ids[id] = true; out_ids_list[#out_ids_list + 1] = id
+        out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
       end
-      set[#set + 1] = skey(id); set[#set + 1] = js
-      lz[#lz + 1] = dl; lz[#lz + 1] = id
-      local h = header(rec)
-      if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
-      acnt[lvl] = (acnt[lvl] or 0) + 1
-      out_ids[id] = true; out_ids_list[#out_ids_list + 1] = id
-      out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
     end
+  until n >= count or stuck
   end
-until n >= count or stuck
+  taken[gi] = n - n0
+  if g.c == 'b' then spare = spare - taken[gi] else spare = spare + want - taken[gi] end
+end
 if popped == 0 then
   local ok1, s = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
   local ok2, l = pcall(redis.call, 'ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
@@ -228,6 +256,43 @@ type LeaseRequest struct {
 	MinLevel int
 	// Skip lists levels not to lease from (paused levels, see Pause).
 	Skip []int
+	// Groups, when set, replace Count and MinLevel: each group takes up to
+	// its Count tasks from its Levels, highest level first, in order, all
+	// in the one round trip (a runtime's dedicated pools). A Spare group
+	// takes up to what the counted groups before it left untaken
+	// (borrowing idle slots). LeaseResult.GroupCounts says how many each
+	// group took; Tasks come group by group.
+	Groups []LeaseGroup
+}
+
+// LeaseGroup is one band of levels of a LeaseRequest and how many tasks it
+// may take.
+type LeaseGroup struct {
+	Levels []int
+	Count  int
+	Spare  bool
+}
+
+// encodeGroups writes groups for the lease script ("count:l,l;", "b:l;"),
+// levels highest first, without skipped or unknown ones.
+func encodeGroups(groups []LeaseGroup, skip []int, levels int) string {
+	var b strings.Builder
+	for _, g := range groups {
+		if g.Spare {
+			b.WriteString("b:")
+		} else {
+			b.WriteString(strconv.Itoa(max(g.Count, 0)) + ":")
+		}
+		ls := slices.Clone(g.Levels)
+		slices.Sort(ls)
+		for i := len(ls) - 1; i >= 0; i-- {
+			if l := ls[i]; l >= 0 && l < levels && !slices.Contains(skip, l) && (i == len(ls)-1 || ls[i+1] != l) {
+				b.WriteString(strconv.Itoa(l) + ",")
+			}
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 // LeaseResult is what one lease call got.
@@ -242,6 +307,8 @@ type LeaseResult struct {
 	// task keys set aside. Each wraps ErrCorrupt and names the key; the
 	// caller logs them as corruption, not as an outage.
 	Corrupt []error
+	// GroupCounts is how many tasks each of LeaseRequest.Groups took.
+	GroupCounts []int
 	// NextDue is when the earliest scheduled task becomes due or the
 	// earliest lease expires, zero if none: an idle worker need not look
 	// again before then unless woken.
@@ -333,7 +400,8 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	if rv != nil && rv.IgnoreFleet {
 		ignore = "1"
 	}
-	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore, c.sweep.due(c.now()))
+	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore, c.sweep.due(c.now()),
+		encodeGroups(req.Groups, req.Skip, c.cfg.Levels))
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("overtake: lease: %w", scriptErr(err))
@@ -348,7 +416,7 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	case -2:
 		return &LeaseResult{}, 0, ErrLowerVictimElsewhere
 	}
-	if len(raw) < 4 {
+	if len(raw) < 5 {
 		return nil, 0, errors.New("overtake: lease: short reply")
 	}
 	res := &LeaseResult{}
@@ -364,8 +432,14 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 			res.Corrupt = append(res.Corrupt, scriptErr(errors.New(s)))
 		}
 	}
+	if gc, _ := raw[4].([]any); len(req.Groups) > 0 {
+		for _, v := range gc {
+			k, _ := v.(int64)
+			res.GroupCounts = append(res.GroupCounts, int(k))
+		}
+	}
 	n := 0
-	for i := 4; i+3 < len(raw); i += 4 {
+	for i := 5; i+3 < len(raw); i += 4 {
 		id, _ := raw[i].(string)
 		t, err := decodeTask(id, raw[i+1], raw[i+2], raw[i+3])
 		t.LeasedAt, t.LeaseDeadline = msTime(started), msTime(deadline)
