@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,9 +161,14 @@ func missing(body string, texts []string) []string {
 	return out
 }
 
-// screenshot writes the viewport as a PNG to dir/name when dir is set,
-// cut off below the bottom of the element bottom (a CSS selector) if the
-// page ends there.
+// bottomOf is a JavaScript expression: the bottom of the element that the
+// CSS selector sel matches (the i-th of them).
+func bottomOf(sel string, i int) string {
+	return fmt.Sprintf(`document.querySelectorAll(%s)[%d].getBoundingClientRect().bottom`, strconv.Quote(sel), i)
+}
+
+// screenshot writes the viewport as a PNG to dir/name when dir is set, cut
+// off 8 pixels below bottom (a JavaScript expression, see bottomOf).
 func screenshot(t *testing.T, ctx context.Context, dir, name, bottom string) {
 	t.Helper()
 	if dir == "" {
@@ -170,10 +176,8 @@ func screenshot(t *testing.T, ctx context.Context, dir, name, bottom string) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	h, err := chromedp.Run(sctx, chromedp.Evaluate[float64](
-		`Math.ceil(document.querySelector(`+strconv.Quote(bottom)+`).getBoundingClientRect().bottom) + 8`))
-	require.NoError(t, err, "screenshot %s: find the bottom of %s", name, bottom)
-	h = min(h, viewportH)
+	h, err := chromedp.Run(sctx, chromedp.Evaluate[float64](`Math.min(Math.ceil(`+bottom+`) + 8, window.innerHeight)`))
+	require.NoError(t, err, "screenshot %s: evaluate %s", name, bottom)
 	png, err := chromedp.Run(sctx, func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
 		res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
 			Format: page.CaptureScreenshotFormatPng,
@@ -184,5 +188,5 @@ func screenshot(t *testing.T, ctx context.Context, dir, name, bottom string) {
 	require.NoError(t, err, "screenshot %s", name)
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, png, 0o644))
-	t.Logf("screenshot %s: %.0fx%.0f, %d KB", path, float64(viewportW), h, len(png)/1024)
+	t.Logf("screenshot %s: %dx%.0f, %d KB", path, viewportW, h, len(png)/1024)
 }

@@ -26,6 +26,10 @@ const (
 	demoBusy    = "demo/export" // normal, keeps the other worker busy
 )
 
+// eventsH is the height of the window for the screenshot of the victim's
+// events, both runs expanded.
+const eventsH = 1200
+
 // The demo's preemption, exported to a real Jaeger that serves the real
 // Jaeger UI, looked at in headless Chromium: the trace page shows the task
 // types in the span names, the victim's first run shows its preempted,
@@ -53,7 +57,7 @@ func TestJaegerUI(t *testing.T) {
 	browse(t, ctx, "open "+search, chromedp.Navigate(search))
 	body := waitText(t, ctx, demoService+": demo: preemption", demoService+": demo: priority order")
 	require.NotContains(t, body, "clock skew")
-	screenshot(t, ctx, shots, "search.png", ".SearchTracePage--row")
+	screenshot(t, ctx, shots, "search.png", bottomOf(".SearchTracePage--row", 0))
 	// Widen the span name column, as a user would by dragging its edge
 	// (the UI keeps the width in localStorage), so names show whole.
 	browse(t, ctx, "widen the name column", chromedp.Evaluate[chromedp.Void](
@@ -64,7 +68,7 @@ func TestJaegerUI(t *testing.T) {
 	body = waitText(t, ctx, "demo: preemption", "process "+demoVictim, "process "+demoUrgent,
 		"process "+demoBusy, "enqueue "+demoVictim, "enqueue "+demoUrgent)
 	require.NotContains(t, body, "clock skew", "Jaeger warns of clock skew")
-	screenshot(t, ctx, shots, "timeline.png", ".TraceTimelineViewer")
+	screenshot(t, ctx, shots, "timeline.png", bottomOf(".TraceTimelineViewer", 0))
 
 	// The victim's two runs, expanded by uiFind (their span IDs): the
 	// details open with the events (logs) listed. The urgent run matches
@@ -78,7 +82,14 @@ func TestJaegerUI(t *testing.T) {
 	body = waitText(t, ctx, "preempted", "checkpoint.saved", "requeued", "resumed", "overtake.preempted.by",
 		"overtake.reason", "overtake.outcome", "overtake.run.preempted", "overtake.preemptions_before")
 	require.NotContains(t, body, "clock skew")
-	screenshot(t, ctx, shots, "victim-events.png", ".TraceTimelineViewer")
+	if shots != "" {
+		// Both runs' events in one picture: a taller window, cut below the
+		// resumed run's details.
+		browse(t, ctx, "resize", chromedp.EmulateViewport(viewportW, eventsH))
+		waitEvents(t, ctx, want...)
+		screenshot(t, ctx, shots, "victim-events.png", bottomOf(".detail-info-wrapper", 1))
+		browse(t, ctx, "resize", chromedp.EmulateViewport(viewportW, viewportH))
+	}
 }
 
 // runDemoCLI builds cmd/overtake and runs its demo with --otlp to Jaeger;
