@@ -14,11 +14,15 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 scripts/jaeger.sh build
-if ui=$(scripts/jaeger.sh ui 2>/dev/null); then
+if ui=$(scripts/jaeger.sh ui); then
 	export OVERTAKE_JAEGER_UI=$ui
 else
-	ot_log "no built Jaeger UI (../shared/jaeger-ui/jaeger-ui-*.tar.gz): the browser test will skip"
+	ot_log "no built Jaeger UI: the browser test (TestJaegerUI) will skip"
 	export OVERTAKE_JAEGER_UI=
+fi
+if ! command -v "${OVERTAKE_CHROMIUM:-chromium}" >/dev/null && ! command -v chromium-browser >/dev/null &&
+	! command -v google-chrome >/dev/null; then
+	ot_log "no Chromium on \$PATH (apt-get install chromium, or set OVERTAKE_CHROMIUM): the browser test (TestJaegerUI) will skip"
 fi
 started=
 stop_ours() { if [ -n "$started" ]; then scripts/jaeger.sh stop; fi; }
