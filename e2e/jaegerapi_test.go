@@ -40,6 +40,7 @@ type jaegerSpan struct {
 	Tags          []jaegerKV  `json:"tags"`
 	Logs          []jaegerLog `json:"logs"`
 	ProcessID     string      `json:"processID"`
+	Warnings      []string    `json:"warnings"` // e.g. Jaeger's clock-skew adjuster's
 }
 
 type jaegerRef struct {

@@ -49,6 +49,11 @@ func TestJaegerUI(t *testing.T) {
 	traceID, link := runDemoCLI(t, grpcAddr, query)
 	require.Equal(t, query+"/trace/"+traceID, link, "the demo prints the URL that opens the trace")
 	runs := waitPreemptionTrace(t, newJaegerClient(query), traceID)
+	require.Subset(t, runs.first.eventNames(), []string{"checkpoint.saved", "preempted", "requeued"})
+	require.Equal(t, "resumed", runs.second.eventNames()[0])
+	for _, s := range runs.all {
+		require.Empty(t, s.Warnings, "Jaeger's warnings on span %s %s", s.OperationName, s.SpanID)
+	}
 
 	ctx := newBrowser(t, browserPath)
 
@@ -131,6 +136,7 @@ func waitPreemptionTrace(t *testing.T, jc *jaegerClient, traceID string) preempt
 		defer mu.Unlock()
 		lastErr, names, runs = err, nil, preemptionRuns{}
 		root := false
+		runs.all = tr.Spans
 		for _, s := range tr.Spans {
 			names = append(names, s.OperationName)
 			ev := s.eventNames()
@@ -161,6 +167,7 @@ func waitPreemptionTrace(t *testing.T, jc *jaegerClient, traceID string) preempt
 // victim's preempted and resumed runs, and the urgent run.
 type preemptionRuns struct {
 	first, second, urgent jaegerSpan
+	all                   []jaegerSpan // every span of the trace
 }
 
 // eventsJS lists, for every expanded span on a trace page, the events
