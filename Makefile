@@ -43,9 +43,9 @@ chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a highe
 bench-peers: ## Overtake vs asynq on one redis-server it starts: table (bench/peers/RESULTS.md) and charts
 	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)
 
-jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1; prints OVERTAKE_JAEGER_* to source
+jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1, with the UI of ../shared/jaeger-ui if there; prints OVERTAKE_JAEGER_* to source
 	scripts/jaeger.sh build
-	scripts/jaeger.sh start
+	OVERTAKE_JAEGER_UI=$${OVERTAKE_JAEGER_UI-$$(scripts/jaeger.sh ui 2>/dev/null || true)} scripts/jaeger.sh start
 
 jaeger/stop: ## stop the Jaeger started by `make jaeger`
 	scripts/jaeger.sh stop
