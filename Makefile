@@ -11,10 +11,10 @@ CHAOS_ARGS ?=
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci jaeger jaeger/stop test/jaeger demo clean
+.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci jaeger jaeger/stop test/jaeger jaeger/screenshots demo clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 test: ## go test -race on miniredis + a throwaway real redis-server (if installed)
 	scripts/with-redis.sh scripts/gotest.sh -race -count=1 $(PKGS)
@@ -43,15 +43,18 @@ chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a highe
 bench-peers: ## Overtake vs asynq on one redis-server it starts: bench/peers/RESULTS.md and charts (BENCH_PEERS_ARGS=-quick: a smoke test)
 	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)
 
-jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1; prints OVERTAKE_JAEGER_* to source
+jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1, with the UI of ../shared/jaeger-ui if there; prints OVERTAKE_JAEGER_* to source
 	scripts/jaeger.sh build
-	scripts/jaeger.sh start
+	OVERTAKE_JAEGER_UI=$${OVERTAKE_JAEGER_UI-$$(scripts/jaeger.sh ui 2>/dev/null || true)} scripts/jaeger.sh start
 
 jaeger/stop: ## stop the Jaeger started by `make jaeger`
 	scripts/jaeger.sh stop
 
-test/jaeger: ## run the Jaeger end-to-end tests (-run Jaeger) against a real Jaeger
+test/jaeger: ## run the Jaeger end-to-end tests (-run Jaeger) against a real Jaeger; the UI one in headless Chromium
 	scripts/test-jaeger.sh
+
+jaeger/screenshots: ## regenerate the README's Jaeger UI screenshots (docs/jaeger/*.png) with headless Chromium
+	scripts/jaeger-screenshots.sh
 
 demo: ## run the demo (embedded Redis); traces go to Jaeger if `make jaeger` runs
 	@if env=$$(scripts/jaeger.sh env 2>/dev/null); then eval "$$env"; \

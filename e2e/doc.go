@@ -9,4 +9,12 @@
 // OVERTAKE_JAEGER_OTLP_GRPC, OVERTAKE_JAEGER_OTLP_HTTP and
 // OVERTAKE_JAEGER_QUERY are set, as `make test/jaeger` (scripts/test-jaeger.sh)
 // does after starting Jaeger; otherwise it is skipped.
+//
+// jaegerui_test.go runs the demo (cmd/overtake demo --otlp) against that
+// Jaeger when it serves the real Jaeger UI (OVERTAKE_JAEGER_UI, set by
+// scripts/test-jaeger.sh from ../shared/jaeger-ui) and opens the preemption
+// trace in headless Chromium (chromedp): the span names with the task types
+// and the victim's events must be on the page. Without the UI or Chromium it
+// is skipped; with OVERTAKE_SCREENSHOTS_DIR it writes the README's
+// screenshots (scripts/jaeger-screenshots.sh).
 package e2e

@@ -184,10 +184,10 @@ func findTask(traces []jaegerTrace, id string, want int) (taskTrace, bool) {
 			if s.tag("messaging.message.id") != id {
 				continue
 			}
-			switch s.OperationName {
-			case "enqueue jobs":
+			switch s.tag("messaging.operation.name") {
+			case "enqueue":
 				tt.enqueue, found = s, true
-			case "process jobs":
+			case "process":
 				tt.process = append(tt.process, s)
 			}
 		}
@@ -221,7 +221,9 @@ func checkJaegerTraces(t *testing.T, jc *jaegerClient, svc string, ids scenarioI
 	}
 
 	for _, tt := range []taskTrace{low, urgent, flaky} {
+		typ := tt.enqueue.tag("overtake.task.type")
 		require.Equal(t, svc, tt.trace.Processes[tt.enqueue.ProcessID].ServiceName)
+		require.Equal(t, "enqueue jobs/"+typ, tt.enqueue.OperationName)
 		require.Equal(t, "producer", tt.enqueue.tag("span.kind"))
 		require.Equal(t, "overtake", tt.enqueue.tag("messaging.system"))
 		require.Equal(t, "send", tt.enqueue.tag("messaging.operation.type"))
@@ -231,6 +233,7 @@ func checkJaegerTraces(t *testing.T, jc *jaegerClient, svc string, ids scenarioI
 			parent := s.refs("CHILD_OF")
 			require.Len(t, parent, 1, "process span %s has the enqueue span as parent", s.SpanID)
 			require.Equal(t, tt.enqueue.SpanID, parent[0].SpanID)
+			require.Equal(t, "process jobs/"+typ, s.OperationName)
 			require.Equal(t, "consumer", s.tag("span.kind"))
 			require.Equal(t, "process", s.tag("messaging.operation.type"))
 			require.Equal(t, "jobs", s.tag("messaging.destination.name"))
@@ -262,7 +265,7 @@ func checkJaegerTraces(t *testing.T, jc *jaegerClient, svc string, ids scenarioI
 	// The resumed run: a new span linked to the preempted one.
 	require.Equal(t, []string{"resumed"}, second.eventNames())
 	require.Equal(t, "2", second.event(t, "resumed")["overtake.checkpoint.seq"])
-	require.Equal(t, "1", second.tag("overtake.preemptions"))
+	require.Equal(t, "1", second.tag("overtake.preemptions_before"))
 	require.Equal(t, []jaegerRef{{RefType: "FOLLOWS_FROM", TraceID: first.TraceID, SpanID: first.SpanID}}, second.refs("FOLLOWS_FROM"))
 	require.Equal(t, "OK", second.tag("otel.status_code"))
 

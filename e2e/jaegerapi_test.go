@@ -40,6 +40,7 @@ type jaegerSpan struct {
 	Tags          []jaegerKV  `json:"tags"`
 	Logs          []jaegerLog `json:"logs"`
 	ProcessID     string      `json:"processID"`
+	Warnings      []string    `json:"warnings"` // e.g. Jaeger's clock-skew adjuster's
 }
 
 type jaegerRef struct {
@@ -143,4 +144,22 @@ func (c *jaegerClient) traces(service string) ([]jaegerTrace, error) {
 		return nil, fmt.Errorf("GET /api/traces: HTTP %d: %v", resp.StatusCode, body.Errors)
 	}
 	return body.Data, nil
+}
+
+// trace returns the trace with the ID id (GET /api/traces/<id>); an error
+// while Jaeger does not hold it.
+func (c *jaegerClient) trace(id string) (jaegerTrace, error) {
+	resp, err := c.http.Get(c.base + "/api/traces/" + url.PathEscape(id))
+	if err != nil {
+		return jaegerTrace{}, err
+	}
+	defer resp.Body.Close()
+	var body jaegerResponse
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return jaegerTrace{}, fmt.Errorf("GET /api/traces/%s: HTTP %d: %w", id, resp.StatusCode, err)
+	}
+	if len(body.Errors) > 0 || len(body.Data) != 1 {
+		return jaegerTrace{}, fmt.Errorf("GET /api/traces/%s: HTTP %d: %d traces, errors %v", id, resp.StatusCode, len(body.Data), body.Errors)
+	}
+	return body.Data[0], nil
 }

@@ -160,7 +160,7 @@ EOT
 # ui: extract the built Jaeger UI once; print its directory.
 ui() {
 	local dist=${OVERTAKE_JAEGER_UI_DIST:-$(dirname "$OT_ROOT")/shared/jaeger-ui} tarball name dir
-	tarball=$(find "$dist" -maxdepth 1 -name 'jaeger-ui-*.tar.gz' 2>/dev/null | sort | tail -n 1)
+	tarball=$(find "$dist" -maxdepth 1 -name 'jaeger-ui-*.tar.gz' 2>/dev/null | sort | tail -n 1) || true
 	if [ -z "$tarball" ]; then
 		echo "jaeger.sh: no jaeger-ui-*.tar.gz in $dist" >&2
 		exit 1
