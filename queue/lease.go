@@ -152,50 +152,63 @@ for gi, g in ipairs(groups) do
       local id = ids[i]
       mk[#mk + 1] = tkey(id); mk[#mk + 1] = skey(id); mk[#mk + 1] = ckey(id)
     end
+    -- The paused key rides along (no extra command): a level paused while
+    -- this worker did not know yet is put back, untouched, and skipped.
+    mk[#mk + 1] = P .. 'paused'
     local vals = redis.call('MGET', unpack(mk))
+    local pz, held = vals[#vals], {}
+    if pz then
+      for i = #ids, from, -1 do
+        if string.find(pz, ',' .. lvls[i] .. ':', 1, true) then
+          redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]); held[i] = true; broken[lvls[i]] = true
+        end
+      end
+    end
     for i = from, #ids do
-      local id, lvl = ids[i], lvls[i]
-      local j = 3 * (i - from)
-      local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
-      local s = decode(raw)
-      if not rec then
-        local t = typeof(tkey(id))
-        local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
-        if g then
-          -- Nowhere safe to put it: back at the head of its list, unchanged.
-          redis.call('LPUSH', P .. 'p:' .. lvl, id)
-          bad[#bad + 1] = g
-          stuck = true
-        elseif t ~= 'none' then
-          set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
-          bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
-        elseif raw then
-          redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
-        end
-      else
-        if not s then
-          if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
-            redis.call('RENAME', skey(id), P .. 'xs:' .. id)
-            bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
+      if not held[i] then
+        local id, lvl = ids[i], lvls[i]
+        local j = 3 * (i - from)
+        local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
+        local s = decode(raw)
+        if not rec then
+          local t = typeof(tkey(id))
+          local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
+          if g then
+            -- Nowhere safe to put it: back at the head of its list, unchanged.
+            redis.call('LPUSH', P .. 'p:' .. lvl, id)
+            bad[#bad + 1] = g
+            stuck = true
+          elseif t ~= 'none' then
+            set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
+            bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
+          elseif raw then
+            redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
           end
-          s = {}
-        end
-        n = n + 1
-        local js
-        if not raw then
-          -- A fresh task (the common case): its state written by hand.
-          js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"}'
         else
-          s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
-          js = cjson.encode(s)
+          if not s then
+            if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
+              redis.call('RENAME', skey(id), P .. 'xs:' .. id)
+              bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
+            end
+            s = {}
+          end
+          n = n + 1
+          local js
+          if not raw then
+            -- A fresh task (the common case): its state written by hand.
+            js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"}'
+          else
+            s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
+            js = cjson.encode(s)
+          end
+          set[#set + 1] = skey(id); set[#set + 1] = js
+          lz[#lz + 1] = dl; lz[#lz + 1] = id
+          local h = header(rec)
+          if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
+          acnt[lvl] = (acnt[lvl] or 0) + 1
+          out_ids[id] = true; out_ids_list[#out_ids_list + 1] = id
+          out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
         end
-        set[#set + 1] = skey(id); set[#set + 1] = js
-        lz[#lz + 1] = dl; lz[#lz + 1] = id
-        local h = header(rec)
-        if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
-        acnt[lvl] = (acnt[lvl] or 0) + 1
-        out_ids[id] = true; out_ids_list[#out_ids_list + 1] = id
-        out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
       end
     end
   until n >= count or stuck

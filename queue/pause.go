@@ -71,9 +71,10 @@ return out
 `)
 
 // Pause stops every worker of the fleet from leasing tasks at level (or at
-// every level with AllLevels), within one wake-up: workers are told on
-// the wake channel, and one that missed the message learns it from its
-// next heartbeat. A paused level still accepts tasks, and no preemption
+// every level with AllLevels) from the moment it returns: the lease script
+// reads the paused levels with the records it pops (no extra command) and
+// puts a paused level's tasks back untouched. Workers are also told on the
+// wake channel (and by their next heartbeat), so they stop asking. A paused level still accepts tasks, and no preemption
 // happens on its behalf. With PauseWait its running tasks finish; with
 // PausePreempt they are preempted (checkpoint saved, requeued at the head
 // of their level). The pause is stored in Redis, so it survives worker and

@@ -41,6 +41,17 @@ func TestPauseAndResume(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		require.Equal(t, low.ID, res.Tasks[0].ID)
+		// A lease that does not know of the pause yet (a worker that has
+		// not heard) takes nothing from the level either: the task goes
+		// back to the head of its list, untouched.
+		mid2 := e.enqueue("mid2", Level(1))
+		res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 5})
+		require.NoError(t, err)
+		require.Empty(t, res.Tasks)
+		ids, err := e.c.Pending(e.ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{mid.ID, mid2.ID}, ids)
+		require.Equal(t, StatePending, e.inspect(mid.ID).State)
 
 		// The heartbeat carries the paused levels to every worker.
 		reply, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})

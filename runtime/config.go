@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -58,8 +59,13 @@ const (
 // them.
 type Config struct {
 	// Concurrency is the number of tasks run at once. Defaults to 10; with
-	// Autoscale, it is the starting value and defaults to Autoscale.Min.
+	// Autoscale, it is the starting value and defaults to Autoscale.Min;
+	// with Pools, it is their total size.
 	Concurrency int
+	// Pools, when set, divide the slots into dedicated pools by band of
+	// levels (see Pool). Defaults to one pool of Concurrency slots for
+	// every level.
+	Pools []Pool
 	// Autoscale, when set, lets the concurrency follow the queue's backlog
 	// within bounds (see Autoscale). nil, the default, keeps it fixed.
 	Autoscale *Autoscale
@@ -121,6 +127,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults(q *queue.Client) Config {
+	if c.Concurrency == 0 && len(c.Pools) > 0 && validatePools(c.Pools, q.Levels(), 0, c.Autoscale) == nil {
+		for _, p := range c.Pools {
+			c.Concurrency += p.Size
+		}
+	}
+	c.Pools = slices.Clone(c.Pools)
 	if c.Concurrency == 0 {
 		c.Concurrency = 10
 		if c.Autoscale != nil {
@@ -173,6 +185,9 @@ func (c Config) validate(q *queue.Client) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
 	if err := validateSLA(c.SLA, q.Levels()); err != nil {
+		return bad("%v", err)
+	}
+	if err := validatePools(c.Pools, q.Levels(), c.Concurrency, c.Autoscale); err != nil {
 		return bad("%v", err)
 	}
 	switch {

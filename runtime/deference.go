@@ -50,13 +50,13 @@ func (r *Runtime) endDeferral() { r.deferral = fleetDeferral{} }
 // above. ignore: the bound has passed and work pending since the episode
 // began still waits, so reserve regardless of the fleet. idle: nothing
 // worth preempting for is pending (the episode ends; do not reserve).
-func (r *Runtime) deferralDue(ctx context.Context, minLevel int, now time.Time) (ignore, idle bool, err error) {
+func (r *Runtime) deferralDue(ctx context.Context, p, minLevel int, now time.Time) (ignore, idle bool, err error) {
 	d := &r.deferral
 	bound := r.cfg.Preemption.FleetDeferral
 	if d.since.IsZero() || bound < 0 || now.Sub(d.since) < bound {
 		return false, false, nil
 	}
-	oldest, newest, pending, err := r.pendingHeads(ctx, minLevel)
+	oldest, newest, pending, err := r.pendingHeads(ctx, p, minLevel)
 	switch {
 	case err != nil:
 		return false, false, err
@@ -79,13 +79,13 @@ func (r *Runtime) deferralDue(ctx context.Context, minLevel int, now time.Time) 
 // bound expires, or never with DeferForever. A refusal while nothing worth
 // preempting for is pending (on a slow poll, or the fleet already took the
 // task) starts no episode.
-func (r *Runtime) deferToFleet(ctx context.Context, minLevel int, now time.Time, why error) (retryAt time.Time, err error) {
+func (r *Runtime) deferToFleet(ctx context.Context, p, minLevel int, now time.Time, why error) (retryAt time.Time, err error) {
 	d := &r.deferral
 	bound := r.cfg.Preemption.FleetDeferral
 	r.stats.deferred.Add(1)
 	if d.since.IsZero() {
 		if bound >= 0 {
-			_, newest, pending, err := r.pendingHeads(ctx, minLevel)
+			_, newest, pending, err := r.pendingHeads(ctx, p, minLevel)
 			if err != nil {
 				return time.Time{}, err
 			}
@@ -105,15 +105,15 @@ func (r *Runtime) deferToFleet(ctx context.Context, minLevel int, now time.Time,
 }
 
 // pendingHeads reads, in one round trip, whether tasks wait at minLevel or
-// above in levels that may preempt, and the oldest and newest ready times
+// above in levels of pool p that may preempt, and the oldest and newest ready times
 // among the heads of those levels (Redis's clock).
-func (r *Runtime) pendingHeads(ctx context.Context, minLevel int) (oldest, newest time.Time, pending bool, err error) {
+func (r *Runtime) pendingHeads(ctx context.Context, p, minLevel int) (oldest, newest time.Time, pending bool, err error) {
 	st, err := r.q.Stats(ctx)
 	if err != nil {
 		return time.Time{}, time.Time{}, false, err
 	}
 	for _, l := range st.Levels {
-		if l.Level < minLevel || l.Pending == 0 || l.Paused != queue.NotPaused ||
+		if l.Level < minLevel || l.Pending == 0 || l.Paused != queue.NotPaused || r.bandOf(l.Level) != p ||
 			slices.Contains(r.cfg.Preemption.NeverPreempt, l.Level) {
 			continue
 		}

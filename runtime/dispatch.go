@@ -1,8 +1,8 @@
 package runtime
 
 import (
-	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -42,6 +42,9 @@ func (r *Runtime) listen(sub *redis.PubSub) {
 // raiseWake records that a task of level l was announced, keeping the
 // highest level since the dispatcher last looked.
 func (r *Runtime) raiseWake(l int64) {
+	if l >= 0 && l < 64 {
+		r.wakeMask.Or(1 << l)
+	}
 	for {
 		cur := r.wakeLevel.Load()
 		if l <= cur || r.wakeLevel.CompareAndSwap(cur, l) {
@@ -73,37 +76,60 @@ func (r *Runtime) dispatch() {
 		r.startWaiting()
 		wait := r.cfg.PollInterval
 		woken := r.wakeLevel.Swap(-1)
-		free := r.free()
+		mask := r.wakeMask.Swap(0)
+		frees := r.frees()
 		var err error
 		forcePoll := false // look for urgent work after the wait, whatever ends it
-		switch {
-		case free > 0:
+		if slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
 			// Not saturated: a lease takes the most urgent tasks itself, so
-			// any deference to the fleet ends.
-			r.endDeferral()
+			// any deference to the fleet ends (with one pool; with several,
+			// a saturated pool may still be deferring).
+			if len(frees) == 1 {
+				r.endDeferral()
+			}
 			var more bool
 			var next time.Time
-			more, next, err = r.leaseFree(free)
+			more, next, err = r.leaseFree(frees)
 			if err == nil && more {
-				continue // slots and tasks both left: lease again at once
+				r.wakeMask.Or(mask) // what was announced still counts next round
+				continue            // slots and tasks both left: lease again at once
 			}
 			if !next.IsZero() {
 				wait = min(wait, max(time.Until(next), time.Millisecond))
 			}
-		case r.canPreempt() && (woken >= 0 || polled):
-			// Saturated: an announced level (or, on the slow poll, any
-			// level: woken = -1) may be worth a reservation.
+		}
+		for p := range frees {
+			if err != nil || frees[p] > 0 {
+				continue
+			}
+			// Pool p is saturated: an announced level of its band (or, on
+			// the slow poll, any: -1) may be worth a reservation.
+			announced := r.announcedIn(p, woken, mask)
+			if announced < 0 && !polled {
+				continue
+			}
+			if r.reclaim(p, announced, polled) {
+				continue
+			}
+			if !r.canPreempt() {
+				continue
+			}
 			var preempted bool
 			var retryAt time.Time
-			preempted, retryAt, err = r.tryPreempt(int(woken))
+			preempted, retryAt, err = r.tryPreempt(p, announced)
 			if err == nil && preempted {
-				r.raiseWake(woken)
-				continue // more urgent tasks may wait: try the next victim at once
+				r.raiseWake(int64(announced))
+				r.wakeMask.Or(mask)
+				forcePoll, wait = false, 0 // more urgent tasks may wait: try the next victim at once
+				break
 			}
 			if !retryAt.IsZero() {
 				wait = min(wait, max(time.Until(retryAt), time.Millisecond))
 				forcePoll = true
 			}
+		}
+		if err == nil && wait == 0 {
+			continue
 		}
 		if err != nil {
 			backoff = min(max(2*backoff, 10*time.Millisecond), r.cfg.MaxRedisBackoff)
@@ -136,39 +162,6 @@ func (r *Runtime) dispatch() {
 			}
 		}
 	}
-}
-
-// free returns how many slots are free.
-func (r *Runtime) free() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.Concurrency() - r.busy - len(r.waiting)
-}
-
-// leaseFree leases up to free tasks and starts them. more reports that
-// every slot asked for was filled, so more tasks may be waiting.
-func (r *Runtime) leaseFree(free int) (more bool, next time.Time, err error) {
-	// Never lease more than the pool can start at once: handlers that
-	// ignored cancellation still hold pool workers.
-	if room := r.poolRoom(); free > room {
-		free = room
-		if free <= 0 {
-			return false, time.Time{}, nil
-		}
-	}
-	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
-	defer cancel()
-	res, err := r.q.Lease(ctx, queue.LeaseRequest{Worker: r.cfg.WorkerID, Count: free, Skip: r.pausedLevels()})
-	if err != nil {
-		return false, time.Time{}, err
-	}
-	r.killMalformed(res)
-	r.logCorrupt(res)
-	for _, t := range res.Tasks {
-		r.start(r.newRun(t), true)
-	}
-	n := len(res.Tasks) + len(res.Malformed)
-	return n > 0 && n == free, res.NextDue, nil
 }
 
 // logCorrupt logs the wrong-typed keys a lease call found and went around
@@ -207,11 +200,11 @@ func (r *Runtime) start(rn *run, takeSlot bool) {
 	r.obs.leased(rn)
 	r.mu.Lock()
 	r.runs[rn.t.ID] = rn
-	rn.holdsSlot = takeSlot
+	rn.holdsSlot = false
 	rn.running = true
 	rn.started = time.Now()
 	if takeSlot {
-		r.busy++
+		r.holdSlot(rn)
 	}
 	r.mu.Unlock()
 	r.tasks.Add(1)
@@ -226,17 +219,18 @@ func (r *Runtime) start(rn *run, takeSlot bool) {
 	}
 }
 
-// startWaiting starts reserved urgent tasks once slots are free
-// (StartAfterVictim).
+// startWaiting starts reserved urgent tasks once a slot of their pool is
+// free (StartAfterVictim), oldest first.
 func (r *Runtime) startWaiting() {
 	for {
 		r.mu.Lock()
-		if len(r.waiting) == 0 || r.busy >= r.Concurrency() {
+		i := slices.IndexFunc(r.waiting, func(rn *run) bool { return r.pools[rn.slot].busy < r.sizeOf(rn.slot) })
+		if i < 0 {
 			r.mu.Unlock()
 			return
 		}
-		rn := r.waiting[0]
-		r.waiting = r.waiting[1:]
+		rn := r.waiting[i]
+		r.waiting = slices.Delete(r.waiting, i, i+1)
 		delete(r.runs, rn.t.ID)
 		r.mu.Unlock()
 		r.start(rn, true)

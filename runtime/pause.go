@@ -13,10 +13,12 @@ import (
 // worker learns them from its heartbeat (the same command that reads the
 // schema version, so it costs nothing) and, within a wake-up, from the
 // message a pause publishes on the wake channel, which carries the new
-// set (a lease already on its way when that message lands may still take
-// tasks from the level). A paused level is skipped
+// set. A paused level is skipped
 // by every lease and reservation, so no task is taken from it and no
-// preemption happens on its behalf. With queue.PausePreempt the level's
+// preemption happens on its behalf; a lease sent before the worker heard
+// of the pause still takes nothing from the level, since the lease script
+// reads the paused key with the tasks it popped (no extra command) and
+// puts back, untouched, those of a paused level. With queue.PausePreempt the level's
 // running tasks are preempted here: each saves its checkpoint and goes back
 // to the head of its level.
 

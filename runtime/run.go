@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +25,8 @@ type run struct {
 	started time.Time
 
 	// Guarded by Runtime.mu.
-	holdsSlot bool // counted in Runtime.busy
+	holdsSlot bool // counted in Runtime.busy and its slot pool's busy
+	slot      int  // the pool whose slot it holds (or waits for)
 	running   bool // handed to the pool
 	ending    bool // the handler returned; its outcome is being recorded
 	victim    *preemption
@@ -90,17 +92,15 @@ func (r *Runtime) finished(rn *run) {
 		delete(r.runs, rn.t.ID)
 	}
 	if rn.holdsSlot {
-		rn.holdsSlot = false
-		r.busy--
+		r.releaseSlot(rn)
 		// While a victim winds down without a slot (StartImmediately) and
 		// no reserved urgent task waits for one, the slot goes back to the
 		// victim: leasing new work now would run it before the victim is
 		// requeued at the head of its level (invariant 5).
-		if len(r.waiting) == 0 {
+		if !slices.ContainsFunc(r.waiting, func(w *run) bool { return w.slot == rn.slot }) {
 			for _, v := range r.runs {
-				if v.victim != nil && !v.holdsSlot {
-					v.holdsSlot = true
-					r.busy++
+				if v.victim != nil && !v.holdsSlot && v.slot == rn.slot {
+					r.holdSlot(v)
 					break
 				}
 			}

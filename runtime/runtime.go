@@ -32,6 +32,8 @@ type Runtime struct {
 	runs     map[string]*run // every task this worker holds a lease on
 	busy     int             // slots taken (see run.holdsSlot)
 	waiting  []*run          // reserved urgent tasks waiting for a slot
+	pools    []*slotPool     // the slots by pool (pools.go); one without Config.Pools
+	poolOf   []int           // the pool of each level
 	draining bool            // shutting down: report no capacity to the fleet
 	// unsettled names the tasks whose outcome could not be written during
 	// a shutdown (see Shutdown's error).
@@ -42,6 +44,7 @@ type Runtime struct {
 
 	kick      chan struct{} // a slot freed or a task arrived
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
+	wakeMask  atomic.Uint64 // every level (below 64) announced since then, bit per level
 	// deferral is the episode of bounded deference to the fleet the
 	// dispatcher is in, if any (see deference.go). Dispatcher goroutine only.
 	deferral fleetDeferral
@@ -110,6 +113,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		kick:      make(chan struct{}, 1),
 		stopLease: make(chan struct{}),
 	}
+	r.pools, r.poolOf = newPools(cfg.Pools, q.Levels())
 	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
 	var err error

@@ -14,13 +14,15 @@ import (
 // canPreempt reports whether this runtime preempts at all.
 func (r *Runtime) canPreempt() bool { return !r.cfg.Preemption.Disabled }
 
-// candidates returns the running tasks that could give way.
-func (r *Runtime) candidates() []preempt.Candidate {
+// candidates returns the running tasks that could give way to urgent work
+// of pool p: those in p's slots, and p's tasks running in slots they
+// borrowed from other pools.
+func (r *Runtime) candidates(p int) []preempt.Candidate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]preempt.Candidate, 0, len(r.runs))
 	for _, rn := range r.runs {
-		if !rn.running || rn.victim != nil || !rn.holdsSlot {
+		if !rn.running || rn.victim != nil || !rn.holdsSlot || (rn.slot != p && r.bandOf(rn.t.Level) != p) {
 			continue
 		}
 		c := preempt.Candidate{ID: rn.t.ID, Level: rn.t.Level, StartedAt: rn.startedAt(),
@@ -43,9 +45,10 @@ func (r *Runtime) candidates() []preempt.Candidate {
 // retryAt says when the dispatcher should look again rather than at its
 // next slow poll: when the first victim that lacks only the policy's
 // MinRunTime becomes eligible, or when the fleet deferral's bound expires.
-func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, err error) {
+func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Time, err error) {
 	pol := r.cfg.Preemption
-	arriving := r.q.Levels() - 1
+	band := r.pools[p].levels
+	arriving := band[len(band)-1]
 	if announced >= 0 {
 		arriving = announced
 	}
@@ -56,7 +59,7 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 		return false, time.Time{}, nil
 	}
 	now := time.Now()
-	cands := r.candidates()
+	cands := r.candidates(p)
 	victim, ok := pol.Choose(cands, arriving, now)
 	if !ok {
 		r.endDeferral()
@@ -65,7 +68,7 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
 	minLevel := victim.Level + pol.MinLevelGap
-	ignore, idle, err := r.deferralDue(ctx, minLevel, now)
+	ignore, idle, err := r.deferralDue(ctx, p, minLevel, now)
 	if err != nil || idle {
 		return false, time.Time{}, err
 	}
@@ -73,7 +76,7 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 		Worker: r.cfg.WorkerID, VictimID: victim.ID, VictimLevel: victim.Level,
 		MinLevel: minLevel, MinRunTime: pol.MinRunTime,
 		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
-		IgnoreFleet: ignore, Skip: r.pausedLevels(),
+		IgnoreFleet: ignore, Skip: r.notLeasable(p),
 	})
 	if res != nil {
 		r.killMalformed(res)
@@ -83,7 +86,7 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 	}
 	switch {
 	case errors.Is(err, queue.ErrFreeSlotInFleet), errors.Is(err, queue.ErrLowerVictimElsewhere):
-		retryAt, err = r.deferToFleet(ctx, minLevel, now, err)
+		retryAt, err = r.deferToFleet(ctx, p, minLevel, now, err)
 		return false, retryAt, err
 	case errors.Is(err, queue.ErrNoTask):
 		r.endDeferral()
@@ -98,7 +101,9 @@ func (r *Runtime) tryPreempt(announced int) (preempted bool, retryAt time.Time, 
 	}
 	r.endDeferral()
 	r.stats.reserved.Add(1)
-	r.preempt(victim.ID, r.newRun(t))
+	urgent := r.newRun(t)
+	urgent.slot = r.slotOf(victim.ID, p)
+	r.preempt(victim.ID, urgent)
 	return true, time.Time{}, nil
 }
 
@@ -134,13 +139,14 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 	// but the fleet check skips the caller's own record. Then, or if the
 	// victim itself finished meanwhile, nothing is preempted: urgent takes
 	// a free slot now, or waits for the first one to free.
+	// urgent.slot is the victim's pool (tryPreempt): it takes a slot there.
 	ending := 0
 	for _, rn := range r.runs {
-		if rn.ending && rn.holdsSlot {
+		if rn.ending && rn.holdsSlot && rn.slot == urgent.slot {
 			ending++
 		}
 	}
-	free := r.Concurrency() - r.busy - len(r.waiting)
+	free := r.freeIn(urgent.slot)
 	if v == nil || v.victim != nil || !v.holdsSlot || free+ending > 0 {
 		if v != nil && v.victim == nil {
 			defer r.rejoin(v.t) // not preempted after all: back in the fleet's view
@@ -164,8 +170,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 	}
 	immediate := r.cfg.UrgentStart == StartImmediately
 	if immediate {
-		v.holdsSlot = false // the slot passes to urgent; v winds down
-		r.busy--
+		r.releaseSlot(v) // the slot passes to urgent; v winds down
 	} else {
 		r.runs[urgent.t.ID] = urgent
 		r.waiting = append(r.waiting, urgent)
@@ -196,8 +201,7 @@ func (r *Runtime) graceExpired(v *run) {
 		return
 	}
 	if !v.holdsSlot {
-		v.holdsSlot = true
-		r.busy++
+		r.holdSlot(v)
 	}
 	r.mu.Unlock()
 	v.stuck.Store(true)
