@@ -3,7 +3,9 @@
 //
 //	overtake demo                       # embedded Redis, no setup needed
 //	overtake enqueue --type email --level high --payload '{"to":"ada@example.com"}'
-//	overtake stats
+//	overtake stats [--watch] [--json] [--sla high=10s]
+//	overtake pause [--level L] [--preempt]
+//	overtake resume [--level L]
 //	overtake inspect TASK_ID
 //	overtake dead list | requeue ID... | delete ID...
 //

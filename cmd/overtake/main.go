@@ -24,7 +24,9 @@ type command struct {
 var commands = []command{
 	{"demo", "run a self-contained demo of priorities and preemption (embedded Redis)", cmdDemo},
 	{"enqueue", "enqueue one task", cmdEnqueue},
-	{"stats", "show depth, in-flight, scheduled and dead tasks per level, and live workers", cmdStats},
+	{"stats", "show each level's state, depth, waits and rates, and the live workers (--watch: live)", cmdStats},
+	{"pause", "pause a level or the whole queue: workers stop leasing from it", cmdPause},
+	{"resume", "resume a paused level or the whole queue", cmdResume},
 	{"inspect", "show every field of one task, with its checkpoint", cmdInspect},
 	{"dead", "list, requeue or delete dead-lettered tasks", cmdDead},
 }
