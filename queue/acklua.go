@@ -27,7 +27,7 @@ local function fast_acks(nops)
     if raw and not string.find(raw, '\\', 1, true) then
       -- No escapes: read the three fields needed without a JSON decode.
       s = {tk = string.match(raw, '"tk":"([^"]*)"'), w = string.match(raw, '"w":"([^"]*)"'),
-        al = string.match(raw, '"al":"([^"]*)"')}
+        al = string.match(raw, '"al":"([^"]*)"'), b = string.match(raw, '"b":"([^"]*)"')}
     else
       s = decode(raw)
     end
@@ -40,6 +40,7 @@ local function fast_acks(nops)
       rm[#rm + 1] = ids[i]
       if dls[i] then rmdl[#rmdl + 1] = dls[i]; rmdl[#rmdl + 1] = ids[i] end
       if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
+      if s.w and s.b then busy[s.w .. '|' .. s.b] = (busy[s.w .. '|' .. s.b] or 0) - 1 end
       if s.al then acnt[s.al] = (acnt[s.al] or 0) - 1 end
       dels[#dels + 1] = tkey(ids[i]); dels[#dels + 1] = sk[i]; dels[#dels + 1] = ckey(ids[i])
     end
@@ -67,10 +68,16 @@ local function fast_acks(nops)
   local ok3 = pcall(redis.call, 'ZREM', P .. 'running', unpack(rm))
   if not ok3 then return fail('running', 'zset') end
   redis.call('DEL', unpack(dels))
-  -- A departed worker's last lease takes its busy field with it.
+  -- A departed worker's last lease takes its busy field with it; a slot
+  -- pool's count ("worker|pool") goes at zero.
   for _, w in ipairs(left) do
-    local ok4, alive = pcall(redis.call, 'ZSCORE', P .. 'alive', w)
-    if ok4 and not alive then redis.call('HDEL', P .. 'busy', w) end
+    local pw = string.match(w, '^(.*)|%d+$')
+    if pw and busy[pw] then
+      redis.call('HDEL', P .. 'busy', w)
+    else
+      local ok4, alive = pcall(redis.call, 'ZSCORE', P .. 'alive', w)
+      if ok4 and not alive then redis.call('HDEL', P .. 'busy', w) end
+    end
   end
   return res
 end

@@ -32,7 +32,7 @@ if g then return redis.error_reply(g) end
 local sk = {}
 for i = 1, nops do sk[i] = skey(ARGV[3 + 6 * (i - 1) + 1]) end
 local raws = redis.call('MGET', unpack(sk))
-local res, lrm, dels, busy, acnt = {}, {}, {}, {}, {}
+local res, lrm, dels, busy, acnt, bands = {}, {}, {}, {}, {}, {}
 for i = 1, nops do
   local b = 3 + 6 * (i - 1)
   local id, tok, mode, a, reason, rsp = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
@@ -50,8 +50,9 @@ for i = 1, nops do
     res[i] = 1
     lrm[#lrm + 1] = id
     if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
+    if s.w and s.b then bands[s.w .. '|' .. s.b] = (bands[s.w .. '|' .. s.b] or 0) - 1 end
     if lvl then acnt[lvl] = (acnt[lvl] or 0) - 1 end
-    s.w, s.tk, s.stt, s.al = nil, nil, nil, nil
+    s.w, s.tk, s.stt, s.al, s.b = nil, nil, nil, nil, nil
     if mode ~= 'ack' and rsp ~= '' then s.rs = rsp end
     if mode == 'ack' then
       s.st, s.fin = 'done', tostring(now)
@@ -80,6 +81,9 @@ if #lrm > 0 then
     if redis.call('HINCRBY', P .. 'busy', w, d) <= 0 and not redis.call('ZSCORE', P .. 'alive', w) then
       redis.call('HDEL', P .. 'busy', w)
     end
+  end
+  for f, d in pairs(bands) do
+    if redis.call('HINCRBY', P .. 'busy', f, d) <= 0 then redis.call('HDEL', P .. 'busy', f) end
   end
   for l, d in pairs(acnt) do redis.call('HINCRBY', P .. 'n', 'a' .. l, d) end
   if #dels > 0 then redis.call('DEL', unpack(dels)) end

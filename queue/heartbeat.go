@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"github.com/redis/go-redis/v9"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,7 +28,8 @@ import (
 //	ARGV[5] capacity  ARGV[6] lease ms  ARGV[7] age after ms (0: no aging)
 //	ARGV[8] top level  ARGV[9] schema version
 //	ARGV[10] counts as "level:processed:failed:preempted:breaches;..." or ""
-//	ARGV[11..] id, token pairs
+//	ARGV[11] slot pools as "pool:size:l,l:borrow/..." or ""
+//	ARGV[12..] id, token pairs
 //
 // Returns {lost ids, corruption, paused}.
 var heartbeatScript = newScript(countsLua + `
@@ -53,7 +56,9 @@ if #exp > 0 or tonumber(ARGV[7]) > 0 then
   recover(exp, now, bad)
   age(now, tonumber(ARGV[7]), tonumber(ARGV[8]), bad)
 end
-if not pcall(redis.call, 'HSET', P .. 'cap', w, ARGV[5] .. '@' .. now) then
+local capv = ARGV[5] .. '@' .. now
+if ARGV[11] ~= '' then capv = capv .. '@' .. ARGV[11] end
+if not pcall(redis.call, 'HSET', P .. 'cap', w, capv) then
   return redis.error_reply('CORRUPT ' .. P .. 'cap is a ' .. typeof(P .. 'cap') .. ', want a hash')
 end
 redis.call('ZADD', P .. 'alive', now + tonumber(ARGV[4]), w)
@@ -69,13 +74,13 @@ for _, o in ipairs(done) do
 end
 add_counts(now, ARGV[10], bad)
 local lost, ext = {}, {}
-if #ARGV >= 11 then
+if #ARGV >= 12 then
   local sk = {}
-  for i = 11, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
+  for i = 12, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
   local raws = redis.call('MGET', unpack(sk))
   local dl = now + tonumber(ARGV[6])
-  for i = 11, #ARGV, 2 do
-    local s = decode(raws[(i - 9) / 2])
+  for i = 12, #ARGV, 2 do
+    local s = decode(raws[(i - 10) / 2])
     if s and s.tk == ARGV[i + 1] then
       ext[#ext + 1] = dl; ext[#ext + 1] = ARGV[i]
     else
@@ -103,6 +108,42 @@ type Heartbeat struct {
 	// Counts are the worker's outcomes per level since its previous
 	// heartbeat, added to the fleet's processing rates (Stats).
 	Counts map[int]LevelCounts
+	// Pools describe the worker's slot pools, if it has several (a
+	// runtime's Config.Pools): reservations of other workers then count
+	// its free slots and lower tasks only where an urgent task of theirs
+	// could use them. Its leases name the pool whose slot each task takes
+	// (LeaseGroup.Pool, ReserveRequest.Pool).
+	Pools []PoolLayout
+}
+
+// PoolLayout is one slot pool of a worker.
+type PoolLayout struct {
+	// Pool numbers the pool from 1, as in LeaseGroup.Pool.
+	Pool int
+	// Size is its slots; Levels the levels it runs.
+	Size   int
+	Levels []int
+	// Borrow says its tasks may run in other pools' free slots.
+	Borrow bool
+}
+
+// encodePools writes pools for the heartbeat script.
+func encodePools(pools []PoolLayout) string {
+	var b strings.Builder
+	for i, p := range pools {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		fmt.Fprintf(&b, "%d:%d:", max(p.Pool, 1), max(p.Size, 0))
+		for j, l := range p.Levels {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(l))
+		}
+		b.WriteString(map[bool]string{false: ":0", true: ":1"}[p.Borrow])
+	}
+	return b.String()
 }
 
 // HeartbeatReply is what a heartbeat learns.
@@ -121,10 +162,10 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, 
 	if hb.TTL <= 0 {
 		hb.TTL = c.cfg.LeaseDuration
 	}
-	args := make([]any, 0, 10+2*len(hb.Leases))
+	args := make([]any, 0, 11+2*len(hb.Leases))
 	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), hb.TTL.Milliseconds(),
 		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, SchemaVersion,
-		encodeCounts(hb.Counts))
+		encodeCounts(hb.Counts), encodePools(hb.Pools))
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
 	}

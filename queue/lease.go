@@ -28,7 +28,9 @@ import (
 //	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
 //	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
 //	ARGV[18] "1" to promote due tasks, recover expired leases and age first
-//	ARGV[19] groups as "count:l,l,...;" ("b" for a spare group), or ""
+//	ARGV[19] groups as "count:l,l,...:pool;" ("b" for a spare group, pool
+//	"" for none), or ""  ARGV[20] the slot pool of a lease without groups
+//	(a reservation), or ""
 //
 // Returns {code, now, deadline, {corrupt...}, {taken per group}, id, record,
 // state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
@@ -54,11 +56,48 @@ if ARGV[9] == '1' and ARGV[17] ~= '1' then
   local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash', 'running', 'zset')
   if g then return redis.error_reply(g) end
   local vlvl = tonumber(ARGV[11])
+  -- The levels the urgent task may come from (the pops below).
+  local want, skip0 = {}, ARGV[15] or ','
+  for l = minl, maxl do
+    if not string.find(skip0, ',' .. l .. ',', 1, true) then want[l] = true end
+  end
+  -- A worker with slot pools (its heartbeat's layout after a second '@')
+  -- counts only where the urgent task could run: a pool of those levels
+  -- with a free slot, or one that borrows while another has one.
+  local layouts = {}
+  local function layout(o)
+    if layouts[o] == nil then
+      local c = redis.call('HGET', P .. 'cap', o) or ''
+      local lay = string.match(c, '^[^@]*@[^@]*@(.+)$')
+      local pools = false
+      if lay then
+        pools = {free = false}
+        for bd, sz, ls, br in string.gmatch(lay, '(%d+):(%d+):([%d,]*):(%d)') do
+          local p = {bd = bd, fr = tonumber(sz) - num(redis.call('HGET', P .. 'busy', o .. '|' .. bd)),
+            br = br == '1', lv = {}, hit = false}
+          for l in string.gmatch(ls, '%d+') do
+            p.lv[tonumber(l)] = true
+            if want[tonumber(l)] then p.hit = true end
+          end
+          if p.fr > 0 then pools.free = true end
+          pools[#pools + 1] = p
+        end
+      end
+      layouts[o] = {c = c, pools = pools}
+    end
+    return layouts[o]
+  end
   local live = redis.call('ZRANGEBYSCORE', P .. 'alive', now, '+inf')
   for _, o in ipairs(live) do
     if o ~= w then
-      local cap, busy = redis.call('HGET', P .. 'cap', o), redis.call('HGET', P .. 'busy', o)
-      if num(string.match(cap or '', '^%-?%d+')) - num(busy) > 0 then return {-1} end
+      local lo = layout(o)
+      if lo.pools then
+        for _, p in ipairs(lo.pools) do
+          if p.hit and (p.fr > 0 or (p.br and lo.pools.free)) then return {-1} end
+        end
+      elseif num(string.match(lo.c, '^%-?%d+')) - num(redis.call('HGET', P .. 'busy', o)) > 0 then
+        return {-1}
+      end
     end
   end
   local minrun, maxpre, never = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
@@ -68,7 +107,17 @@ if ARGV[9] == '1' and ARGV[17] ~= '1' then
     local s = sget(id) or {}
     local ow = s.w
     local live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
-    if ow ~= w and live and not string.find(never, ',' .. lvl .. ',', 1, true)
+    local same = true -- with pools, ow preempts inside the urgent task's pool
+    if ow and ow ~= w and live then
+      local lo = layout(ow)
+      if lo.pools then
+        same = false
+        for _, p in ipairs(lo.pools) do
+          if p.hit and (p.bd == s.b or p.lv[tonumber(lvl)]) then same = true end
+        end
+      end
+    end
+    if ow ~= w and live and same and not string.find(never, ',' .. lvl .. ',', 1, true)
       and num(s.stt) + minrun <= now
       and (maxpre < 0 or num(s.pre) < maxpre) then
       return {-2}
@@ -93,15 +142,29 @@ local groups = {}
 if (ARGV[19] or '') == '' then
   local lv = {}
   for lvl = maxl, minl, -1 do lv[#lv + 1] = lvl end
-  groups[1] = {c = tostring(count), lv = lv}
+  groups[1] = {c = tostring(count), lv = lv, bd = ARGV[20] or ''}
 else
-  for c, ls in string.gmatch(ARGV[19], '([%db]+):([%d,]*);') do
+  for c, ls, bd in string.gmatch(ARGV[19], '([%db]+):([%d,]*):(%d*);') do
     local lv = {}
     for l in string.gmatch(ls, '%d+') do lv[#lv + 1] = tonumber(l) end
-    groups[#groups + 1] = {c = c, lv = lv}
+    groups[#groups + 1] = {c = c, lv = lv, bd = bd}
   end
 end
 local spare = 0
+-- Slot pools (bands): a task leased by a counted group holds a slot of
+-- that group's pool; one leased by a spare group holds a slot the counted
+-- groups left free, the first in their order (as the runtime assigns them).
+local lend, lend_i, bcnt = {}, 1, {}
+local function slot_band(g)
+  if g.c ~= 'b' then
+    if g.bd == '' then return nil end
+    return g.bd
+  end
+  while lend_i <= #lend and lend[lend_i].left <= 0 do lend_i = lend_i + 1 end
+  if lend_i > #lend then return nil end
+  lend[lend_i].left = lend[lend_i].left - 1
+  return lend[lend_i].bd
+end
 for gi, g in ipairs(groups) do
   local want = spare
   if g.c ~= 'b' then want = tonumber(g.c) end
@@ -194,11 +257,15 @@ for gi, g in ipairs(groups) do
           end
           n = n + 1
           local js
+          local band = slot_band(g)
+          if band then bcnt[band] = (bcnt[band] or 0) + 1 end
           if not raw then
             -- A fresh task (the common case): its state written by hand.
-            js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"}'
+            js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"'
+            if band then js = js .. ',"b":"' .. band .. '"' end
+            js = js .. '}'
           else
-            s.st, s.l, s.w, s.tk, s.stt, s.al = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl)
+            s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl), band
             js = cjson.encode(s)
           end
           set[#set + 1] = skey(id); set[#set + 1] = js
@@ -214,7 +281,12 @@ for gi, g in ipairs(groups) do
   until n >= count or stuck
   end
   taken[gi] = n - n0
-  if g.c == 'b' then spare = spare - taken[gi] else spare = spare + want - taken[gi] end
+  if g.c == 'b' then
+    spare = spare - taken[gi]
+  else
+    spare = spare + want - taken[gi]
+    if g.bd ~= '' then lend[#lend + 1] = {bd = g.bd, left = want - taken[gi]} end
+  end
 end
 if popped == 0 then
   local ok1, s = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
@@ -244,6 +316,10 @@ if n > 0 then
   end
   if not pcall(redis.call, 'HINCRBY', P .. 'busy', w, n) then return fail('busy', 'hash') end
   undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'busy', w, -n) end
+  for b, k in pairs(bcnt) do
+    redis.call('HINCRBY', P .. 'busy', w .. '|' .. b, k)
+    undo[#undo + 1] = function() band_release(w, b, -k) end
+  end
   for l, k in pairs(acnt) do
     if not pcall(redis.call, 'HINCRBY', P .. 'n', 'a' .. l, k) then return fail('n', 'hash') end
     undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -k) end
@@ -284,6 +360,10 @@ type LeaseGroup struct {
 	Levels []int
 	Count  int
 	Spare  bool
+	// Pool is the worker's slot pool (Heartbeat.Pools, numbered from 1)
+	// whose slots the group's tasks take; a spare group's tasks take the
+	// slots the counted groups before it left free, in order. 0: none.
+	Pool int
 }
 
 // encodeGroups writes groups for the lease script ("count:l,l;", "b:l;"),
@@ -302,6 +382,10 @@ func encodeGroups(groups []LeaseGroup, skip []int, levels int) string {
 			if l := ls[i]; l >= 0 && l < levels && !slices.Contains(skip, l) && (i == len(ls)-1 || ls[i+1] != l) {
 				b.WriteString(strconv.Itoa(l) + ",")
 			}
+		}
+		b.WriteByte(':')
+		if g.Pool > 0 && !g.Spare {
+			b.WriteString(strconv.Itoa(g.Pool))
 		}
 		b.WriteByte(';')
 	}
@@ -362,8 +446,12 @@ type ReserveRequest struct {
 	// NeverPreempt lists arriving levels that never preempt; they are not
 	// reserved.
 	NeverPreempt []int
-	// Skip lists levels not to reserve from (paused levels).
+	// Skip lists levels not to reserve from (paused levels, other pools'
+	// levels).
 	Skip []int
+	// Pool is the slot pool of the caller (see Heartbeat.Pools, numbered
+	// from 1) whose slot the reserved task takes (the victim's); 0: none.
+	Pool int
 	// IgnoreFleet skips the fleet checks (a free slot or a lower victim on
 	// another worker): the caller deferred to the fleet long enough (see
 	// preempt.Policy) and preempts its own victim anyway. The victim still
@@ -413,8 +501,12 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	if rv != nil && rv.IgnoreFleet {
 		ignore = "1"
 	}
+	pool := ""
+	if rv != nil && rv.Pool > 0 {
+		pool = strconv.Itoa(rv.Pool)
+	}
 	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore, c.sweep.due(c.now()),
-		encodeGroups(req.Groups, req.Skip, c.cfg.Levels))
+		encodeGroups(req.Groups, req.Skip, c.cfg.Levels), pool)
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("overtake: lease: %w", scriptErr(err))

@@ -122,6 +122,14 @@ local function to_dead(id, s, lvl, now, reason)
   redis.call('HINCRBY', P .. 'n', 'd' .. (lvl or '0'), 1)
 end
 
+-- band_release takes d off the busy count of worker w's slot pool b
+-- (runtime pools; see Heartbeat.Pools), removing the field at zero.
+local function band_release(w, b, d)
+  if not w or not b then return end
+  local f = w .. '|' .. b
+  if redis.call('HINCRBY', P .. 'busy', f, d) <= 0 then redis.call('HDEL', P .. 'busy', f) end
+end
+
 -- release ends a lease (one task; batches do it themselves) and returns
 -- the level it was leased from.
 local function release(id, s)
@@ -132,9 +140,10 @@ local function release(id, s)
     if redis.call('HINCRBY', P .. 'busy', w, -1) <= 0 and not redis.call('ZSCORE', P .. 'alive', w) then
       redis.call('HDEL', P .. 'busy', w)
     end
+    band_release(w, s.b, -1)
   end
   if lvl then redis.call('HINCRBY', P .. 'n', 'a' .. lvl, -1) end
-  s.w, s.tk, s.stt, s.al = nil, nil, nil, nil
+  s.w, s.tk, s.stt, s.al, s.b = nil, nil, nil, nil, nil
   return lvl
 end
 

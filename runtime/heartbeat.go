@@ -50,7 +50,8 @@ func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capac
 	defer cancel()
 	counts := r.takeCounts()
 	reply, err := r.q.Heartbeat(ctx, queue.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
-		TTL: 2*r.cfg.HeartbeatInterval + 500*time.Millisecond, Leases: leases, Counts: counts})
+		TTL: 2*r.cfg.HeartbeatInterval + 500*time.Millisecond, Leases: leases, Counts: counts,
+		Pools: r.poolLayout()})
 	if err != nil {
 		r.restoreCounts(counts)
 		return err

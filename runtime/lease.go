@@ -51,7 +51,7 @@ func (r *Runtime) leaseGroups(frees []int) []queue.LeaseGroup {
 	lendable := 0
 	for p, f := range frees {
 		if f > 0 {
-			gs = append(gs, queue.LeaseGroup{Levels: r.pools[p].levels, Count: f})
+			gs = append(gs, queue.LeaseGroup{Levels: r.pools[p].levels, Count: f, Pool: p + 1})
 			lendable += f
 		}
 	}

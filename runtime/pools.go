@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/overtake/overtake/queue"
 )
 
 // Pool is a dedicated pool of slots for a band of levels, inside one
@@ -136,6 +138,27 @@ func newPools(cfg []Pool, levels int) ([]*slotPool, []int) {
 		}
 	}
 	return out, poolOf
+}
+
+// poolNumber is pool p as the queue numbers slot pools (from 1; 0 without
+// Config.Pools, whose one pool the fleet need not know).
+func (r *Runtime) poolNumber(p int) int {
+	if len(r.pools) == 1 {
+		return 0
+	}
+	return p + 1
+}
+
+// poolLayout describes the pools for the heartbeat (nil without Pools).
+func (r *Runtime) poolLayout() []queue.PoolLayout {
+	if len(r.pools) == 1 {
+		return nil
+	}
+	out := make([]queue.PoolLayout, len(r.pools))
+	for i, p := range r.pools {
+		out[i] = queue.PoolLayout{Pool: i + 1, Size: p.size, Levels: p.levels, Borrow: p.borrow}
+	}
+	return out
 }
 
 // sizeOf returns pool p's size. Caller holds mu (Concurrency may change).

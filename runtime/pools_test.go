@@ -222,3 +222,30 @@ func TestPoolsConfigErrors(t *testing.T) {
 	_, err = runtime.New(q, handlers.NewMux(), runtime.Config{Pools: pools, Autoscale: &runtime.Autoscale{Min: 1, Max: 4}})
 	require.ErrorIs(t, err, runtime.ErrInvalidConfig, "Autoscale with pools")
 }
+
+// In a fleet whose workers have pools, a worker's idle slots of another
+// band do not hold urgent work back: each worker's heartbeat tells the
+// fleet its pools, so the saturated high pools preempt at once instead of
+// deferring (FleetDeferral) to a bulk slot that cannot take the task.
+func TestPoolsFleetDoesNotDeferToOtherBands(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		f := newPtFleet(t, b, queue.Config{Levels: 4})
+		t.Cleanup(f.doRelease)
+		cfg := func() runtime.Config {
+			return runtime.Config{Pools: []runtime.Pool{
+				{Name: "high", Levels: []int{2, 3}, Size: 1}, {Name: "bulk", Levels: []int{0, 1}, Size: 1}}}
+		}
+		a := f.start(t, "A", cfg())
+		f.jobOn(t, 2, "A")
+		bw := f.start(t, "B", cfg())
+		f.jobOn(t, 2, "B") // A's high pool is full; its bulk slot cannot take it
+		u := enqueue(t, f.q, "urgent", "", 3)
+		got := ptRecv(t, f.urgent, "the urgent task's start")
+		require.Equal(t, u, got.ID)
+		ptRecv(t, f.cancelled, "its victim gives way")
+		for _, rt := range []*runtime.Runtime{a, bw} {
+			require.Zero(t, rt.Stats().FleetDeferrals, "a worker deferred to a bulk slot")
+		}
+		require.EqualValues(t, 1, a.Stats().Preempted+bw.Stats().Preempted)
+	})
+}

@@ -72,11 +72,12 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 	if err != nil || idle {
 		return false, time.Time{}, err
 	}
+	slot := r.slotOf(victim.ID, p)
 	t, res, err := r.q.Reserve(ctx, queue.ReserveRequest{
 		Worker: r.cfg.WorkerID, VictimID: victim.ID, VictimLevel: victim.Level,
 		MinLevel: minLevel, MinRunTime: pol.MinRunTime,
 		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
-		IgnoreFleet: ignore, Skip: r.notLeasable(p),
+		IgnoreFleet: ignore, Skip: r.notLeasable(p), Pool: r.poolNumber(slot),
 	})
 	if res != nil {
 		r.killMalformed(res)
@@ -102,7 +103,7 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 	r.endDeferral()
 	r.stats.reserved.Add(1)
 	urgent := r.newRun(t)
-	urgent.slot = r.slotOf(victim.ID, p)
+	urgent.slot = slot
 	r.preempt(victim.ID, urgent)
 	return true, time.Time{}, nil
 }
