@@ -52,6 +52,7 @@ for i = 1, nops do
     if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
     if s.w and s.b then bands[s.w .. '|' .. s.b] = (bands[s.w .. '|' .. s.b] or 0) - 1 end
     if lvl then acnt[lvl] = (acnt[lvl] or 0) - 1 end
+    local ow, ostt = s.w, s.stt
     s.w, s.tk, s.stt, s.al, s.b = nil, nil, nil, nil, nil
     if mode ~= 'ack' and rsp ~= '' then s.rs = rsp end
     if mode == 'ack' then
@@ -69,7 +70,11 @@ for i = 1, nops do
       s.att = tostring(num(s.att) + 1)
       to_dead(id, s, lvl or level_of(s, hdr_of(id)), now, reason)
     else
-      if a == 'preempt' then s.pre = tostring(num(s.pre) + 1) end
+      if a == 'preempt' then
+        s.pre = tostring(num(s.pre) + 1)
+        feed('gave_way', now, 'id', id, 'l', lvl or '0', 'w', ow or '', 'ran', math.max(now - num(ostt), 0),
+          'cps', s.cps or '0')
+      end
       if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
     end
   end

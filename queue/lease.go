@@ -134,6 +134,7 @@ local out = {0, now, dl, bad, taken}
 local set, lz, rz, acnt, out_ids, out_ids_list = {}, {}, {}, {}, {}, {}
 local ids, lvls = {}, {}
 local n, popped, stuck = 0, 0, false
+local first -- the first task leased: the urgent one of a reservation
 local wj = cjson.encode(w)
 local broken = {}
 -- Groups (LeaseRequest.Groups): each takes up to its count from its levels,
@@ -272,6 +273,11 @@ for gi, g in ipairs(groups) do
           lz[#lz + 1] = dl; lz[#lz + 1] = id
           local h = header(rec)
           if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
+          if n == 1 then first = {id = id, lvl = lvl, rdy = num(s.rdy or (h and h.enq))} end
+          if raw and num(s.pre) > 0 then
+            -- A preempted task resumes: the preemption feed says where.
+            feed('resumed', now, 'id', id, 'l', lvl, 'w', w, 'pre', s.pre, 'cps', s.cps or '0')
+          end
           acnt[lvl] = (acnt[lvl] or 0) + 1
           out_ids[id] = true; out_ids_list[#out_ids_list + 1] = id
           out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
@@ -330,7 +336,11 @@ if n > 0 then
   end
   if not pcall(redis.call, 'ZADD', P .. 'leases', unpack(lz)) then return fail('leases', 'zset') end
   redis.call('MSET', unpack(set))
-  if ARGV[9] == '1' then redis.call('ZREM', P .. 'running', ARGV[10]) end
+  if ARGV[9] == '1' then
+    redis.call('ZREM', P .. 'running', ARGV[10])
+    feed('preempt', now, 'id', first.id, 'l', first.lvl, 'victim', ARGV[10], 'vl', ARGV[11], 'w', w,
+      'wait', math.max(now - first.rdy, 0))
+  end
 end
 return out
 `)

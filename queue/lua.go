@@ -130,6 +130,13 @@ local function band_release(w, b, d)
   if redis.call('HINCRBY', P .. 'busy', f, d) <= 0 then redis.call('HDEL', P .. 'busy', f) end
 end
 
+-- feed appends an event to the preemption feed, a stream capped at about
+-- 1000 entries (see Client.Preemptions); written only on preemptions and
+-- resumes, never for an ordinary task. A wrong-typed key is skipped.
+local function feed(kind, at, ...)
+  pcall(redis.call, 'XADD', P .. 'feed', 'MAXLEN', '~', 1000, '*', 'k', kind, 't', at, ...)
+end
+
 -- release ends a lease (one task; batches do it themselves) and returns
 -- the level it was leased from.
 local function release(id, s)
