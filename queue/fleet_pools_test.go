@@ -77,3 +77,24 @@ func TestReserveCountsOtherWorkersPools(t *testing.T) {
 		})
 	}
 }
+
+// Workers lists each worker's pools, named, with the slots each holds.
+func TestWorkersShowPools(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Levels = 4 })
+		e.enqueue("h", Level(3))
+		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "o", Groups: []LeaseGroup{
+			{Levels: []int{2, 3}, Count: 2, Pool: 1}, {Levels: []int{0, 1}, Count: 1, Pool: 2}}})
+		require.NoError(t, err)
+		require.Len(t, res.Tasks, 1)
+		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "o", Capacity: 3, Leases: res.Tasks, Pools: []PoolLayout{
+			{Pool: 1, Name: "high", Size: 2, Levels: []int{2, 3}}, {Pool: 2, Name: "bulk", Size: 1, Levels: []int{0, 1}, Borrow: true}}})
+		require.NoError(t, err)
+		ws, err := e.c.Workers(e.ctx)
+		require.NoError(t, err)
+		require.Len(t, ws, 1)
+		require.Equal(t, []WorkerPool{{Name: "high", Levels: []int{2, 3}, Size: 2, Busy: 1},
+			{Name: "bulk", Levels: []int{0, 1}, Size: 1, Busy: 0, Borrow: true}}, ws[0].Pools)
+		require.Equal(t, 1, ws[0].Busy)
+	})
+}

@@ -28,7 +28,7 @@ import (
 //	ARGV[5] capacity  ARGV[6] lease ms  ARGV[7] age after ms (0: no aging)
 //	ARGV[8] top level  ARGV[9] schema version
 //	ARGV[10] counts as "level:processed:failed:preempted:breaches;..." or ""
-//	ARGV[11] slot pools as "pool:size:l,l:borrow/..." or ""
+//	ARGV[11] slot pools as "pool:size:l,l:borrow:name/..." or ""
 //	ARGV[12..] id, token pairs
 //
 // Returns {lost ids, corruption, paused}.
@@ -108,6 +108,9 @@ type Heartbeat struct {
 	// Counts are the worker's outcomes per level since its previous
 	// heartbeat, added to the fleet's processing rates (Stats).
 	Counts map[int]LevelCounts
+	// PoolCounts are the same outcomes by slot pool name (ValidPoolName),
+	// for per-pool rates (Stats.PoolRates).
+	PoolCounts map[string]LevelCounts
 	// Pools describe the worker's slot pools, if it has several (a
 	// runtime's Config.Pools): reservations of other workers then count
 	// its free slots and lower tasks only where an urgent task of theirs
@@ -120,6 +123,8 @@ type Heartbeat struct {
 type PoolLayout struct {
 	// Pool numbers the pool from 1, as in LeaseGroup.Pool.
 	Pool int
+	// Name names it (ValidPoolName; others are not stored).
+	Name string
 	// Size is its slots; Levels the levels it runs.
 	Size   int
 	Levels []int
@@ -142,6 +147,9 @@ func encodePools(pools []PoolLayout) string {
 			b.WriteString(strconv.Itoa(l))
 		}
 		b.WriteString(map[bool]string{false: ":0", true: ":1"}[p.Borrow])
+		if ValidPoolName(p.Name) {
+			b.WriteString(":" + p.Name)
+		}
 	}
 	return b.String()
 }
@@ -165,7 +173,7 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, 
 	args := make([]any, 0, 11+2*len(hb.Leases))
 	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), hb.TTL.Milliseconds(),
 		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, SchemaVersion,
-		encodeCounts(hb.Counts), encodePools(hb.Pools))
+		encodeCounts(hb.Counts, hb.PoolCounts), encodePools(hb.Pools))
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
 	}

@@ -33,6 +33,9 @@ type Stats struct {
 	Queue   string
 	Levels  []LevelStats // lowest level first
 	Workers int64        // live workers
+	// PoolRates are the fleet's rates by slot pool name (runtime pools),
+	// over the last RateWindow; empty when no worker has pools.
+	PoolRates map[string]Rates
 }
 
 // statsScript reads every counter of a queue in one round trip: the
@@ -98,7 +101,9 @@ func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 		st.Workers, _ = raw[c.cfg.Levels].(int64)
 		p, _ := raw[c.cfg.Levels+1].(string)
 		rr, _ := raw[c.cfg.Levels+2].([]any)
-		paused, rates := c.parsePaused(p), parseRates(rr, c.cfg.Levels)
+		paused := c.parsePaused(p)
+		var rates []Rates
+		rates, st.PoolRates = parseRates(rr, c.cfg.Levels)
 		for i := range st.Levels {
 			st.Levels[i].Paused, st.Levels[i].Rates = paused[i], rates[i]
 		}

@@ -126,7 +126,8 @@ func TestRatesFromHeartbeats(t *testing.T) {
 
 		for _, w := range []string{"w1", "w2"} {
 			_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: w, Capacity: 1, Counts: map[int]LevelCounts{
-				0: {Processed: 30, Failed: 6}, 2: {Processed: 60, Preempted: 12, SLABreaches: 3}, 1: {}}})
+				0: {Processed: 30, Failed: 6}, 2: {Processed: 60, Preempted: 12, SLABreaches: 3}, 1: {}},
+				PoolCounts: map[string]LevelCounts{"bulk": {Processed: 30, Failed: 6}, "bad name": {Processed: 1}}})
 			require.NoError(t, err)
 		}
 		require.Len(t, keys(), 1)
@@ -138,6 +139,7 @@ func TestRatesFromHeartbeats(t *testing.T) {
 		require.Equal(t, Rates{Processed: 1, Failed: 0.2}, st.Levels[0].Rates) // 60 and 12 in 60 s
 		require.Zero(t, st.Levels[1].Rates)
 		require.Equal(t, Rates{Processed: 2, Preempted: 0.4, SLABreaches: 0.1}, st.Levels[2].Rates)
+		require.Equal(t, map[string]Rates{"bulk": {Processed: 1, Failed: 0.2}}, st.PoolRates)
 
 		e.clk.Advance(RateWindow)
 		require.Zero(t, e.stats().Levels[2].Rates, "out of the window")

@@ -47,8 +47,9 @@ type Rates struct {
 	SLABreaches float64
 }
 
-// countsLua adds a heartbeat's counts (ARGV as "level:d:f:x:s;...") to the
-// current bucket; a wrong-typed bucket is reported and skipped.
+// countsLua adds a heartbeat's counts (ARGV as "level:d:f:x:s;..." and
+// "P<pool>:d:f:x:s;...") to the current bucket; a wrong-typed bucket is
+// reported and skipped.
 var countsLua = `
 local function add_counts(now, enc, bad)
   if enc == '' then return end
@@ -58,11 +59,14 @@ local function add_counts(now, enc, bad)
     bad[#bad + 1] = 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a hash'
     return
   end
-  for l, d, f, x, s in string.gmatch(enc, '(%d+):(%d+):(%d+):(%d+):(%d+)') do
-    if d ~= '0' then redis.call('HINCRBY', k, l .. 'd', d) end
-    if f ~= '0' then redis.call('HINCRBY', k, l .. 'f', f) end
-    if x ~= '0' then redis.call('HINCRBY', k, l .. 'x', x) end
-    if s ~= '0' then redis.call('HINCRBY', k, l .. 's', s) end
+  for e in string.gmatch(enc, '[^;]+') do
+    local l, d, f, x, s = string.match(e, '^(P?[%w_.-]+):(%d+):(%d+):(%d+):(%d+)$')
+    if l then
+      if d ~= '0' then redis.call('HINCRBY', k, l .. 'd', d) end
+      if f ~= '0' then redis.call('HINCRBY', k, l .. 'f', f) end
+      if x ~= '0' then redis.call('HINCRBY', k, l .. 'x', x) end
+      if s ~= '0' then redis.call('HINCRBY', k, l .. 's', s) end
+    end
   end
   redis.call('PEXPIRE', k, ` + ms(rateKeep) + `)
 end
@@ -71,22 +75,44 @@ end
 // ms formats d in milliseconds for a script.
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-// encodeCounts writes non-zero counts for countsLua; "" when there are none.
-func encodeCounts(m map[int]LevelCounts) string {
+// encodeCounts writes non-zero counts for countsLua, by level and by pool
+// (pool names that are not ValidPoolName are left out); "" when there are
+// none.
+func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
 	var b strings.Builder
-	for l, c := range m {
-		if c.IsZero() || l < 0 {
-			continue
-		}
-		for i, v := range []int64{int64(l), c.Processed, c.Failed, c.Preempted, c.SLABreaches} {
-			if i > 0 {
-				b.WriteByte(':')
-			}
+	put := func(key string, c LevelCounts) {
+		b.WriteString(key)
+		for _, v := range []int64{c.Processed, c.Failed, c.Preempted, c.SLABreaches} {
+			b.WriteByte(':')
 			b.WriteString(strconv.FormatInt(max(v, 0), 10))
 		}
 		b.WriteByte(';')
 	}
+	for l, c := range m {
+		if !c.IsZero() && l >= 0 {
+			put(strconv.Itoa(l), c)
+		}
+	}
+	for name, c := range pools {
+		if !c.IsZero() && ValidPoolName(name) {
+			put("P"+name, c)
+		}
+	}
 	return b.String()
+}
+
+// ValidPoolName reports whether name can name a slot pool: 1 to 64
+// letters, digits, '_', '.' or '-'.
+func ValidPoolName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ratesLua sums the last complete buckets into {field, total, ...}.
@@ -105,30 +131,38 @@ local function read_rates(now)
 end
 `
 
-// parseRates turns read_rates' reply into per-level rates.
-func parseRates(raw []any, levels int) []Rates {
-	out := make([]Rates, levels)
+// parseRates turns read_rates' reply into per-level and per-pool rates.
+func parseRates(raw []any, levels int) ([]Rates, map[string]Rates) {
+	out, pools := make([]Rates, levels), map[string]Rates{}
 	for i := 0; i+1 < len(raw); i += 2 {
 		f, _ := raw[i].(string)
 		v, _ := raw[i+1].(int64)
 		if len(f) < 2 {
 			continue
 		}
-		l, err := strconv.Atoi(f[:len(f)-1])
-		if err != nil || l < 0 || l >= levels {
-			continue
-		}
+		key, kind := f[:len(f)-1], f[len(f)-1]
 		r := float64(v) / RateWindow.Seconds()
-		switch f[len(f)-1] {
-		case 'd':
-			out[l].Processed += r
-		case 'f':
-			out[l].Failed += r
-		case 'x':
-			out[l].Preempted += r
-		case 's':
-			out[l].SLABreaches += r
+		if name, ok := strings.CutPrefix(key, "P"); ok && ValidPoolName(name) {
+			pr := pools[name]
+			pr.add(kind, r)
+			pools[name] = pr
+		} else if l, err := strconv.Atoi(key); err == nil && l >= 0 && l < levels {
+			out[l].add(kind, r)
 		}
 	}
-	return out
+	return out, pools
+}
+
+// add adds r to the rate of kind (d, f, x or s).
+func (rs *Rates) add(kind byte, r float64) {
+	switch kind {
+	case 'd':
+		rs.Processed += r
+	case 'f':
+		rs.Failed += r
+	case 'x':
+		rs.Preempted += r
+	case 's':
+		rs.SLABreaches += r
+	}
 }

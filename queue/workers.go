@@ -23,6 +23,17 @@ type WorkerInfo struct {
 	// AliveUntil is when it stops counting as alive without another
 	// heartbeat.
 	AliveUntil time.Time
+	// Pools are its slot pools (a runtime's Config.Pools), if any.
+	Pools []WorkerPool
+}
+
+// WorkerPool is one slot pool of a live worker.
+type WorkerPool struct {
+	Name   string
+	Levels []int
+	Size   int
+	Busy   int // its slots held
+	Borrow bool
 }
 
 // workersScript reads the live workers with their capacity (stored with
@@ -37,7 +48,15 @@ local live = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf', 'WITHSCORES', 'LI
 local out = {}
 for i = 1, #live, 2 do
   local w = live[i]
-  out[#out + 1] = {w, live[i + 1], redis.call('HGET', P .. 'cap', w) or '', redis.call('HGET', P .. 'busy', w) or '0'}
+  local c = redis.call('HGET', P .. 'cap', w) or ''
+  local row = {w, live[i + 1], c, redis.call('HGET', P .. 'busy', w) or '0'}
+  local lay = string.match(c, '^[^@]*@[^@]*@(.+)$')
+  if lay then
+    for bd in string.gmatch(lay, '(%d+):%d+:[%d,]*:%d') do
+      row[#row + 1] = redis.call('HGET', P .. 'busy', w .. '|' .. bd) or '0'
+    end
+  end
+  out[#out + 1] = row
 end
 return out
 `)
@@ -66,14 +85,47 @@ func (c *Client) Workers(ctx context.Context) ([]WorkerInfo, error) {
 		if ms, err := strconv.ParseFloat(until, 64); err == nil {
 			w.AliveUntil = time.UnixMilli(int64(ms))
 		}
-		capStr, at, _ := strings.Cut(capField, "@")
-		w.Capacity, _ = strconv.Atoi(capStr)
-		if ms, err := strconv.ParseInt(at, 10, 64); err == nil {
-			w.LastHeartbeat = time.UnixMilli(ms)
+		parts := strings.SplitN(capField, "@", 3)
+		w.Capacity, _ = strconv.Atoi(parts[0])
+		if len(parts) > 1 {
+			if ms, err := strconv.ParseInt(parts[1], 10, 64); err == nil {
+				w.LastHeartbeat = time.UnixMilli(ms)
+			}
+		}
+		if len(parts) > 2 {
+			w.Pools = parseWorkerPools(parts[2], v[4:])
 		}
 		w.Busy, _ = strconv.Atoi(busy)
 		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b WorkerInfo) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// parseWorkerPools reads a heartbeat's pool layout ("pool:size:l,l:borrow:
+// name/...") with the busy counts the script read for each pool, in order.
+func parseWorkerPools(layout string, busy []any) []WorkerPool {
+	var out []WorkerPool
+	for i, e := range strings.Split(layout, "/") {
+		f := strings.Split(e, ":")
+		if len(f) < 4 {
+			continue
+		}
+		p := WorkerPool{Name: f[0], Borrow: f[3] == "1"}
+		if len(f) > 4 {
+			p.Name = f[4]
+		}
+		p.Size, _ = strconv.Atoi(f[1])
+		for l := range strings.SplitSeq(f[2], ",") {
+			if n, err := strconv.Atoi(l); err == nil {
+				p.Levels = append(p.Levels, n)
+			}
+		}
+		if i < len(busy) {
+			b, _ := busy[i].(string)
+			p.Busy, _ = strconv.Atoi(b)
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -48,12 +48,12 @@ func (r *Runtime) heartbeat(ctx context.Context) error {
 func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capacity int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	counts := r.takeCounts()
+	counts, poolCounts := r.takeCounts()
 	reply, err := r.q.Heartbeat(ctx, queue.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
 		TTL: 2*r.cfg.HeartbeatInterval + 500*time.Millisecond, Leases: leases, Counts: counts,
-		Pools: r.poolLayout()})
+		PoolCounts: poolCounts, Pools: r.poolLayout()})
 	if err != nil {
-		r.restoreCounts(counts)
+		r.restoreCounts(counts, poolCounts)
 		return err
 	}
 	r.setPaused(reply.Paused)

@@ -17,7 +17,9 @@ import (
 // a pool: an urgent task takes the slot of a lower task of its own pool,
 // or of one of its pool's tasks that borrowed a slot elsewhere.
 type Pool struct {
-	// Name identifies the pool in logs and PoolStats. Required, unique.
+	// Name identifies the pool in logs, PoolStats, the fleet's per-pool
+	// rates (queue.Stats.PoolRates) and `overtake stats`. Required,
+	// unique, 1 to 64 letters, digits, '_', '.' or '-'.
 	Name string
 	// Levels are the queue levels whose tasks the pool runs. Every level
 	// belongs to exactly one pool.
@@ -84,8 +86,8 @@ func validatePools(pools []Pool, levels int, concurrency int, autoscale *Autosca
 	total := 0
 	for _, p := range pools {
 		switch {
-		case p.Name == "" || names[p.Name]:
-			return fmt.Errorf("%w: pool name %q is empty or repeated", errPools, p.Name)
+		case !queue.ValidPoolName(p.Name) || names[p.Name]:
+			return fmt.Errorf("%w: pool name %q is repeated or not 1 to 64 letters, digits, '_', '.' or '-'", errPools, p.Name)
 		case p.Size < 1:
 			return fmt.Errorf("%w: pool %q has size %d, want at least 1", errPools, p.Name, p.Size)
 		case len(p.Levels) == 0:
@@ -156,7 +158,7 @@ func (r *Runtime) poolLayout() []queue.PoolLayout {
 	}
 	out := make([]queue.PoolLayout, len(r.pools))
 	for i, p := range r.pools {
-		out[i] = queue.PoolLayout{Pool: i + 1, Size: p.size, Levels: p.levels, Borrow: p.borrow}
+		out[i] = queue.PoolLayout{Pool: i + 1, Name: p.name, Size: p.size, Levels: p.levels, Borrow: p.borrow}
 	}
 	return out
 }

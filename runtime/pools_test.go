@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,6 +209,7 @@ func TestPoolsConfigErrors(t *testing.T) {
 		"level in two pools": {{Name: "a", Levels: []int{0, 1}, Size: 1}, {Name: "b", Levels: []int{1, 2}, Size: 1}},
 		"unknown level":      {{Name: "a", Levels: []int{0, 1, 2, 3}, Size: 1}},
 		"empty name":         {{Levels: []int{0, 1, 2}, Size: 1}},
+		"bad name":           {{Name: "a:b", Levels: []int{0, 1, 2}, Size: 1}},
 		"repeated name":      {{Name: "a", Levels: []int{0}, Size: 1}, {Name: "a", Levels: []int{1, 2}, Size: 1}},
 		"zero size":          {{Name: "a", Levels: []int{0, 1, 2}}},
 		"no levels":          {{Name: "a", Levels: []int{0, 1, 2}, Size: 1}, {Name: "b", Size: 1}},
@@ -247,5 +249,31 @@ func TestPoolsFleetDoesNotDeferToOtherBands(t *testing.T) {
 			require.Zero(t, rt.Stats().FleetDeferrals, "a worker deferred to a bulk slot")
 		}
 		require.EqualValues(t, 1, a.Stats().Preempted+bw.Stats().Preempted)
+	})
+}
+
+// Workers with pools report rates per pool too, readable by any client.
+func TestPoolsRates(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		var offset atomic.Int64
+		q := setup(t, b, queue.Config{Clock: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
+		ctx := context.Background()
+		j := newPoolJobs(highOrBulk)
+		rt, err := runtime.New(q, j.mux(), runtime.Config{Pools: []runtime.Pool{
+			{Name: "high", Levels: []int{2}, Size: 1}, {Name: "bulk", Levels: []int{0, 1}, Size: 1}}})
+		require.NoError(t, err)
+		require.NoError(t, rt.Start(ctx))
+		for _, l := range []int{2, 2, 1, 0, 0, 0} {
+			enqueue(t, q, "quick", "", l)
+		}
+		require.Eventually(t, func() bool { return rt.Stats().Processed == 6 }, 10*time.Second, 5*time.Millisecond)
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		require.NoError(t, rt.Shutdown(sctx))
+		offset.Store(int64(20 * time.Second))
+		st, err := q.Stats(ctx)
+		require.NoError(t, err)
+		w := queue.RateWindow.Seconds()
+		require.Equal(t, map[string]queue.Rates{"high": {Processed: 2 / w}, "bulk": {Processed: 4 / w}}, st.PoolRates)
 	})
 }

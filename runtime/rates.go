@@ -6,45 +6,62 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// outcomeCounts accumulates this worker's outcomes per level between two
-// heartbeats, which add them to the fleet's rates in Redis (see
-// queue.RateWindow): rates cost no Redis command per task.
+// outcomeCounts accumulates this worker's outcomes per level (and per pool,
+// with Config.Pools) between two heartbeats, which add them to the fleet's
+// rates in Redis (see queue.RateWindow): rates cost no Redis command per
+// task.
 type outcomeCounts struct {
-	mu sync.Mutex
-	m  map[int]queue.LevelCounts
+	mu     sync.Mutex
+	levels map[int]queue.LevelCounts
+	pools  map[string]queue.LevelCounts
 }
 
-// count applies f to the counts of level l.
+// count applies f to the counts of level l and of its pool.
 func (r *Runtime) count(l int, f func(*queue.LevelCounts)) {
 	o := &r.outcomes
 	o.mu.Lock()
-	if o.m == nil {
-		o.m = map[int]queue.LevelCounts{}
+	defer o.mu.Unlock()
+	if o.levels == nil {
+		o.levels, o.pools = map[int]queue.LevelCounts{}, map[string]queue.LevelCounts{}
 	}
-	c := o.m[l]
+	c := o.levels[l]
 	f(&c)
-	o.m[l] = c
-	o.mu.Unlock()
+	o.levels[l] = c
+	if len(r.pools) > 1 {
+		name := r.pools[r.bandOf(l)].name
+		pc := o.pools[name]
+		f(&pc)
+		o.pools[name] = pc
+	}
 }
 
 // takeCounts returns the counts since the last take and starts afresh.
-func (r *Runtime) takeCounts() map[int]queue.LevelCounts {
+func (r *Runtime) takeCounts() (levels map[int]queue.LevelCounts, pools map[string]queue.LevelCounts) {
 	o := &r.outcomes
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	m := o.m
-	o.m = nil
-	return m
+	levels, pools = o.levels, o.pools
+	o.levels, o.pools = nil, nil
+	return levels, pools
 }
 
 // restoreCounts adds back counts a failed heartbeat could not deliver.
-func (r *Runtime) restoreCounts(m map[int]queue.LevelCounts) {
-	for l, c := range m {
-		r.count(l, func(x *queue.LevelCounts) {
-			x.Processed += c.Processed
-			x.Failed += c.Failed
-			x.Preempted += c.Preempted
-			x.SLABreaches += c.SLABreaches
-		})
+func (r *Runtime) restoreCounts(levels map[int]queue.LevelCounts, pools map[string]queue.LevelCounts) {
+	o := &r.outcomes
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.levels == nil {
+		o.levels, o.pools = map[int]queue.LevelCounts{}, map[string]queue.LevelCounts{}
 	}
+	for l, c := range levels {
+		o.levels[l] = addCounts(o.levels[l], c)
+	}
+	for n, c := range pools {
+		o.pools[n] = addCounts(o.pools[n], c)
+	}
+}
+
+func addCounts(a, b queue.LevelCounts) queue.LevelCounts {
+	return queue.LevelCounts{Processed: a.Processed + b.Processed, Failed: a.Failed + b.Failed,
+		Preempted: a.Preempted + b.Preempted, SLABreaches: a.SLABreaches + b.SLABreaches}
 }

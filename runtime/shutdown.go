@@ -93,9 +93,10 @@ func (r *Runtime) teardown(ctx context.Context) {
 	r.loops.Wait()
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if counts := r.takeCounts(); len(counts) > 0 {
+	if counts, pools := r.takeCounts(); len(counts) > 0 {
 		// The outcomes since the last heartbeat, for the fleet's rates.
-		if _, err := r.q.Heartbeat(dctx, queue.Heartbeat{Worker: r.cfg.WorkerID, TTL: time.Second, Counts: counts}); err != nil {
+		if _, err := r.q.Heartbeat(dctx, queue.Heartbeat{Worker: r.cfg.WorkerID, TTL: time.Second, Counts: counts,
+			PoolCounts: pools, Pools: r.poolLayout()}); err != nil {
 			r.log.Warn("could not report the last outcomes for the fleet's rates", zap.Error(err))
 		}
 	}

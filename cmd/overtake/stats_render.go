@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -63,10 +65,20 @@ func frameLines(v statsView, cols int) []string {
 	_ = tw.Flush()
 	fmt.Fprintf(&b, "rates: per second (breaches per minute) over the last %v, as workers' heartbeats report them\n",
 		queue.RateWindow)
+	if len(st.PoolRates) > 0 {
+		names := slices.Sorted(maps.Keys(st.PoolRates))
+		parts := make([]string, len(names))
+		for i, n := range names {
+			r := st.PoolRates[n]
+			parts[i] = fmt.Sprintf("%s %s/s (failed %s, preempted %s)", oneLine(n, 64), rate(r.Processed), rate(r.Failed),
+				rate(r.Preempted))
+		}
+		fmt.Fprintf(&b, "pools: %s\n", strings.Join(parts, "; "))
+	}
 	if len(v.Workers) > 0 {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "WORKER\tSLOTS USED\tHEARTBEAT")
+		fmt.Fprintln(tw, "WORKER\tSLOTS USED\tHEARTBEAT\tPOOLS")
 		for _, w := range v.Workers {
 			slots := fmt.Sprintf("%d/%d", w.Busy, w.Capacity)
 			if w.Capacity == 0 {
@@ -76,7 +88,15 @@ func frameLines(v statsView, cols int) []string {
 			if !w.LastHeartbeat.IsZero() {
 				hb = roundDuration(v.Now.Sub(w.LastHeartbeat)).String() + " ago"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", oneLine(w.ID, 64), slots, hb)
+			pools := "-"
+			if len(w.Pools) > 0 {
+				ps := make([]string, len(w.Pools))
+				for i, p := range w.Pools {
+					ps[i] = fmt.Sprintf("%s %d/%d", oneLine(p.Name, 64), p.Busy, p.Size)
+				}
+				pools = strings.Join(ps, ", ")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", oneLine(w.ID, 64), slots, hb, pools)
 		}
 		_ = tw.Flush()
 	}
@@ -130,6 +150,8 @@ type statsJSON struct {
 	LiveWorkers       int64        `json:"live_workers"`
 	Levels            []levelJSON  `json:"levels"` // lowest level first
 	Workers           []workerJSON `json:"workers"`
+	// PoolRates are the fleet's rates by runtime pool, when workers have pools.
+	PoolRates map[string]ratesJSON `json:"pool_rates,omitempty"`
 }
 
 type levelJSON struct {
@@ -159,18 +181,41 @@ type ratesJSON struct {
 }
 
 type workerJSON struct {
-	ID                  string    `json:"id"`
-	Capacity            int       `json:"capacity"`
-	Busy                int       `json:"busy"`
-	LastHeartbeat       time.Time `json:"last_heartbeat"`
-	HeartbeatAgeSeconds float64   `json:"heartbeat_age_seconds"`
-	AliveUntil          time.Time `json:"alive_until"`
+	ID                  string     `json:"id"`
+	Capacity            int        `json:"capacity"`
+	Busy                int        `json:"busy"`
+	LastHeartbeat       time.Time  `json:"last_heartbeat"`
+	HeartbeatAgeSeconds float64    `json:"heartbeat_age_seconds"`
+	AliveUntil          time.Time  `json:"alive_until"`
+	Pools               []poolJSON `json:"pools,omitempty"`
+}
+
+type poolJSON struct {
+	Name   string `json:"name"`
+	Levels []int  `json:"levels"`
+	Size   int    `json:"size"`
+	Busy   int    `json:"busy"`
+	Borrow bool   `json:"borrow"`
+}
+
+func poolsJSON(ps []queue.WorkerPool) []poolJSON {
+	var out []poolJSON
+	for _, p := range ps {
+		out = append(out, poolJSON{Name: p.Name, Levels: p.Levels, Size: p.Size, Busy: p.Busy, Borrow: p.Borrow})
+	}
+	return out
 }
 
 func (v statsView) toJSON() statsJSON {
 	out := statsJSON{Queue: v.Stats.Queue, Namespace: v.Namespace, Time: v.Now.UTC(),
 		RateWindowSeconds: queue.RateWindow.Seconds(), LiveWorkers: v.Stats.Workers,
 		Levels: []levelJSON{}, Workers: []workerJSON{}}
+	for n, r := range v.Stats.PoolRates {
+		if out.PoolRates == nil {
+			out.PoolRates = map[string]ratesJSON{}
+		}
+		out.PoolRates[n] = ratesJSON{r.Processed, r.Failed, r.Preempted, r.SLABreaches}
+	}
 	for _, l := range v.Stats.Levels {
 		j := levelJSON{Level: l.Level, Name: l.Name, State: l.Paused.String(), Paused: l.Paused != queue.NotPaused,
 			Pending: l.Pending, InFlight: l.Active, Scheduled: l.Scheduled, Dead: l.Dead,
@@ -194,7 +239,7 @@ func (v statsView) toJSON() statsJSON {
 	for _, w := range v.Workers {
 		out.Workers = append(out.Workers, workerJSON{ID: w.ID, Capacity: w.Capacity, Busy: w.Busy,
 			LastHeartbeat: w.LastHeartbeat.UTC(), HeartbeatAgeSeconds: max(v.Now.Sub(w.LastHeartbeat), 0).Seconds(),
-			AliveUntil: w.AliveUntil.UTC()})
+			AliveUntil: w.AliveUntil.UTC(), Pools: poolsJSON(w.Pools)})
 	}
 	return out
 }

@@ -18,7 +18,8 @@ func sampleView() statsView {
 	return statsView{
 		Namespace: "ns",
 		Now:       now,
-		Stats: &queue.Stats{Queue: "default", Workers: 2, Levels: []queue.LevelStats{
+		Stats: &queue.Stats{Queue: "default", Workers: 2, PoolRates: map[string]queue.Rates{
+			"high": {Processed: 2}, "bulk": {Processed: 0.5, Failed: 0.1, Preempted: 0.25}}, Levels: []queue.LevelStats{
 			{Level: 0, Name: "low", Pending: 7, Active: 2, Dead: 1, OldestReadyAt: now.Add(-90 * time.Second),
 				Rates: queue.Rates{Processed: 0.5, Preempted: 0.25}},
 			{Level: 1, Name: "normal", Pending: 0, Scheduled: 3, Paused: queue.PauseWait,
@@ -26,7 +27,8 @@ func sampleView() statsView {
 			{Level: 2, Name: "high", Pending: 4, OldestReadyAt: now.Add(-1500 * time.Millisecond), Paused: queue.PausePreempt},
 		}},
 		Workers: []queue.WorkerInfo{
-			{ID: "w-busy", Capacity: 8, Busy: 3, LastHeartbeat: now.Add(-2 * time.Second), AliveUntil: now.Add(28 * time.Second)},
+			{ID: "w-busy", Capacity: 8, Busy: 3, LastHeartbeat: now.Add(-2 * time.Second), AliveUntil: now.Add(28 * time.Second),
+				Pools: []queue.WorkerPool{{Name: "high", Levels: []int{2}, Size: 6, Busy: 2}, {Name: "bulk", Levels: []int{0, 1}, Size: 2, Busy: 1}}},
 			{ID: "w-stopping", Capacity: 0, Busy: 1, LastHeartbeat: now.Add(-12 * time.Second), AliveUntil: now.Add(18 * time.Second)},
 		},
 	}
@@ -43,9 +45,10 @@ func TestFrameLinesContent(t *testing.T) {
 		`(?m)^\s*0\s+low\s+running\s+7\s+2\s+0\s+1\s+1m30s\s+0.5\s+0\s+0.25\s+0$`,
 		`(?m)^\s*total\s+11\s+2\s+3\s+1\s+12.85\s+0.1\s+0.25\s+3$`,
 		`(?m)^rates: per second \(breaches per minute\) over the last 1m0s`,
-		`(?m)^WORKER\s+SLOTS USED\s+HEARTBEAT$`,
-		`(?m)^w-busy\s+3/8\s+2s ago$`,
-		`(?m)^w-stopping\s+1/0 \(stopping\)\s+12s ago$`,
+		`(?m)^pools: bulk 0.5/s \(failed 0.1, preempted 0.25\); high 2/s \(failed 0, preempted 0\)$`,
+		`(?m)^WORKER\s+SLOTS USED\s+HEARTBEAT\s+POOLS$`,
+		`(?m)^w-busy\s+3/8\s+2s ago\s+high 2/6, bulk 1/2$`,
+		`(?m)^w-stopping\s+1/0 \(stopping\)\s+12s ago\s+-$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("frame does not match %s:\n%s", re, out)
