@@ -115,6 +115,16 @@ func (c Config) poolSize() int {
 	if c.Autoscale != nil {
 		return 2 * c.Autoscale.Max
 	}
+	if len(c.Pools) > 0 {
+		n := 0
+		for _, p := range c.Pools {
+			n += p.Size
+			if p.Autoscale != nil {
+				n += p.Autoscale.Max - p.Size
+			}
+		}
+		return 2 * n
+	}
 	return 2 * c.Concurrency
 }
 

@@ -127,12 +127,18 @@ type Config struct {
 }
 
 func (c Config) withDefaults(q *queue.Client) Config {
+	c.Pools = slices.Clone(c.Pools)
+	for i, p := range c.Pools {
+		c.Pools[i].Autoscale = p.Autoscale.withDefaults()
+		if p.Size == 0 && p.Autoscale != nil {
+			c.Pools[i].Size = max(p.Autoscale.Min, 1)
+		}
+	}
 	if c.Concurrency == 0 && len(c.Pools) > 0 && validatePools(c.Pools, q.Levels(), 0, c.Autoscale) == nil {
 		for _, p := range c.Pools {
 			c.Concurrency += p.Size
 		}
 	}
-	c.Pools = slices.Clone(c.Pools)
 	if c.Concurrency == 0 {
 		c.Concurrency = 10
 		if c.Autoscale != nil {

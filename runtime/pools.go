@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/overtake/overtake/queue"
 )
@@ -34,6 +35,11 @@ type Pool struct {
 	// another pool's task runs in one of its slots (borrowed while idle).
 	// Defaults to ReclaimPreempt.
 	Reclaim Reclaim
+	// Autoscale, when set, lets the pool's size follow its own levels'
+	// backlog within bounds, by the rule of Config.Autoscale (which, with
+	// Pools, must be nil). Size is then the starting size and defaults to
+	// Autoscale.Min.
+	Autoscale *Autoscale
 }
 
 // Reclaim chooses how a pool gets back the slots another pool borrowed.
@@ -68,6 +74,10 @@ type slotPool struct {
 	borrow  bool
 	reclaim Reclaim
 	busy    int // slots held (run.slot == this pool and run.holdsSlot)
+	// autoscale, if set, moves size (under Runtime.mu); scaledAt is when
+	// it last looked.
+	autoscale *Autoscale
+	scaledAt  time.Time
 }
 
 // errPools wraps every Pools configuration error.
@@ -79,7 +89,7 @@ func validatePools(pools []Pool, levels int, concurrency int, autoscale *Autosca
 		return nil
 	}
 	if autoscale != nil {
-		return fmt.Errorf("%w: Autoscale with Pools is not supported; size each pool", errPools)
+		return fmt.Errorf("%w: set Autoscale on each pool (Pool.Autoscale), not on the runtime", errPools)
 	}
 	owner := make([]string, levels)
 	names := map[string]bool{}
@@ -90,6 +100,8 @@ func validatePools(pools []Pool, levels int, concurrency int, autoscale *Autosca
 			return fmt.Errorf("%w: pool name %q is repeated or not 1 to 64 letters, digits, '_', '.' or '-'", errPools, p.Name)
 		case p.Size < 1:
 			return fmt.Errorf("%w: pool %q has size %d, want at least 1", errPools, p.Name, p.Size)
+		case p.Autoscale.validate(p.Size) != nil:
+			return fmt.Errorf("%w: pool %q: %w", errPools, p.Name, p.Autoscale.validate(p.Size))
 		case len(p.Levels) == 0:
 			return fmt.Errorf("%w: pool %q has no levels", errPools, p.Name)
 		case p.Reclaim != ReclaimPreempt && p.Reclaim != ReclaimWait:
@@ -134,7 +146,8 @@ func newPools(cfg []Pool, levels int) ([]*slotPool, []int) {
 	for i, p := range cfg {
 		ls := slices.Clone(p.Levels)
 		slices.Sort(ls)
-		out[i] = &slotPool{name: p.Name, levels: ls, size: p.Size, borrow: p.Borrow, reclaim: p.Reclaim}
+		out[i] = &slotPool{name: p.Name, levels: ls, size: p.Size, borrow: p.Borrow, reclaim: p.Reclaim,
+			autoscale: p.Autoscale}
 		for _, l := range ls {
 			poolOf[l] = i
 		}

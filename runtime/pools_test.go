@@ -222,7 +222,10 @@ func TestPoolsConfigErrors(t *testing.T) {
 	_, err = runtime.New(q, handlers.NewMux(), runtime.Config{Pools: pools, Concurrency: 3})
 	require.ErrorIs(t, err, runtime.ErrInvalidConfig, "Concurrency is not the total")
 	_, err = runtime.New(q, handlers.NewMux(), runtime.Config{Pools: pools, Autoscale: &runtime.Autoscale{Min: 1, Max: 4}})
-	require.ErrorIs(t, err, runtime.ErrInvalidConfig, "Autoscale with pools")
+	require.ErrorIs(t, err, runtime.ErrInvalidConfig, "the runtime's Autoscale with pools")
+	_, err = runtime.New(q, handlers.NewMux(), runtime.Config{Pools: []runtime.Pool{
+		{Name: "a", Levels: []int{0, 1, 2}, Size: 5, Autoscale: &runtime.Autoscale{Min: 1, Max: 4}}}})
+	require.ErrorIs(t, err, runtime.ErrInvalidConfig, "a pool's size outside its Autoscale bounds")
 }
 
 // In a fleet whose workers have pools, a worker's idle slots of another
@@ -275,5 +278,40 @@ func TestPoolsRates(t *testing.T) {
 		require.NoError(t, err)
 		w := queue.RateWindow.Seconds()
 		require.Equal(t, map[string]queue.Rates{"high": {Processed: 2 / w}, "bulk": {Processed: 4 / w}}, st.PoolRates)
+	})
+}
+
+// A pool with Autoscale grows with its own band's backlog, within its
+// bounds, and shrinks when the backlog is gone; the other pools keep their
+// size.
+func TestPoolsAutoscale(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		q := setup(t, b, queue.Config{})
+		j := newPoolJobs(highOrBulk)
+		rt := startRuntime(t, q, j.mux(), runtime.Config{Pools: []runtime.Pool{
+			{Name: "high", Levels: []int{2}, Autoscale: &runtime.Autoscale{Min: 1, Max: 3, Interval: 20 * time.Millisecond}},
+			{Name: "bulk", Levels: []int{0, 1}, Size: 1}}})
+		require.Equal(t, 2, rt.Concurrency())
+		for range 5 {
+			enqueue(t, q, "block", "", 2)
+		}
+		enqueue(t, q, "block", "", 0)
+		for range 4 { // 3 high (the pool grew to its Max) and the bulk one
+			waitFor(t, j.started, "a start")
+		}
+		require.Eventually(t, func() bool {
+			ps := rt.PoolStats()
+			return ps[0].Size == 3 && ps[0].Busy == 3 && ps[1].Size == 1 && rt.Concurrency() == 4
+		}, 5*time.Second, 5*time.Millisecond)
+		j.mu.Lock()
+		require.Equal(t, map[string]int{"high": 3, "bulk": 1}, j.maxByBand)
+		j.mu.Unlock()
+		close(j.release) // every task ends; the two high ones left run and end too
+		require.Eventually(t, func() bool {
+			st, err := q.Stats(context.Background())
+			return err == nil && st.Levels[2].Pending == 0 && rt.PoolStats()[0].Size == 1
+		}, 10*time.Second, 5*time.Millisecond, "the pool shrinks back to its Min")
+		require.Positive(t, rt.Stats().ScaledUp)
+		require.Positive(t, rt.Stats().ScaledDown)
 	})
 }

@@ -186,6 +186,10 @@ func (r *Runtime) Start(ctx context.Context) error {
 		fields = append(fields, zap.Int("autoscale_min", a.Min), zap.Int("autoscale_max", a.Max),
 			zap.Duration("autoscale_interval", a.Interval))
 	}
+	if ok, every := r.poolsAutoscale(); ok {
+		r.loops.Add(1)
+		go r.poolAutoscaleLoop(every)
+	}
 	r.log.Info("runtime started", fields...)
 	return nil
 }
