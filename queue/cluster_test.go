@@ -48,13 +48,14 @@ func TestCluster(t *testing.T) {
 			t.Parallel()
 			e := newEnvOn(t, cc, ns, func(c *Config) { c.Name = name })
 			clusterScenario(t, e)
+			clusterPatternScenario(t, e)
 
 			// The queue's keys are all on the node its hash tag maps to.
 			node := redis.NewClient(&redis.Options{Addr: addr})
 			defer node.Close()
 			// (The fleet's busy hash is gone: every worker left and released
 			// its leases.)
-			for _, k := range []string{e.c.keys.task("c"), e.c.keys.dead(), e.c.keys.counts()} {
+			for _, k := range []string{e.c.keys.task("c"), e.c.keys.dead(), e.c.keys.counts(), e.c.keys.prefix + "feed"} {
 				n, err := node.Exists(e.ctx, k).Result()
 				require.NoError(t, err)
 				require.Equal(t, int64(1), n, "key %s on the queue's node %s", k, addr)
@@ -123,4 +124,46 @@ func clusterScenario(t *testing.T, e *env) {
 	require.NoError(t, e.c.Deregister(e.ctx, "w3"))
 	require.Zero(t, e.stats().Workers)
 	e.requireCounts(counts{}, counts{Dead: 1})
+}
+
+// clusterPatternScenario runs pausing, pool lease groups and layouts, rates
+// and the preemption feed on the cluster (after clusterScenario, whose
+// preemption of "a" is in the feed).
+func clusterPatternScenario(t *testing.T, e *env) {
+	evs, err := e.c.Preemptions(e.ctx, "", 10)
+	require.NoError(t, err)
+	require.Len(t, evs, 4) // "a" resumed on w1, whose lease expired, then on w3
+	require.Equal(t, []FeedKind{FeedPreempt, FeedGaveWay, FeedResumed, FeedResumed},
+		[]FeedKind{evs[0].Kind, evs[1].Kind, evs[2].Kind, evs[3].Kind})
+
+	require.NoError(t, e.c.Pause(e.ctx, 0, PauseWait))
+	e.enqueue("", ID("p0"), Level(0))
+	e.enqueue("", ID("p1"), Level(1))
+	e.enqueue("", ID("p2"), Level(2))
+	res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "pw", Groups: []LeaseGroup{
+		{Levels: []int{2}, Count: 1, Pool: 1}, {Levels: []int{0, 1}, Count: 2, Pool: 2}}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"p2", "p1"}, ids(res.Tasks), "level 0 is paused")
+	require.Equal(t, []int{1, 1}, res.GroupCounts)
+	_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "pw", Capacity: 3, Leases: res.Tasks,
+		Pools:      []PoolLayout{{Pool: 1, Name: "high", Size: 1, Levels: []int{2}}, {Pool: 2, Name: "bulk", Size: 2, Levels: []int{0, 1}}},
+		Counts:     map[int]LevelCounts{2: {Processed: 6}},
+		PoolCounts: map[string]LevelCounts{"high": {Processed: 6}}})
+	require.NoError(t, err)
+	ws, err := e.c.Workers(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	require.Equal(t, []int{1, 1}, []int{ws[0].Pools[0].Busy, ws[0].Pools[1].Busy})
+	for _, tk := range res.Tasks {
+		require.NoError(t, e.c.Ack(e.ctx, tk))
+	}
+	require.NoError(t, e.c.Resume(e.ctx, AllLevels))
+	p0 := e.leaseOne("pw")
+	require.Equal(t, "p0", p0.ID)
+	require.NoError(t, e.c.Ack(e.ctx, p0))
+	require.NoError(t, e.c.Deregister(e.ctx, "pw"))
+	e.clk.Advance(2 * rateBucket)
+	st := e.stats()
+	require.Equal(t, 6/RateWindow.Seconds(), st.Levels[2].Rates.Processed)
+	require.Equal(t, 6/RateWindow.Seconds(), st.PoolRates["high"].Processed)
 }

@@ -153,3 +153,21 @@ func TestRatesFromHeartbeats(t *testing.T) {
 		require.Zero(t, e.stats().Levels[0].Rates)
 	})
 }
+
+// A pause is data in Redis: it survives Redis being killed and restarted
+// with persistence (AOF), and holds for leases afterwards.
+func TestPauseSurvivesRedisRestart(t *testing.T) {
+	srv := testredis.StartServer(t, testredis.ServerOptions{Persistent: true})
+	rdb := srv.NewClient(t)
+	e := newEnvOn(t, rdb, "restart", nil)
+	require.NoError(t, e.c.Pause(e.ctx, 1, PausePreempt))
+	e.enqueue("x", Level(1))
+	require.NoError(t, srv.Kill())
+	require.NoError(t, srv.Restart())
+	p, err := e.c.Paused(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[int]PauseMode{1: PausePreempt}, p)
+	res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 5})
+	require.NoError(t, err)
+	require.Empty(t, res.Tasks, "still paused after the restart")
+}
