@@ -26,6 +26,7 @@ type Client struct {
 	// serverTime: no Clock was injected, so scripts use Redis's TIME.
 	serverTime bool
 	acks       acker
+	enqs       enqueuer
 	sweep      sweeper
 }
 

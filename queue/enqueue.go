@@ -67,12 +67,8 @@ func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task,
 		return nil, err
 	}
 	defer func() { endEnqueue(span, err) }()
-	n, err := enqueueScript.Run(ctx, c.rdb, ks, args...).Int()
-	if err != nil {
-		return nil, fmt.Errorf("overtake: enqueue %s: %w", nt.ID, scriptErr(err))
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("%w: %q", ErrDuplicateTask, nt.ID)
+	if err := c.enqs.do(ctx, c, &enqWait{nt: nt, keys: ks, args: args, done: make(chan error, 1)}); err != nil {
+		return nil, err
 	}
 	return nt, nil
 }
