@@ -1,0 +1,336 @@
+package queue
+
+// leaseScript promotes due scheduled tasks, recovers expired leases, ages
+// long-waiting tasks up a level (Config.AgeAfter), then leases up to Count
+// tasks, highest level first, FIFO within a level, with one LPOP per level,
+// one MGET for every task's keys and one write per shared key, whatever the
+// count. With reserve set it first checks the fleet, for preemption (see
+// Reserve).
+//
+//	KEYS[1] leases (routes the call to the queue's slot)
+//	ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] lease ms  ARGV[4] worker
+//	ARGV[5] count   ARGV[6] min level  ARGV[7] max level  ARGV[8] token base
+//	ARGV[9] "1" to reserve  ARGV[10] victim id  ARGV[11] victim level
+//	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
+//	ARGV[14] never-preempted levels as ",l1,l2,"
+//	ARGV[15] levels not to take from (paused, or never preempting in a
+//	reservation) as ",l1,l2,"
+//	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
+//	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
+//	ARGV[18] "1" to promote due tasks, recover expired leases and age first
+//	ARGV[19] groups as "count:l,l,...:pool;" ("b" for a spare group, pool
+//	"" for none), or ""  ARGV[20] the slot pool of a lease without groups
+//	(a reservation), or ""
+//
+// Returns {code, now, deadline, {corrupt...}, {taken per group}, id, record,
+// state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
+// expires when nothing was leased (0: none), or -1 / -2 when a reservation
+// is refused (free slot / lower victim elsewhere).
+var leaseScript = newScript(`
+local now = clock(ARGV[2])
+local dl, w = now + tonumber(ARGV[3]), ARGV[4]
+local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local bad = {}
+if ARGV[18] == '1' then
+  local sch, exp, e = due_reads(now, bad)
+  if e then return redis.error_reply(e) end
+  if #sch > 0 or #exp > 0 or tonumber(ARGV[16]) > 0 then
+    local g = shared() or guard('scheduled', 'zset')
+    if g then return redis.error_reply(g) end
+    promote(sch, now, maxl, bad)
+    recover(exp, now, bad)
+    age(now, tonumber(ARGV[16]), maxl, bad)
+  end
+end
+if ARGV[9] == '1' and ARGV[17] ~= '1' then
+  local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash', 'running', 'zset')
+  if g then return redis.error_reply(g) end
+  local vlvl = tonumber(ARGV[11])
+  -- The levels the urgent task may come from (the pops below).
+  local want, skip0 = {}, ARGV[15] or ','
+  for l = minl, maxl do
+    if not string.find(skip0, ',' .. l .. ',', 1, true) then want[l] = true end
+  end
+  -- A worker with slot pools (its heartbeat's layout after a second '@')
+  -- counts only where the urgent task could run: a pool of those levels
+  -- with a free slot, or one that borrows while another has one.
+  local layouts = {}
+  local function layout(o)
+    if layouts[o] == nil then
+      local c = redis.call('HGET', P .. 'cap', o) or ''
+      local lay = string.match(c, '^[^@]*@[^@]*@(.+)$')
+      local pools = false
+      if lay then
+        pools = {free = false}
+        for bd, sz, ls, br in string.gmatch(lay, '(%d+):(%d+):([%d,]*):(%d)') do
+          local p = {bd = bd, fr = tonumber(sz) - num(redis.call('HGET', P .. 'busy', o .. '|' .. bd)),
+            br = br == '1', lv = {}, hit = false}
+          for l in string.gmatch(ls, '%d+') do
+            p.lv[tonumber(l)] = true
+            if want[tonumber(l)] then p.hit = true end
+          end
+          if p.fr > 0 then pools.free = true end
+          pools[#pools + 1] = p
+        end
+      end
+      layouts[o] = {c = c, pools = pools}
+    end
+    return layouts[o]
+  end
+  local live = redis.call('ZRANGEBYSCORE', P .. 'alive', now, '+inf')
+  for _, o in ipairs(live) do
+    if o ~= w then
+      local lo = layout(o)
+      if lo.pools then
+        for _, p in ipairs(lo.pools) do
+          if p.hit and (p.fr > 0 or (p.br and lo.pools.free)) then return {-1} end
+        end
+      elseif num(string.match(lo.c, '^%-?%d+')) - num(redis.call('HGET', P .. 'busy', o)) > 0 then
+        return {-1}
+      end
+    end
+  end
+  local minrun, maxpre, never = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
+  local lower = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', '(' .. vlvl, 'WITHSCORES', 'LIMIT', 0, 50)
+  for i = 1, #lower, 2 do
+    local id, lvl = lower[i], lower[i + 1]
+    local s = sget(id) or {}
+    local ow = s.w
+    local live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
+    local same = true -- with pools, ow preempts inside the urgent task's pool
+    if ow and ow ~= w and live then
+      local lo = layout(ow)
+      if lo.pools then
+        same = false
+        for _, p in ipairs(lo.pools) do
+          if p.hit and (p.bd == s.b or p.lv[tonumber(lvl)]) then same = true end
+        end
+      end
+    end
+    if ow ~= w and live and same and not string.find(never, ',' .. lvl .. ',', 1, true)
+      and num(s.stt) + minrun <= now
+      and (maxpre < 0 or num(s.pre) < maxpre) then
+      return {-2}
+    end
+  end
+end
+-- Pop IDs, highest level first; a wrong-typed list fails its LPOP, which
+-- writes nothing: that level is reported and the others go on. IDs that
+-- yield no task (a record deleted or set aside) are replaced by popping
+-- again, so they delay nothing.
+local skip = ARGV[15] or ','
+local taken = {}
+local out = {0, now, dl, bad, taken}
+local set, lz, rz, acnt, out_ids, out_ids_list = {}, {}, {}, {}, {}, {}
+local ids, lvls = {}, {}
+local n, popped, stuck = 0, 0, false
+local first -- the first task leased: the urgent one of a reservation
+local wj = cjson.encode(w)
+local broken = {}
+-- Groups (LeaseRequest.Groups): each takes up to its count from its levels,
+-- in order; a spare group ("b") takes what earlier counted groups left.
+local groups = {}
+if (ARGV[19] or '') == '' then
+  local lv = {}
+  for lvl = maxl, minl, -1 do lv[#lv + 1] = lvl end
+  groups[1] = {c = tostring(count), lv = lv, bd = ARGV[20] or ''}
+else
+  for c, ls, bd in string.gmatch(ARGV[19], '([%db]+):([%d,]*):(%d*);') do
+    local lv = {}
+    for l in string.gmatch(ls, '%d+') do lv[#lv + 1] = tonumber(l) end
+    groups[#groups + 1] = {c = c, lv = lv, bd = bd}
+  end
+end
+local spare = 0
+-- Slot pools (bands): a task leased by a counted group holds a slot of
+-- that group's pool; one leased by a spare group holds a slot the counted
+-- groups left free, the first in their order (as the runtime assigns them).
+local lend, lend_i, bcnt = {}, 1, {}
+local function slot_band(g)
+  if g.c ~= 'b' then
+    if g.bd == '' then return nil end
+    return g.bd
+  end
+  while lend_i <= #lend and lend[lend_i].left <= 0 do lend_i = lend_i + 1 end
+  if lend_i > #lend then return nil end
+  lend[lend_i].left = lend[lend_i].left - 1
+  return lend[lend_i].bd
+end
+for gi, g in ipairs(groups) do
+  local want = spare
+  if g.c ~= 'b' then want = tonumber(g.c) end
+  local n0 = n
+  count = n + want
+  if want > 0 and not stuck then
+  repeat
+    local from = #ids + 1
+    -- LMPOP takes from the highest non-empty level in one command; the
+    -- loop goes on to lower levels while slots are left.
+    local levels = {}
+    for _, lvl in ipairs(g.lv) do
+      if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then levels[#levels + 1] = lvl end
+    end
+    local at = 1
+    while at <= #levels and #ids - from + 1 + n < count do
+      local args = {'LMPOP', #levels - at + 1}
+      for j = at, #levels do args[#args + 1] = P .. 'p:' .. levels[j] end
+      args[#args + 1] = 'LEFT'; args[#args + 1] = 'COUNT'; args[#args + 1] = count - n - (#ids - from + 1)
+      local ok, got = pcall(redis.call, unpack(args))
+      if not ok then
+        -- A wrong-typed list: find it with one LPOP per level (each fails
+        -- without writing), report it and take from the others.
+        for j = at, #levels do
+          local lvl, key = levels[j], P .. 'p:' .. levels[j]
+          if #ids - from + 1 + n >= count then break end
+          local ok2, got2 = pcall(redis.call, 'LPOP', key, count - n - (#ids - from + 1))
+          if not ok2 then
+            broken[lvl] = true
+            bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
+          elseif got2 then
+            for _, id in ipairs(got2) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
+          end
+        end
+        break
+      end
+      if not got then break end
+      local key = got[1]
+      local j = at
+      while j <= #levels and P .. 'p:' .. levels[j] ~= key do j = j + 1 end
+      for _, id in ipairs(got[2]) do ids[#ids + 1] = id; lvls[#lvls + 1] = levels[j] end
+      at = j + 1
+    end
+    if #ids < from then break end
+    popped = #ids
+    local mk = {}
+    for i = from, #ids do
+      local id = ids[i]
+      mk[#mk + 1] = tkey(id); mk[#mk + 1] = skey(id); mk[#mk + 1] = ckey(id)
+    end
+    -- The paused key rides along (no extra command): a level paused while
+    -- this worker did not know yet is put back, untouched, and skipped.
+    mk[#mk + 1] = P .. 'paused'
+    local vals = redis.call('MGET', unpack(mk))
+    local pz, held = vals[#vals], {}
+    if pz then
+      for i = #ids, from, -1 do
+        if string.find(pz, ',' .. lvls[i] .. ':', 1, true) then
+          redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]); held[i] = true; broken[lvls[i]] = true
+        end
+      end
+    end
+    for i = from, #ids do
+      if not held[i] then
+        local id, lvl = ids[i], lvls[i]
+        local j = 3 * (i - from)
+        local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
+        local s = decode(raw)
+        if not rec then
+          local t = typeof(tkey(id))
+          local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
+          if g then
+            -- Nowhere safe to put it: back at the head of its list, unchanged.
+            redis.call('LPUSH', P .. 'p:' .. lvl, id)
+            bad[#bad + 1] = g
+            stuck = true
+          elseif t ~= 'none' then
+            set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
+            bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
+          elseif raw then
+            redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
+          end
+        else
+          if not s then
+            if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
+              redis.call('RENAME', skey(id), P .. 'xs:' .. id)
+              bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
+            end
+            s = {}
+          end
+          n = n + 1
+          local js
+          local band = slot_band(g)
+          if band then bcnt[band] = (bcnt[band] or 0) + 1 end
+          if not raw then
+            -- A fresh task (the common case): its state written by hand.
+            js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"'
+            if band then js = js .. ',"b":"' .. band .. '"' end
+            js = js .. '}'
+          else
+            s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl), band
+            js = cjson.encode(s)
+          end
+          set[#set + 1] = skey(id); set[#set + 1] = js
+          lz[#lz + 1] = dl; lz[#lz + 1] = id
+          local h = header(rec)
+          if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
+          if n == 1 then first = {id = id, lvl = lvl, rdy = num(s.rdy or (h and h.enq))} end
+          if raw and num(s.pre) > 0 then
+            -- A preempted task resumes: the preemption feed says where.
+            feed('resumed', now, 'id', id, 'l', lvl, 'w', w, 'pre', s.pre, 'cps', s.cps or '0')
+          end
+          acnt[lvl] = (acnt[lvl] or 0) + 1
+          out_ids[id] = true; out_ids_list[#out_ids_list + 1] = id
+          out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
+        end
+      end
+    end
+  until n >= count or stuck
+  end
+  taken[gi] = n - n0
+  if g.c == 'b' then
+    spare = spare - taken[gi]
+  else
+    spare = spare + want - taken[gi]
+    if g.bd ~= '' then lend[#lend + 1] = {bd = g.bd, left = want - taken[gi]} end
+  end
+end
+if popped == 0 then
+  local ok1, s = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
+  local ok2, l = pcall(redis.call, 'ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
+  if not ok1 then s = {} end
+  if not ok2 then l = {} end
+  local due = 0
+  if s[2] then due = tonumber(s[2]) end
+  if l[2] and (due == 0 or tonumber(l[2]) < due) then due = tonumber(l[2]) end
+  if due > 0 then out[1] = math.max(due - now, 1) end
+  return out
+end
+if n > 0 then
+  -- The first write to each shared key is the one a wrong type fails; a
+  -- failure undoes what came before (the IDs go back to the heads of their
+  -- lists) and changes nothing.
+  local undo = {}
+  local function fail(suffix, want)
+    for j = #undo, 1, -1 do undo[j]() end
+    local k = P .. suffix
+    return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
+  end
+  undo[1] = function()
+    for i = #ids, 1, -1 do
+      if out_ids[ids[i]] then redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]) end
+    end
+  end
+  if not pcall(redis.call, 'HINCRBY', P .. 'busy', w, n) then return fail('busy', 'hash') end
+  undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'busy', w, -n) end
+  for b, k in pairs(bcnt) do
+    redis.call('HINCRBY', P .. 'busy', w .. '|' .. b, k)
+    undo[#undo + 1] = function() band_release(w, b, -k) end
+  end
+  for l, k in pairs(acnt) do
+    if not pcall(redis.call, 'HINCRBY', P .. 'n', 'a' .. l, k) then return fail('n', 'hash') end
+    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -k) end
+  end
+  if #rz > 0 then
+    if not pcall(redis.call, 'ZADD', P .. 'running', unpack(rz)) then return fail('running', 'zset') end
+    undo[#undo + 1] = function() redis.call('ZREM', P .. 'running', unpack(out_ids_list)) end
+  end
+  if not pcall(redis.call, 'ZADD', P .. 'leases', unpack(lz)) then return fail('leases', 'zset') end
+  redis.call('MSET', unpack(set))
+  if ARGV[9] == '1' then
+    redis.call('ZREM', P .. 'running', ARGV[10])
+    feed('preempt', now, 'id', first.id, 'l', first.lvl, 'victim', ARGV[10], 'vl', ARGV[11], 'w', w,
+      'wait', math.max(now - first.rdy, 0))
+  end
+end
+return out
+`)
