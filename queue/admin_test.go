@@ -40,7 +40,7 @@ func (e *adminEnv) dead(t *testing.T, level int, reason string) *queue.Task {
 	require.Equal(t, tk.ID, leased.ID)
 	_, err = e.q.SaveCheckpoint(e.ctx, leased.ID, leased.Token, []byte("cursor=7"))
 	require.NoError(t, err)
-	require.NoError(t, e.q.Kill(e.ctx, leased, reason))
+	require.NoError(t, e.q.DeadLetter(e.ctx, leased, reason))
 	return leased
 }
 

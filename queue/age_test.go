@@ -185,7 +185,7 @@ func TestAgeCounters(t *testing.T) {
 		require.Equal(t, "a", tk.ID)
 		require.Equal(t, 1, tk.Level)
 		e.requireCounts(counts{}, counts{Active: 1}, counts{Active: 1})
-		require.NoError(t, e.c.Kill(e.ctx, tk, "dead"))
+		require.NoError(t, e.c.DeadLetter(e.ctx, tk, "dead"))
 		e.requireCounts(counts{}, counts{Dead: 1}, counts{Active: 1})
 	})
 }

@@ -107,7 +107,7 @@ func clusterScenario(t *testing.T, e *env) {
 	require.Equal(t, []string{"c", "a", "later"}, ids(got))
 	require.Equal(t, []byte("cp"), got[0].Checkpoint)
 	require.Equal(t, 1, got[1].Preemptions)
-	require.NoError(t, e.c.Kill(e.ctx, got[0], "bad"))
+	require.NoError(t, e.c.DeadLetter(e.ctx, got[0], "bad"))
 	require.NoError(t, e.c.Ack(e.ctx, got[2]))
 	dead, err := e.c.DeadTasks(e.ctx, 0, 10)
 	require.NoError(t, err)

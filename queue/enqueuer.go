@@ -22,6 +22,9 @@ type enqueuer struct {
 	flushing int
 }
 
+// maxEnqueueBatch bounds one grouped call (EnqueueBatch's chunk size).
+const maxEnqueueBatch = 256
+
 type enqWait struct {
 	nt   *Task
 	keys []string // the single-task script's keys
@@ -61,8 +64,8 @@ func (e *enqueuer) flush(ctx context.Context, c *Client, own *enqWait) {
 			return
 		}
 		batch := e.queued
-		if len(batch) > enqueueChunk {
-			batch = batch[:enqueueChunk]
+		if len(batch) > maxEnqueueBatch {
+			batch = batch[:maxEnqueueBatch]
 		}
 		e.queued = e.queued[len(batch):]
 		if len(batch) == 0 {

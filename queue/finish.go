@@ -133,8 +133,9 @@ func (c *Client) Retry(ctx context.Context, t *Task, at time.Time, reason string
 	return c.finishOne(ctx, finishOp{t: t, mode: "retry", a: max(at.Sub(c.now()), 0).Milliseconds(), b: reason})
 }
 
-// Kill dead-letters the task with reason. A stale holder gets ErrLeaseLost.
-func (c *Client) Kill(ctx context.Context, t *Task, reason string) error {
+// DeadLetter dead-letters the task with reason. A stale holder gets
+// ErrLeaseLost.
+func (c *Client) DeadLetter(ctx context.Context, t *Task, reason string) error {
 	return c.finishOne(ctx, finishOp{t: t, mode: "dead", a: 0, b: reason})
 }
 

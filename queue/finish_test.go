@@ -103,15 +103,15 @@ func TestRetry(t *testing.T) {
 	})
 }
 
-func TestKill(t *testing.T) {
+func TestDeadLetter(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
 		e.enqueue("", ID("low"), Level(0))
 		e.enqueue("", ID("high1"), Level(2))
 		e.enqueue("", ID("high2"), Level(2))
 		for _, tk := range e.lease("w", 3) {
-			require.NoError(t, e.c.Kill(e.ctx, tk, "reason "+tk.ID))
-			requireLeaseLost(t, e.c.Kill(e.ctx, tk, "again"))
+			require.NoError(t, e.c.DeadLetter(e.ctx, tk, "reason "+tk.ID))
+			requireLeaseLost(t, e.c.DeadLetter(e.ctx, tk, "again"))
 			e.clk.Advance(time.Second)
 		}
 		e.requireCounts(counts{Dead: 1}, counts{}, counts{Dead: 2})

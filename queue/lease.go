@@ -73,7 +73,7 @@ type LeaseResult struct {
 	Tasks []*Task
 	// Malformed are leased records that could not be decoded; each holds
 	// the ID and token it could read and an error wrapping
-	// ErrMalformedRecord. The caller dead-letters them (Kill).
+	// ErrMalformedRecord. The caller dead-letters them (DeadLetter).
 	Malformed []MalformedTask
 	// Corrupt describes keys found holding the wrong type: levels skipped,
 	// task keys set aside. Each wraps ErrCorrupt and names the key; the

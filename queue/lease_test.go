@@ -95,7 +95,7 @@ var finishOps = []struct {
 }{
 	{"ack", func(e *env, t *Task) error { return e.c.Ack(e.ctx, t) }},
 	{"retry", func(e *env, t *Task) error { return e.c.Retry(e.ctx, t, e.clk.Now(), "boom") }},
-	{"kill", func(e *env, t *Task) error { return e.c.Kill(e.ctx, t, "bad") }},
+	{"kill", func(e *env, t *Task) error { return e.c.DeadLetter(e.ctx, t, "bad") }},
 	{"requeue preempted", func(e *env, t *Task) error { return e.c.Requeue(e.ctx, t, RequeuePreempted) }},
 	{"requeue shutdown", func(e *env, t *Task) error { return e.c.Requeue(e.ctx, t, RequeueShutdown) }},
 	{"checkpoint", func(e *env, t *Task) error {
@@ -252,7 +252,7 @@ func TestLeaseMalformedRecord(t *testing.T) {
 				require.NotEmpty(t, m.Task.Token)
 				e.requireCounts(counts{}, counts{}, counts{Active: 3})
 
-				require.NoError(t, e.c.Kill(e.ctx, m.Task, m.Err.Error()))
+				require.NoError(t, e.c.DeadLetter(e.ctx, m.Task, m.Err.Error()))
 				dead, err := e.c.DeadTasks(e.ctx, 0, 10)
 				require.NoError(t, err)
 				require.Equal(t, []string{"bad"}, ids(dead))
@@ -314,7 +314,7 @@ func TestRecoverMalformedRecord(t *testing.T) {
 		require.Equal(t, "bad", m.ID)
 		require.Equal(t, 1, m.Recoveries)
 		require.True(t, slices.Contains(e.zset(e.c.keys.leases()), "bad"))
-		require.NoError(t, e.c.Kill(e.ctx, m, "malformed"))
+		require.NoError(t, e.c.DeadLetter(e.ctx, m, "malformed"))
 		require.Equal(t, []string{"bad"}, e.zset(e.c.keys.dead()))
 		require.Empty(t, e.zset(e.c.keys.leases()))
 		require.Zero(t, e.stats().Levels[1].Active)

@@ -201,7 +201,7 @@ func (m *model) finish(rng *rand.Rand) string {
 		err = e.c.Retry(e.ctx, tk, time.UnixMilli(at), "boom")
 		apply = func() { mt.state, mt.due = mScheduled, at }
 	case "kill":
-		err = e.c.Kill(e.ctx, tk, "dead")
+		err = e.c.DeadLetter(e.ctx, tk, "dead")
 		apply = func() { mt.state = mDead }
 	case "requeue":
 		err = e.c.Requeue(e.ctx, tk, []RequeueReason{RequeuePreempted, RequeueShutdown, RequeueYield}[rng.IntN(3)])

@@ -210,7 +210,7 @@ func TestCorruptRareKeysFailClosed(t *testing.T) {
 		call          func(e *env, tk *Task) error
 	}{
 		{"scheduled", "string", nil, func(e *env, tk *Task) error { return e.c.Retry(e.ctx, tk, e.clk.Now(), "x") }},
-		{"dead", "hash", nil, func(e *env, tk *Task) error { return e.c.Kill(e.ctx, tk, "x") }},
+		{"dead", "hash", nil, func(e *env, tk *Task) error { return e.c.DeadLetter(e.ctx, tk, "x") }},
 		{"done", "list", func(c *Config) { c.Retention = time.Minute }, func(e *env, tk *Task) error { return e.c.Ack(e.ctx, tk) }},
 		{"p:1", "hash", nil, func(e *env, tk *Task) error { return e.c.Requeue(e.ctx, tk, RequeuePreempted) }},
 		{"alive", "string", nil, func(e *env, tk *Task) error {

@@ -89,7 +89,7 @@ type Task struct {
 	// RunSpans holds the W3C traceparent of the process span of each of
 	// the task's earlier runs (the last MaxRunSpans, oldest first), so a
 	// run after a preemption or a retry links to them. The runtime adds the
-	// running span with AddRunSpan; Retry, Kill and Requeue store the list.
+	// running span with AddRunSpan; Retry, DeadLetter and Requeue store the list.
 	RunSpans []string
 }
 

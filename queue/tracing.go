@@ -70,7 +70,7 @@ func (t *Task) RunSpanContexts() []trace.SpanContext {
 }
 
 // AddRunSpan appends sc, the process span of the run now holding t, to
-// t.RunSpans (keeping the last MaxRunSpans). The next Retry, Kill or
+// t.RunSpans (keeping the last MaxRunSpans). The next Retry, DeadLetter or
 // Requeue of t stores the list in the record, so the task's next run can
 // link to this one. An invalid sc is ignored.
 func (t *Task) AddRunSpan(sc trace.SpanContext) {

@@ -236,7 +236,7 @@ func TestEnqueueDefaultsToGlobalProvider(t *testing.T) {
 	require.Contains(t, got.Headers, "traceparent")
 }
 
-// RunSpans: the runtime adds the running span with AddRunSpan; Retry, Kill
+// RunSpans: the runtime adds the running span with AddRunSpan; Retry, DeadLetter
 // and Requeue store the list in the record (bounded), Ack needs none, and
 // the next lease reads it back.
 func TestRunSpansStoredByTransitions(t *testing.T) {
@@ -287,7 +287,7 @@ func TestRunSpansStoredByTransitions(t *testing.T) {
 		}
 		want = want[len(want)-queue.MaxRunSpans:]
 		require.Len(t, tk.RunSpans, queue.MaxRunSpans)
-		require.NoError(t, q.Kill(ctx, tk, "enough"))
+		require.NoError(t, q.DeadLetter(ctx, tk, "enough"))
 		dead, err := q.Inspect(ctx, got.ID)
 		require.NoError(t, err)
 		require.Equal(t, want, dead.RunSpanContexts())

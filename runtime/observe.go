@@ -111,10 +111,10 @@ func (o *observer) leased(rn *run) {
 		rn.log.Info("task resumed from checkpoint", zap.Int64("checkpoint_seq", t.CheckpointSeq),
 			zap.Int("preemptions", t.Preemptions))
 	}
-	if rn.preemptedBy != nil {
-		tracing.AddPreemptedVictim(span, rn.victimSpan, rn.preemptedBy.ID, rn.preemptedBy.Level)
+	if rn.tookSlotOf != nil {
+		tracing.AddPreemptedVictim(span, rn.victimSpan, rn.tookSlotOf.ID, rn.tookSlotOf.Level)
 		rn.log.Info("urgent task started in a preempted task's slot",
-			zap.String("victim_id", rn.preemptedBy.ID), zap.Int("victim_level", rn.preemptedBy.Level))
+			zap.String("victim_id", rn.tookSlotOf.ID), zap.Int("victim_level", rn.tookSlotOf.Level))
 	} else {
 		rn.log.Debug("task started")
 	}

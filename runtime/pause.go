@@ -68,8 +68,8 @@ func (r *Runtime) preemptLevel(l int) {
 	r.mu.Lock()
 	var victims []*run
 	for _, rn := range r.runs {
-		if rn.running && !rn.ending && rn.victim == nil && rn.t.Level == l {
-			rn.victim = &preemption{}
+		if rn.running && !rn.ending && rn.givingWay == nil && rn.t.Level == l {
+			rn.givingWay = &preemption{}
 			victims = append(victims, rn)
 		}
 	}

@@ -72,7 +72,7 @@ func (r *Runtime) reclaim(p int, announced int, polled bool) bool {
 		if rn.slot != p || !rn.holdsSlot || r.bandOf(rn.t.Level) == p {
 			continue
 		}
-		if rn.victim != nil {
+		if rn.givingWay != nil {
 			giving++
 		} else if rn.running && !rn.ending {
 			borrowed = append(borrowed, rn)
@@ -110,9 +110,9 @@ func (r *Runtime) reclaim(p int, announced int, polled bool) bool {
 	taken := 0
 	for _, v := range borrowed[:n] {
 		r.mu.Lock()
-		ok := r.runs[v.t.ID] == v && v.victim == nil && !v.ending
+		ok := r.runs[v.t.ID] == v && v.givingWay == nil && !v.ending
 		if ok {
-			v.victim = &preemption{}
+			v.givingWay = &preemption{}
 		}
 		r.mu.Unlock()
 		if !ok {

@@ -62,7 +62,7 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 		_, err = crashed.SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":4}`))
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
 		require.ErrorIs(t, crashed.Ack(ctx, stale), queue.ErrLeaseLost)
-		require.ErrorIs(t, crashed.Kill(ctx, stale, "stale"), queue.ErrLeaseLost)
+		require.ErrorIs(t, crashed.DeadLetter(ctx, stale, "stale"), queue.ErrLeaseLost)
 		tk, err := q.Inspect(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, queue.StateActive, tk.State, "the stale ack changed the task")

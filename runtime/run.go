@@ -25,22 +25,22 @@ type run struct {
 	started time.Time
 
 	// Guarded by Runtime.mu.
-	holdsSlot bool // counted in Runtime.busy and its slot pool's busy
-	slot      int  // the pool whose slot it holds (or waits for)
-	running   bool // handed to the pool
-	ending    bool // the handler returned; its outcome is being recorded
-	victim    *preemption
+	holdsSlot bool        // counted in Runtime.busy and its slot pool's busy
+	slot      int         // the pool whose slot it holds (or waits for)
+	running   bool        // handed to the pool
+	ending    bool        // the handler returned; its outcome is being recorded
+	givingWay *preemption // set when the run was told to give way (preempted, paused, reclaimed)
 
 	lastCheckpoint atomic.Int64 // unix nanos of the last save, 0 if none
-	preemptedBy    *queue.Task  // set before start when this run preempted a victim
+	tookSlotOf     *queue.Task  // the victim, set before start when this run preempted one
 	victimSpan     trace.SpanContext
 	graceTimer     *time.Timer
 	stuck          atomic.Bool
 }
 
-// preemption records why a victim was cancelled.
+// preemption records why a run gives way.
 type preemption struct {
-	by *queue.Task // the urgent task that took the slot
+	by *queue.Task // the urgent task that took the slot; nil for a pause or a reclaimed slot
 }
 
 // newRun prepares the run of t: its context (cancellable with a cause,
@@ -99,7 +99,7 @@ func (r *Runtime) finished(rn *run) {
 		// requeued at the head of its level (invariant 5).
 		if !slices.ContainsFunc(r.waiting, func(w *run) bool { return w.slot == rn.slot }) {
 			for _, v := range r.runs {
-				if v.victim != nil && !v.holdsSlot && v.slot == rn.slot {
+				if v.givingWay != nil && !v.holdsSlot && v.slot == rn.slot {
 					r.holdSlot(v)
 					break
 				}

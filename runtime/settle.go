@@ -78,7 +78,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 func (r *Runtime) kill(rn *run, reason string) error {
 	r.stats.dead.Add(1)
 	rn.log.Error("task dead-lettered", zap.String("reason", reason))
-	return r.finishWithRetry(rn, "dead", func(c context.Context) error { return r.q.Kill(c, rn.t, reason) })
+	return r.finishWithRetry(rn, "dead", func(c context.Context) error { return r.q.DeadLetter(c, rn.t, reason) })
 }
 
 // finishWithRetry runs a transition, retrying with backoff while Redis is

@@ -22,7 +22,7 @@ func (r *Runtime) candidates(p int) []preempt.Candidate {
 	defer r.mu.Unlock()
 	out := make([]preempt.Candidate, 0, len(r.runs))
 	for _, rn := range r.runs {
-		if !rn.running || rn.victim != nil || !rn.holdsSlot || (rn.slot != p && r.bandOf(rn.t.Level) != p) {
+		if !rn.running || rn.givingWay != nil || !rn.holdsSlot || (rn.slot != p && r.bandOf(rn.t.Level) != p) {
 			continue
 		}
 		c := preempt.Candidate{ID: rn.t.ID, Level: rn.t.Level, StartedAt: rn.startedAt(),
@@ -148,8 +148,8 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 		}
 	}
 	free := r.freeIn(urgent.slot)
-	if v == nil || v.victim != nil || !v.holdsSlot || free+ending > 0 {
-		if v != nil && v.victim == nil {
+	if v == nil || v.givingWay != nil || !v.holdsSlot || free+ending > 0 {
+		if v != nil && v.givingWay == nil {
 			defer r.rejoin(v.t) // not preempted after all: back in the fleet's view
 		}
 		if free > 0 {
@@ -164,8 +164,8 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 		return
 	}
 	cause := &handlers.PreemptedError{ByID: urgent.t.ID, ByLevel: urgent.t.Level}
-	v.victim = &preemption{by: urgent.t}
-	urgent.preemptedBy = v.t
+	v.givingWay = &preemption{by: urgent.t}
+	urgent.tookSlotOf = v.t
 	if v.span != nil {
 		urgent.victimSpan = v.span.SpanContext()
 	}

@@ -163,7 +163,7 @@ func TestDeadCommands(t *testing.T) {
 			if _, err := q.SaveCheckpoint(ctx, ids[i], res.Tasks[0].Token, []byte(`{"row":7}`)); err != nil {
 				t.Fatal(err)
 			}
-			if err := q.Kill(ctx, res.Tasks[0], reason); err != nil {
+			if err := q.DeadLetter(ctx, res.Tasks[0], reason); err != nil {
 				t.Fatal(err)
 			}
 		}
