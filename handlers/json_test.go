@@ -29,8 +29,8 @@ func TestHandleJSON(t *testing.T) {
 	good, err := handlers.NewJSONTask("resize", resizeArgs{Image: "a.png", Width: 64})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"image":"a.png","width":64}`, string(good.Payload))
-	assert.True(t, good.Preemptible)
-	assert.Equal(t, queue.DefaultMaxRetries, good.MaxRetries)
+	assert.False(t, good.NotPreemptible)
+	assert.Zero(t, good.MaxRetries, "the default, applied at enqueue")
 
 	tests := []struct {
 		name    string

@@ -30,7 +30,7 @@ func TestEnqueueDefaults(t *testing.T) {
 		require.Equal(t, StatePending, rec.State)
 		require.Equal(t, 0, rec.Level)
 		require.Equal(t, DefaultMaxRetries, rec.MaxRetries)
-		require.True(t, rec.Preemptible)
+		require.False(t, rec.NotPreemptible)
 		require.Zero(t, rec.Attempt)
 		require.Zero(t, rec.Preemptions)
 		require.Zero(t, rec.Timeout)
@@ -57,7 +57,7 @@ func TestEnqueueOptionsRoundTrip(t *testing.T) {
 			require.Equal(t, "job-1", got.ID)
 			require.Equal(t, 3, got.MaxRetries)
 			require.Equal(t, 1500*time.Millisecond, got.Timeout)
-			require.False(t, got.Preemptible)
+			require.True(t, got.NotPreemptible)
 			require.Equal(t, hdr, got.Headers)
 			require.Equal(t, 1, got.Level)
 		}
@@ -302,4 +302,31 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// A Task literal behaves like NewTask: zero values mean the documented
+// defaults (25 retries, preemptible); NoRetries means none; anything below
+// is refused.
+func TestZeroValueTaskHasTheDefaults(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		lit, err := e.c.Enqueue(e.ctx, &Task{Type: "x"})
+		require.NoError(t, err)
+		got := e.inspect(lit.ID)
+		require.Equal(t, DefaultMaxRetries, got.MaxRetries)
+		require.False(t, got.NotPreemptible)
+		none, err := e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: NoRetries, NotPreemptible: true})
+		require.NoError(t, err)
+		got = e.inspect(none.ID)
+		require.Equal(t, NoRetries, got.MaxRetries)
+		require.True(t, got.NotPreemptible)
+		again, err := e.c.Enqueue(e.ctx, got, ID("copy")) // a task read back keeps its meaning
+		require.NoError(t, err)
+		require.Equal(t, NoRetries, e.inspect(again.ID).MaxRetries)
+		opt, err := e.c.Enqueue(e.ctx, NewTask("x", nil), MaxRetries(0))
+		require.NoError(t, err)
+		require.Equal(t, NoRetries, e.inspect(opt.ID).MaxRetries)
+		_, err = e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: -2})
+		require.ErrorIs(t, err, ErrInvalidTask)
+	})
 }

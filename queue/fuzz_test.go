@@ -17,9 +17,9 @@ import (
 func recordOf(t testing.TB, in *Task, enq int64) string {
 	body, err := encodeBody(in)
 	require.NoError(t, err)
-	prb := "0"
-	if in.Preemptible {
-		prb = "1"
+	prb := "1"
+	if in.NotPreemptible {
+		prb = "0"
 	}
 	return "2|" + strconv.Itoa(in.Level) + "|" + prb + "|" + strconv.FormatInt(enq, 10) + "|" + body
 }
@@ -29,7 +29,7 @@ func recordOf(t testing.TB, in *Task, enq int64) string {
 // ErrSchema, and must always return the task's ID and whatever token it
 // read, so the caller can dead-letter the task.
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add(recordOf(f, &Task{Type: "t", Payload: []byte("p"), Class: "c", Headers: map[string]string{"k": "v"}, Preemptible: true}, 7), `{"tk":"tok"}`)
+	f.Add(recordOf(f, &Task{Type: "t", Payload: []byte("p"), Class: "c", Headers: map[string]string{"k": "v"}}, 7), `{"tk":"tok"}`)
 	f.Add("2|1|1|5|25|0|1:t0:0:", `{"st":"active","tk":"x","l":"2"}`)
 	f.Add("2|1|1|5|25|0|9:t0:0:", "")
 	f.Add("1|1|1|5|25|0|1:t0:0:", "")
@@ -66,7 +66,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			t.Skip("not a record Enqueue writes (or a header JSON cannot carry)")
 		}
 		in := &Task{ID: "id", Type: typ, Payload: payload, Level: level, MaxRetries: maxRetries,
-			Timeout: time.Duration(timeout), Preemptible: preemptible, Class: class}
+			Timeout: time.Duration(timeout), NotPreemptible: !preemptible, Class: class}
 		if hk != "" {
 			in.Headers = map[string]string{hk: hv}
 		}
@@ -76,9 +76,12 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		require.True(t, bytes.Equal(payload, out.Payload), "payload")
 		require.Equal(t, level, out.Level)
 		require.Equal(t, level, out.OriginalLevel)
+		if maxRetries == 0 {
+			maxRetries = NoRetries // a stored budget of 0 reads back as NoRetries
+		}
 		require.Equal(t, maxRetries, out.MaxRetries)
 		require.Equal(t, time.Duration(in.Timeout.Milliseconds())*time.Millisecond, out.Timeout)
-		require.Equal(t, preemptible, out.Preemptible)
+		require.Equal(t, !preemptible, out.NotPreemptible)
 		require.Equal(t, class, out.Class)
 		require.Equal(t, in.Headers, out.Headers)
 		require.Equal(t, StatePending, out.State)

@@ -55,13 +55,16 @@ func ID(id string) Option {
 }
 
 // MaxRetries sets how many failed attempts are retried before the task is
-// dead-lettered.
+// dead-lettered; 0 means none (Task.MaxRetries = NoRetries).
 func MaxRetries(n int) Option {
 	return func(_ *Client, t *Task) error {
 		if n < 0 {
 			return fmt.Errorf("%w: negative MaxRetries %d", ErrInvalidTask, n)
 		}
 		t.MaxRetries = n
+		if n == 0 {
+			t.MaxRetries = NoRetries
+		}
 		return nil
 	}
 }
@@ -90,7 +93,7 @@ func ProcessIn(d time.Duration) Option {
 // Preemptible sets whether the running task may give way to more urgent
 // work. Tasks are preemptible unless this says otherwise.
 func Preemptible(ok bool) Option {
-	return func(_ *Client, t *Task) error { t.Preemptible = ok; return nil }
+	return func(_ *Client, t *Task) error { t.NotPreemptible = !ok; return nil }
 }
 
 // Headers adds propagation headers (such as W3C trace context) to the task.

@@ -32,13 +32,14 @@ type Task struct {
 	// Fields below are set by options at enqueue and read back on lease.
 
 	// MaxRetries is how many failed attempts are retried before the task
-	// is dead-lettered. Defaults to 25.
+	// is dead-lettered. Zero means DefaultMaxRetries (25); NoRetries means
+	// none (a task read back without retries has NoRetries).
 	MaxRetries int
 	// Timeout bounds one run of the handler. Zero means none.
 	Timeout time.Duration
-	// Preemptible reports whether a running task may be displaced by more
-	// urgent work. Defaults to true.
-	Preemptible bool
+	// NotPreemptible keeps a running task from being displaced by more
+	// urgent work. The zero value, false, lets it be preempted.
+	NotPreemptible bool
 	// Class is the logical priority class the task was enqueued with, if
 	// any ("paying", "free").
 	Class string
@@ -93,10 +94,21 @@ type Task struct {
 	RunSpans []string
 }
 
-// NewTask returns a task of the given type and payload at level 0.
+// NewTask returns a task of the given type and payload at level 0, with
+// the defaults (as the zero values of Task's fields give them).
 func NewTask(typ string, payload []byte) *Task {
-	return &Task{Type: typ, Payload: payload, Preemptible: true, MaxRetries: DefaultMaxRetries}
+	return &Task{Type: typ, Payload: payload}
 }
 
 // DefaultMaxRetries is the retry budget of a task enqueued without MaxRetries.
 const DefaultMaxRetries = 25
+
+// NoRetries, as Task.MaxRetries, dead-letters a task at its first failure.
+const NoRetries = -1
+
+// retries returns the task's retry budget (0 for NoRetries).
+func (t *Task) retries() int { return max(t.MaxRetries, 0) }
+
+// RetriesLeft reports whether a task that has failed Attempt times may be
+// retried once more after its current attempt fails.
+func (t *Task) RetriesLeft() bool { return t.Attempt+1 <= t.retries() }

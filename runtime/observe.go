@@ -194,7 +194,7 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 	default:
 		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
-		if rn.t.Attempt+1 > rn.t.MaxRetries {
+		if !rn.t.RetriesLeft() {
 			tracing.AddDead(span, fmt.Sprintf("retries exhausted after %d attempts: %v", rn.t.Attempt+1, out.Err))
 			o.metrics.RecordDead(ctx, l)
 		} else {

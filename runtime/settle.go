@@ -53,7 +53,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	default: // retry, retry after
 		r.stats.failed.Add(1)
 		r.count(t.Level, func(c *queue.LevelCounts) { c.Failed++ })
-		if t.Attempt+1 > t.MaxRetries {
+		if !t.RetriesLeft() {
 			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err))
 			break
 		}

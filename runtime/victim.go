@@ -26,7 +26,7 @@ func (r *Runtime) candidates(p int) []preempt.Candidate {
 			continue
 		}
 		c := preempt.Candidate{ID: rn.t.ID, Level: rn.t.Level, StartedAt: rn.startedAt(),
-			Preemptions: rn.t.Preemptions, Preemptible: rn.t.Preemptible}
+			Preemptions: rn.t.Preemptions, Preemptible: !rn.t.NotPreemptible}
 		if ns := rn.lastCheckpoint.Load(); ns > 0 {
 			c.LastCheckpoint = time.Unix(0, ns)
 		}
