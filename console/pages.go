@@ -150,9 +150,9 @@ type pager struct {
 }
 
 func newPager(path string, q url.Values, offset, shown, total int64) pager {
-	p := pager{From: offset + 1, To: offset + shown, Total: total}
-	if shown == 0 {
-		p.From = offset
+	p := pager{Total: total}
+	if shown > 0 {
+		p.From, p.To = offset+1, offset+shown
 	}
 	link := func(off int64) string {
 		v := url.Values{}
