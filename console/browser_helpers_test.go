@@ -126,7 +126,9 @@ func textOf(ctx context.Context, sel string) string {
 	return s
 }
 
-func jsQuote(s string) string { return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'" }
+func jsQuote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
 
 // waitText waits until the element sel shows every one of texts.
 func waitText(t *testing.T, ctx context.Context, sel string, within time.Duration, texts ...string) {
