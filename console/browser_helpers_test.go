@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,18 +155,19 @@ func waitText(t *testing.T, ctx context.Context, sel string, within time.Duratio
 	}
 }
 
-// screenshot writes the page down to the bottom of main (at most 1600px)
-// as a PNG to dir/name.
-func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+// screenshot writes the page, w pixels wide, down to the bottom of main
+// (at most maxH pixels) as a PNG to dir/name.
+func screenshot(t *testing.T, ctx context.Context, dir, name string, w int64, maxH int) {
 	t.Helper()
-	h := eval[float64](t, ctx, `Math.min(Math.ceil(document.querySelector('main').getBoundingClientRect().bottom) + 8, 1600)`)
-	browse(t, ctx, "resize for "+name, chromedp.EmulateViewport(viewportW, int64(h)))
+	browse(t, ctx, "resize for "+name, chromedp.EmulateViewport(w, viewportH))
+	h := eval[float64](t, ctx, fmt.Sprintf(`Math.min(Math.ceil(document.querySelector('main').getBoundingClientRect().bottom) + 8, %d)`, maxH))
+	browse(t, ctx, "resize for "+name, chromedp.EmulateViewport(w, int64(h)))
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(sctx, func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
 		res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
 			Format: page.CaptureScreenshotFormatPng,
-			Clip:   &page.Viewport{Width: viewportW, Height: h, Scale: 1},
+			Clip:   &page.Viewport{Width: float64(w), Height: h, Scale: 1},
 		})
 		return res.Data, err
 	})
@@ -173,5 +175,5 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	browse(t, ctx, "resize back", chromedp.EmulateViewport(viewportW, viewportH))
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, png, 0o644))
-	t.Logf("screenshot %s: %dx%.0f, %d KB", path, viewportW, h, len(png)/1024)
+	t.Logf("screenshot %s: %dx%.0f, %d KB", path, w, h, len(png)/1024)
 }
