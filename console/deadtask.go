@@ -10,7 +10,7 @@ import (
 
 // deadRow is one dead letter.
 type deadRow struct {
-	Ref      TaskRef
+	Ref      taskRef
 	Type     string
 	Level    string
 	Attempts int
@@ -56,7 +56,7 @@ func (c *Console) deadView(ctx context.Context, q url.Values) (any, error) {
 // taskData is the task page.
 type taskData struct {
 	T           *queue.Task
-	Ref         TaskRef
+	Ref         taskRef
 	Level       string
 	Original    string
 	Payload     shown

@@ -15,7 +15,7 @@ const feedRead = 1200
 // joined by the victim's ID.
 type preemption struct {
 	At                 time.Time
-	Urgent, Victim     TaskRef
+	Urgent, Victim     taskRef
 	UrgentLevel        string
 	VictimLevel        string
 	Worker             string

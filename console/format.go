@@ -97,15 +97,15 @@ func show(b []byte) shown {
 	return s
 }
 
-// TaskRef is a task ID as pages show it: a link to the task page and,
+// taskRef is a task ID as pages show it: a link to the task page and,
 // with a Jaeger URL, to its traces.
-type TaskRef struct {
+type taskRef struct {
 	ID    string
 	Trace string
 }
 
-func (c *Console) ref(id string) TaskRef {
-	r := TaskRef{ID: id}
+func (c *Console) ref(id string) taskRef {
+	r := taskRef{ID: id}
 	if c.opts.JaegerURL != "" && id != "" {
 		r.Trace = JaegerSearch(c.opts.JaegerURL, c.opts.JaegerService, id)
 	}

@@ -74,7 +74,7 @@ func fmtCount(v float64) string {
 
 // runRow is one running task.
 type runRow struct {
-	Ref         TaskRef
+	Ref         taskRef
 	Type, Level string
 	Worker      string
 	RunTime     time.Duration
@@ -122,7 +122,7 @@ func (c *Console) runningView(ctx context.Context, q url.Values) (any, error) {
 // pendRow is one pending task.
 type pendRow struct {
 	Pos         int64
-	Ref         TaskRef
+	Ref         taskRef
 	Type        string
 	Wait        time.Duration
 	Attempt     int
