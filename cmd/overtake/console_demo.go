@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,7 +101,7 @@ func (d *demo) loop(ctx context.Context) error {
 			return err
 		}
 		if round%3 == 0 {
-			payload, _ := json.Marshal(map[string]string{"file": "<script>alert('report')</script>.csv"})
+			payload := []byte(`{"file":"<script>alert('report')</script>.csv"}`) // shown as text
 			if _, err := d.q.Enqueue(ctx, queue.NewTask(typeImport, payload), queue.Level(1), queue.MaxRetries(0)); err != nil {
 				return err
 			}
