@@ -11,7 +11,7 @@ CHAOS_ARGS ?=
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci jaeger jaeger/stop test/jaeger jaeger/screenshots demo clean
+.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,6 +55,12 @@ test/jaeger: ## run the Jaeger end-to-end tests (-run Jaeger) against a real Jae
 
 jaeger/screenshots: ## regenerate the README's Jaeger UI screenshots (docs/jaeger/*.png) with headless Chromium
 	scripts/jaeger-screenshots.sh
+
+console: ## serve the web console over the demo's embedded Redis and looping workload (go run ./cmd/overtake console --demo)
+	$(GO) run ./cmd/overtake console --demo
+
+console/screenshots: ## regenerate the README's console screenshots (docs/console/*.png) with headless Chromium
+	scripts/console-screenshots.sh
 
 demo: ## run the demo (embedded Redis); traces go to Jaeger if `make jaeger` runs
 	@if env=$$(scripts/jaeger.sh env 2>/dev/null); then eval "$$env"; \

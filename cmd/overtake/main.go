@@ -29,6 +29,7 @@ var commands = []command{
 	{"resume", "resume a paused level or the whole queue", cmdResume},
 	{"inspect", "show every field of one task, with its checkpoint", cmdInspect},
 	{"dead", "list, requeue or delete dead-lettered tasks", cmdDead},
+	{"console", "serve a web view of the queue and the fleet on 127.0.0.1, preemptions live (--demo: embedded)", cmdConsole},
 }
 
 // errUsage reports bad command-line usage; the exit status is 2.

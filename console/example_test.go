@@ -1,0 +1,52 @@
+package console_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/console"
+	"github.com/overtake/overtake/queue"
+)
+
+// Mount the console under /console/ of a server of your own, read-only.
+func Example() {
+	m := miniredis.NewMiniRedis() // your Redis
+	if err := m.Start(); err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	q, err := queue.New(rdb, queue.Config{Name: "jobs"})
+	if err != nil {
+		panic(err)
+	}
+
+	c, err := console.New(q, console.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/console/", http.StripPrefix("/console", c))
+
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/console/")
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	fmt.Println(res.Status)
+	fmt.Println(strings.Contains(string(body), "<title>queue · jobs · overtake console</title>"))
+	// Output:
+	// 200 OK
+	// true
+}
