@@ -50,6 +50,11 @@ func (a *acker) do(ctx context.Context, c *Client, op finishOp) error {
 	case err := <-w.done:
 		return err
 	case <-ctx.Done():
+		select {
+		case err := <-w.done: // answered as ctx ended: the answer counts
+			return err
+		default:
+		}
 		return ctx.Err()
 	}
 }

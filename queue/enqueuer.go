@@ -47,6 +47,11 @@ func (e *enqueuer) do(ctx context.Context, c *Client, w *enqWait) error {
 	case err := <-w.done:
 		return err
 	case <-ctx.Done():
+		select {
+		case err := <-w.done: // answered as ctx ended: the answer counts
+			return err
+		default:
+		}
 		// The call may still store the task: like any write whose answer
 		// is lost, retry with the same ID (ErrDuplicateTask means stored).
 		return ctx.Err()

@@ -152,7 +152,7 @@ func TestStatsWatch(t *testing.T) {
 			`(?m)^\s*1\s+normal\s+paused\s+0\s+0\s+0\s+0\s+-\s+-\s+0\s+0\s+0\s+0$`,
 			`(?m)^\s*total\s+4\s+1\s+0\s+0\s+2.5\s+0.1\s+0.25\s+3$`,
 			`(?m)^w-live\s+1/4\s+\S+ ago\s+-$`,
-			`(?m)^w-rates\s+0/2\s+(1\d|20)(\.\d)?s ago\s+-$`,
+			`(?m)^w-rates\s+0/2\s+(9\.\d|1\d|20)(\.\d)?s ago\s+-$`,
 		}
 		matchAll := func(frame string, res ...string) {
 			t.Helper()
