@@ -25,10 +25,20 @@ fuzz: ## a short go test -fuzz run of every fuzz target (FUZZTIME each, default 
 test/short: ## quick go test -short, miniredis only
 	scripts/gotest.sh -short -count=1 $(PKGS)
 
-lint: ## gofmt, go vet, go mod tidy check
+GOLANGCI_VERSION ?= v2.15.0
+GOLANGCI = $(shell $(GO) env GOPATH)/bin/golangci-lint-$(GOLANGCI_VERSION)
+
+lint: $(GOLANGCI) ## gofmt, go vet, go mod tidy check, golangci-lint (.golangci.yml: layering rules too), exported identifiers
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) mod tidy -diff
+	$(GOLANGCI) run ./...
+	@$(GO) run ./scripts/exported
+
+# golangci-lint, installed once per version (cached in GOPATH/bin).
+$(GOLANGCI):
+	GOBIN=$$(mktemp -d) && GOBIN=$$GOBIN $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION) \
+		&& mkdir -p $(dir $(GOLANGCI)) && mv $$GOBIN/golangci-lint $(GOLANGCI)
 
 bench: ## benchmarks and cmd/overtake-bench (if present) against a real redis-server
 	scripts/with-redis.sh bash -ec '$(GO) test -run "^$$" -bench . -benchmem $(PKGS); \

@@ -75,7 +75,7 @@ func TestRetryAfterErrorAs(t *testing.T) {
 
 func TestPreemptedError(t *testing.T) {
 	t.Parallel()
-	var err error = fmt.Errorf("wrapped: %w", &handlers.PreemptedError{ByID: "u1", ByLevel: 2})
+	err := fmt.Errorf("wrapped: %w", &handlers.PreemptedError{ByID: "u1", ByLevel: 2})
 	assert.ErrorIs(t, err, handlers.ErrPreempted)
 	assert.NotErrorIs(t, err, handlers.ErrShutdown)
 	var pe *handlers.PreemptedError

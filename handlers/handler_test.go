@@ -29,7 +29,7 @@ func TestRecoverPanic(t *testing.T) {
 		{name: "panic nil", fn: func() error { panic(nil) }, wantMsg: "panic: panic called with nil argument", panics: true},
 		{name: "runtime error", fn: func() error {
 			var m map[string]int
-			m["x"] = 1
+			m["x"] = 1 //nolint:staticcheck // the runtime panic under test
 			return nil
 		}, wantMsg: "panic: assignment to entry in nil map", panics: true},
 	}

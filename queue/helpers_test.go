@@ -71,15 +71,6 @@ func newEnvOn(t testing.TB, rdb redis.UniversalClient, ns string, mutate func(*C
 	return &env{t: t, ctx: ctx, rdb: rdb, c: c, clk: clk}
 }
 
-// sibling returns another client of the same queue (another worker process)
-// sharing the clock.
-func (e *env) sibling() *Client {
-	cfg := e.c.Config()
-	c, err := New(e.rdb, cfg)
-	require.NoError(e.t, err)
-	return c
-}
-
 // enqueue enqueues a task of type "t" with payload p and fails on error.
 func (e *env) enqueue(p string, opts ...Option) *Task {
 	e.t.Helper()

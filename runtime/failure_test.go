@@ -183,7 +183,7 @@ func TestHandlerPanic(t *testing.T) {
 		})
 		mux.HandleFunc("always", func(context.Context, *queue.Task) error {
 			var m map[string]int
-			m["nil map"] = 1 // a runtime panic
+			m["nil map"] = 1 //nolint:staticcheck // a runtime panic, on purpose
 			return nil
 		})
 		mux.HandleFunc("good", func(_ context.Context, tk *queue.Task) error {

@@ -286,7 +286,7 @@ func TestObservePreemption(t *testing.T) {
 		require.Equal(t, "preempted", obsEvent(t, first, "requeued")[tracing.ReasonKey].AsString())
 		require.Equal(t, codes.Unset, first.Status().Code, "a preemption is not an error")
 		require.Equal(t, "preempted", obsAttrs(first.Attributes())[tracing.OutcomeKey].AsString())
-		require.EqualValues(t, 0, obsAttrs(first.Attributes())[tracing.PreemptionsKey].AsInt64())
+		require.EqualValues(t, 0, obsAttrs(first.Attributes())[tracing.PreemptionsBeforeKey].AsInt64())
 		require.Empty(t, first.Links())
 
 		// The urgent run: event and link to the victim's span.
@@ -302,12 +302,12 @@ func TestObservePreemption(t *testing.T) {
 		require.Equal(t, []string{"resumed"}, obsEventNames(second))
 		res := obsEvent(t, second, "resumed")
 		require.EqualValues(t, 2, res[tracing.CheckpointSeqKey].AsInt64())
-		require.EqualValues(t, 1, res[tracing.PreemptionsKey].AsInt64())
+		require.EqualValues(t, 1, res[tracing.PreemptionsBeforeKey].AsInt64())
 		require.Len(t, second.Links(), 1)
 		require.Equal(t, first.SpanContext().TraceID(), second.Links()[0].SpanContext.TraceID())
 		require.Equal(t, first.SpanContext().SpanID(), second.Links()[0].SpanContext.SpanID())
 		require.Equal(t, "previous_run", obsAttrs(second.Links()[0].Attributes)["overtake.link.kind"].AsString())
-		require.EqualValues(t, 1, obsAttrs(second.Attributes())[tracing.PreemptionsKey].AsInt64())
+		require.EqualValues(t, 1, obsAttrs(second.Attributes())[tracing.PreemptionsBeforeKey].AsInt64())
 		require.Equal(t, codes.Ok, second.Status().Code)
 		require.Equal(t, "succeeded", obsAttrs(second.Attributes())[tracing.OutcomeKey].AsString())
 

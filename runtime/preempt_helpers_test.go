@@ -129,12 +129,6 @@ func (r *ptRuns) runningOf(ids []string) (running, done int) {
 	return running, done
 }
 
-func (r *ptRuns) completed() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.done)
-}
-
 // requireExactlyOnce fails unless every id completed exactly once and no
 // other task completed.
 func (r *ptRuns) requireExactlyOnce(t *testing.T, ids []string) {

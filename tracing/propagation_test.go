@@ -65,7 +65,8 @@ func TestInjectWithoutSpan(t *testing.T) {
 	if sc := SpanContextFromHeaders(map[string]string{"traceparent": "garbage"}); sc.IsValid() {
 		t.Errorf("garbage traceparent gave %v", sc)
 	}
-	ctx := context.WithValue(context.Background(), struct{}{}, 1)
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, 1)
 	if Extract(ctx, nil) != ctx {
 		t.Error("Extract(nil headers) changed ctx")
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-const timeMs = time.Millisecond
+const roundTo = time.Millisecond
 
 // throughputRows adds figures 1, 2, 3, 8 and 9 from the throughput runs
 // and the Redis ceiling.
@@ -16,7 +16,7 @@ func (b *bench) throughputRows(t *table, best tputBest, c ceil) {
 	t.add(row{id: "1", figure: fmt.Sprintf("throughput, no-op tasks, Concurrency %d, 3 levels, preemption on, tracing off",
 		o.concurrency), value: num(on.tasksPer), unit: "tasks/s", target: "—",
 		note: fmt.Sprintf("info: %d tasks in %v, best of runs %s; CPU per task: %s; pre-enqueue %s tasks/s (EnqueueBatch of %d from %d goroutines)",
-			on.n, on.elapsed.Round(timeMs), runs(best.runs["on"]), cpu(on), num(float64(on.n)/on.enqueue.Seconds()), o.batch, fillers)})
+			on.n, on.elapsed.Round(roundTo), runs(best.runs["on"]), cpu(on), num(float64(on.n)/on.enqueue.Seconds()), o.batch, fillers)})
 
 	trips := float64(on.trips.trips) / float64(on.n)
 	batch := 0.0
@@ -44,7 +44,7 @@ func (b *bench) throughputRows(t *table, best tputBest, c ceil) {
 	cost := 1 - on.tasksPer/off.tasksPer
 	t.add(row{id: "8", figure: "throughput, preemption disabled (same tasks, same mix)", value: num(off.tasksPer),
 		unit: "tasks/s", target: "—", note: fmt.Sprintf("info: %v, best of runs %s; CPU per task: %s; %s round trips/task",
-			off.elapsed.Round(timeMs), runs(best.runs["off"]), cpu(off), num(float64(off.trips.trips)/float64(off.n)))})
+			off.elapsed.Round(roundTo), runs(best.runs["off"]), cpu(off), num(float64(off.trips.trips)/float64(off.n)))})
 	t.add(row{id: "8", figure: "cost of preemption: 1 − on/off", value: num(100 * cost), unit: "%", target: "< 10%",
 		note: fmt.Sprintf("%s: on/off = %s; in-process CPU per task %+.1f%%", verdict(cost < 0.10),
 			num(on.tasksPer/off.tasksPer), 100*(float64(on.cpu)/float64(off.cpu)-1))})

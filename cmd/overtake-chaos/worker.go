@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -193,5 +192,3 @@ func releaseOwner(ctx context.Context, rdb *redis.Client, owner, run string) {
 
 // workerArgs are the arguments of a worker process.
 func workerArgs(addr, id, log string) []string { return []string{"worker", addr, id, log} }
-
-func itoa(n int) string { return strconv.Itoa(n) }

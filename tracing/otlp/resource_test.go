@@ -29,7 +29,7 @@ func resourceOf(t *testing.T, opts ...Option) (map[attribute.Key]string, *Provid
 func resourceMap(r *resource.Resource) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, kv := range r.Attributes() {
-		m[kv.Key] = kv.Value.Emit()
+		m[kv.Key] = kv.Value.String()
 	}
 	return m
 }

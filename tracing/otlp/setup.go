@@ -85,7 +85,7 @@ func Setup(ctx context.Context, opts ...Option) (*Providers, error) {
 	p := &Providers{Propagator: tracing.NewPropagator(prop), Resource: res, exporter: newAbortableExporter(se),
 		transport: c.transport}
 	if v, ok := res.Set().Value(semconv.ServiceInstanceIDKey); ok {
-		p.InstanceID = v.Emit()
+		p.InstanceID = v.String()
 	}
 	var me sdkmetric.Exporter
 	if !c.noMetrics {
