@@ -90,12 +90,12 @@ func (c *Client) DeleteDead(ctx context.Context, id string) error {
 
 func (c *Client) deadAdmin(ctx context.Context, id, mode, reset string) error {
 	if id == "" {
-		return fmt.Errorf("overtake: %s dead: %w: empty ID", mode, ErrInvalidTask)
+		return wrapf(fmt.Errorf("%w: empty ID", ErrInvalidTask), "%s dead", mode)
 	}
 	raw, err := deadAdminScript.Run(ctx, c.rdb, []string{c.keys.state(id)},
 		c.keys.prefix, id, c.scriptNow(), mode, c.cfg.Levels, reset).Slice()
 	if err != nil {
-		return fmt.Errorf("overtake: %s dead %s: %w", mode, id, scriptErr(err))
+		return wrapf(scriptErr(err), "%s dead %s", mode, id)
 	}
 	code, _ := raw[0].(int64)
 	var detail any
@@ -106,11 +106,11 @@ func (c *Client) deadAdmin(ctx context.Context, id, mode, reset string) error {
 	case 1:
 		return nil
 	case 0:
-		return fmt.Errorf("overtake: %s dead: %w: %q", mode, ErrTaskNotFound, id)
+		return wrapf(fmt.Errorf("%w: %q", ErrTaskNotFound, id), "%s dead", mode)
 	case -1:
-		return fmt.Errorf("overtake: %s dead: %w: %q is %v", mode, ErrNotDead, id, detail)
+		return wrapf(fmt.Errorf("%w: %q is %v", ErrNotDead, id, detail), "%s dead", mode)
 	default:
-		return fmt.Errorf("overtake: %s dead: %w: task %q has level %q, outside 0..%d",
-			mode, ErrMalformedRecord, id, detail, c.cfg.Levels-1)
+		return wrapf(fmt.Errorf("%w: task %q has level %q, outside 0..%d", ErrMalformedRecord, id, detail,
+			c.cfg.Levels-1), "%s dead", mode)
 	}
 }

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,19 @@ func TestDeadAdminMalformedLevel(t *testing.T) {
 		dead, err = e.q.DeadTasks(e.ctx, 0, 10)
 		require.NoError(t, err)
 		require.Empty(t, dead)
+	})
+}
+
+// An error says "overtake:" once and names the task once.
+func TestErrorsHaveOnePrefix(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		e := newAdminEnv(t, b)
+		err := e.q.RequeueDead(e.ctx, "nosuch", queue.RequeueDeadOptions{})
+		require.ErrorIs(t, err, queue.ErrTaskNotFound)
+		require.Equal(t, `overtake: requeue dead: task not found: "nosuch"`, err.Error())
+		_, err = e.q.SaveCheckpoint(e.ctx, "nosuch", "tok", []byte("x"))
+		require.Error(t, err)
+		require.Equal(t, 1, strings.Count(err.Error(), "overtake:"), err.Error())
+		require.NotContains(t, err.Error(), "nosuch", "the caller names the task")
 	})
 }

@@ -100,7 +100,7 @@ func (e *enqueuer) flush(ctx context.Context, c *Client, own *enqWait) {
 func (c *Client) enqueueOne(ctx context.Context, w *enqWait) error {
 	n, err := enqueueScript.Run(ctx, c.rdb, w.keys, w.args...).Int()
 	if err != nil {
-		return fmt.Errorf("overtake: enqueue %s: %w", w.nt.ID, scriptErr(err))
+		return wrapf(scriptErr(err), "enqueue %s", w.nt.ID)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %q", ErrDuplicateTask, w.nt.ID)
@@ -124,7 +124,7 @@ func (c *Client) enqueueMany(ctx context.Context, batch []*enqWait) []error {
 	for i, w := range batch {
 		switch {
 		case err != nil:
-			errs[i] = fmt.Errorf("overtake: enqueue %s: %w", w.nt.ID, scriptErr(err))
+			errs[i] = wrapf(scriptErr(err), "enqueue %s", w.nt.ID)
 		case i >= len(res):
 			errs[i] = fmt.Errorf("overtake: enqueue %s: short reply", w.nt.ID)
 		default:
@@ -134,7 +134,7 @@ func (c *Client) enqueueMany(ctx context.Context, batch []*enqWait) []error {
 					errs[i] = fmt.Errorf("%w: %q", ErrDuplicateTask, w.nt.ID)
 				}
 			case string:
-				errs[i] = fmt.Errorf("overtake: enqueue %s: %w", w.nt.ID, scriptErr(errors.New(v)))
+				errs[i] = wrapf(scriptErr(errors.New(v)), "enqueue %s", w.nt.ID)
 			}
 		}
 	}

@@ -1,6 +1,10 @@
 package queue
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Errors returned by the queue. Each works with errors.Is.
 var (
@@ -38,3 +42,22 @@ var (
 	// ErrNoTask is returned when no task is available.
 	ErrNoTask = errors.New("overtake: no task available")
 )
+
+// opError is a queue operation's error: "overtake: <op>: <cause>", with
+// the cause's own "overtake: " prefix dropped, so a message never repeats
+// it. errors.Is and errors.As see the cause.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return "overtake: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "overtake: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// wrapf wraps err as the error of the operation format names.
+func wrapf(err error, format string, args ...any) error {
+	return &opError{op: fmt.Sprintf(format, args...), err: err}
+}

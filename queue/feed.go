@@ -72,7 +72,7 @@ func (c *Client) Preemptions(ctx context.Context, after string, count int64) ([]
 		msgs, err = c.rdb.XRangeN(ctx, key, "("+after, "+", count).Result()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("overtake: preemptions: %w", err)
+		return nil, wrapf(err, "preemptions")
 	}
 	out := make([]FeedEvent, 0, len(msgs))
 	for _, m := range msgs {

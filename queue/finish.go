@@ -200,7 +200,7 @@ func (c *Client) finishBatch(ctx context.Context, ops []finishOp) []error {
 			}
 		}
 		if e != nil {
-			errs[i] = fmt.Errorf("overtake: %s %s: %w", op.mode, op.t.ID, e)
+			errs[i] = wrapf(e, "%s %s", op.mode, op.t.ID)
 		}
 	}
 	return errs

@@ -179,7 +179,7 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, 
 	}
 	raw, err := heartbeatScript.Run(ctx, c.rdb, []string{c.keys.alive()}, args...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("overtake: heartbeat: %w", scriptErr(err))
+		return nil, wrapf(scriptErr(err), "heartbeat")
 	}
 	reply := &HeartbeatReply{}
 	if len(raw) > 0 {
@@ -215,7 +215,7 @@ return 1
 // counted as having free slots.
 func (c *Client) Deregister(ctx context.Context, worker string) error {
 	if err := deregisterScript.Run(ctx, c.rdb, []string{c.keys.alive()}, c.keys.prefix, worker).Err(); err != nil {
-		return fmt.Errorf("overtake: deregister %s: %w", worker, err)
+		return wrapf(err, "deregister %s", worker)
 	}
 	return nil
 }
@@ -256,7 +256,7 @@ func (c *Client) SaveCheckpoint(ctx context.Context, taskID, token string, data 
 	seq, err := checkpointScript.Run(ctx, c.rdb, []string{c.keys.state(taskID)},
 		c.keys.prefix, taskID, token, data, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds()).Int64()
 	if err = scriptErr(err); err != nil {
-		return 0, fmt.Errorf("overtake: checkpoint %s: %w", taskID, err)
+		return 0, wrapf(err, "checkpoint") // the caller knows the task
 	}
 	return seq, nil
 }

@@ -79,7 +79,7 @@ func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 	raw, err := statsScript.Run(ctx, c.rdb, []string{c.keys.counts()},
 		c.keys.prefix, c.cfg.Levels, c.scriptNow()).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("overtake: stats: %w", scriptErr(err))
+		return nil, wrapf(scriptErr(err), "stats")
 	}
 	st := &Stats{Queue: c.cfg.Name}
 	for l := 0; l < c.cfg.Levels && l < len(raw); l++ {
@@ -121,7 +121,7 @@ func (c *Client) Depths(ctx context.Context) (map[int]int64, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("overtake: depths: %w", err)
+		return nil, wrapf(err, "depths")
 	}
 	out := make(map[int]int64, len(cmds))
 	for l, cmd := range cmds {
@@ -143,7 +143,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (*Task, error) {
 		return nil
 	})
 	if err := vals.Err(); err != nil {
-		return nil, fmt.Errorf("overtake: inspect %s: %w", id, err)
+		return nil, wrapf(err, "inspect %s", id)
 	}
 	v := vals.Val()
 	if len(v) != 3 {
@@ -177,7 +177,7 @@ func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, e
 	}
 	ids, err := c.rdb.ZRange(ctx, c.keys.dead(), offset, offset+count-1).Result()
 	if err != nil {
-		return nil, fmt.Errorf("overtake: dead tasks: %w", err)
+		return nil, wrapf(err, "dead tasks")
 	}
 	out := make([]*Task, 0, len(ids))
 	for _, id := range ids {
@@ -200,7 +200,7 @@ func (c *Client) Pending(ctx context.Context, level int) ([]string, error) {
 	}
 	ids, err := c.rdb.LRange(ctx, c.keys.pending(level), 0, -1).Result()
 	if err != nil {
-		return nil, fmt.Errorf("overtake: pending %s: %w", strconv.Itoa(level), err)
+		return nil, wrapf(err, "pending %s", strconv.Itoa(level))
 	}
 	return ids, nil
 }

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,7 +183,7 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 		encodeGroups(req.Groups, req.Skip, c.cfg.Levels), pool)
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
 	if err != nil {
-		return nil, 0, fmt.Errorf("overtake: lease: %w", scriptErr(err))
+		return nil, 0, wrapf(scriptErr(err), "lease")
 	}
 	if len(raw) == 0 {
 		return nil, 0, errors.New("overtake: lease: empty reply")
@@ -266,7 +265,7 @@ return 1
 func (c *Client) Rejoin(ctx context.Context, t *Task) error {
 	err := rejoinScript.Run(ctx, c.rdb, []string{c.keys.state(t.ID)}, c.keys.prefix, t.ID, t.Token).Err()
 	if err != nil {
-		return fmt.Errorf("overtake: rejoin %s: %w", t.ID, err)
+		return wrapf(err, "rejoin %s", t.ID)
 	}
 	return nil
 }

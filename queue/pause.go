@@ -102,7 +102,7 @@ func (c *Client) setPause(ctx context.Context, op string, level int, mode string
 	}
 	err := pauseScript.Run(ctx, c.rdb, []string{c.keys.paused()}, c.keys.prefix, first, last, mode).Err()
 	if err != nil {
-		return fmt.Errorf("overtake: %s: %w", op, scriptErr(err))
+		return wrapf(scriptErr(err), "%s", op)
 	}
 	return nil
 }
@@ -124,10 +124,10 @@ func (c *Client) Paused(ctx context.Context) (map[int]PauseMode, error) {
 	v, err := c.rdb.Get(ctx, c.keys.paused()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		if strings.Contains(err.Error(), "WRONGTYPE") {
-			return nil, fmt.Errorf("overtake: paused: %w: %s is a %s, want a string", ErrCorrupt, c.keys.paused(),
-				c.rdb.Type(ctx, c.keys.paused()).Val())
+			return nil, wrapf(fmt.Errorf("%w: %s is a %s, want a string", ErrCorrupt, c.keys.paused(),
+				c.rdb.Type(ctx, c.keys.paused()).Val()), "paused")
 		}
-		return nil, fmt.Errorf("overtake: paused: %w", err)
+		return nil, wrapf(err, "paused")
 	}
 	return c.parsePaused(v), nil
 }

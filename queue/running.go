@@ -31,7 +31,7 @@ func (c *Client) Running(ctx context.Context, offset, count int64) ([]*Task, int
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("overtake: running: %w", err)
+		return nil, 0, wrapf(err, "running")
 	}
 	tasks, err := c.readTasks(ctx, ids.Val())
 	return tasks, total.Val(), err
@@ -55,7 +55,7 @@ func (c *Client) PendingPage(ctx context.Context, level int, offset, count int64
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("overtake: pending page %d: %w", level, err)
+		return nil, 0, wrapf(err, "pending page %d", level)
 	}
 	return ids.Val(), n.Val(), nil
 }
@@ -87,7 +87,7 @@ func (c *Client) readTasks(ctx context.Context, ids []string) ([]*Task, error) {
 	for i, id := range ids {
 		v, err := vals[i].Result()
 		if err != nil {
-			return out, fmt.Errorf("overtake: read task %s: %w", id, err)
+			return out, wrapf(err, "read task %s", id)
 		}
 		if len(v) != 3 || v[0] == nil {
 			continue // ended (deleted) since it was listed

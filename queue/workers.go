@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +68,7 @@ func (c *Client) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	raw, err := workersScript.Run(ctx, c.rdb, []string{c.keys.alive()}, c.keys.prefix, c.scriptNow(),
 		maxWorkersListed).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("overtake: workers: %w", scriptErr(err))
+		return nil, wrapf(scriptErr(err), "workers")
 	}
 	out := make([]WorkerInfo, 0, len(raw))
 	for _, r := range raw {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -67,10 +68,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case err == nil, errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "overtake %s: %s\n", name, mask(err.Error()))
+			fmt.Fprintf(stderr, "overtake %s: %s\n", name, mask(strings.TrimPrefix(err.Error(), "overtake: ")))
 			return 2
 		default:
-			fmt.Fprintf(stderr, "overtake %s: %s\n", name, mask(err.Error()))
+			fmt.Fprintf(stderr, "overtake %s: %s\n", name, mask(strings.TrimPrefix(err.Error(), "overtake: ")))
 			return 1
 		}
 	}
