@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,41 +16,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/overtake/overtake/internal/testbrowser"
+
 	"github.com/overtake/overtake/internal/testredis"
 )
 
 // Environment of the browser tests.
 const (
-	// envChromium names the Chromium binary; default: the first of
-	// chromiumNames on $PATH.
-	envChromium = "OVERTAKE_CHROMIUM"
 	// envScreenshots is a directory: when set, TestBrowserScreenshots
 	// writes the README's screenshots there (scripts/console-screenshots.sh).
 	envScreenshots = "OVERTAKE_CONSOLE_SCREENSHOTS"
 )
 
-var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
-
-// Viewport of the browser, so that screenshots are alike wherever taken.
-const viewportW, viewportH = 1280, 800
-
 // chromium returns the Chromium binary, skipping the test without one.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv(envChromium); p != "" {
-		path, err := exec.LookPath(p)
-		require.NoError(t, err, "%s=%s", envChromium, p)
-		return path
-	}
-	for _, name := range chromiumNames {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	t.Skipf("browser test skipped: no Chromium binary on $PATH (tried %s; set %s, or apt-get install chromium)",
-		strings.Join(chromiumNames, ", "), envChromium)
-	return ""
-}
+func chromium(t *testing.T) string { return testbrowser.Chromium(t) }
 
 // realRedis returns the real Redis backend, skipping the test without one:
 // the browser tests run against a real Redis only.
@@ -66,46 +44,13 @@ func realRedis(t *testing.T) *testredis.Backend {
 	return nil
 }
 
-// newBrowser starts a headless Chromium with a fresh profile that resolves
-// no host name but 127.0.0.1 and localhost; it stops at the end of the test.
-func newBrowser(t *testing.T, path string) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(viewportW, viewportH),
-		chromedp.DisableGPU,
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
-		chromedp.Flag("hide-scrollbars", true),
-	)
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with it
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer ccancel()
-		done := make(chan struct{})
-		go func() { _ = chromedp.Cancel(ctx); close(done) }()
-		select {
-		case <-done:
-		case <-cctx.Done():
-			t.Errorf("Chromium did not stop within 10s")
-		}
-		cancel()
-		acancel()
-	})
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(viewportW, viewportH)), "start %s", path)
-	return ctx
-}
+// newBrowser starts headless Chromium for the test (see testbrowser.New).
+func newBrowser(t *testing.T, path string) context.Context { return testbrowser.New(t, path) }
 
 // browse runs steps with a bound, naming what failed.
 func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	require.NoError(t, chromedp.Do(sctx, steps...), "browser: %s", what)
+	testbrowser.Do(t, ctx, 20*time.Second, what, steps...)
 }
 
 // eval evaluates a JavaScript expression in the page.
@@ -159,7 +104,7 @@ func waitText(t *testing.T, ctx context.Context, sel string, within time.Duratio
 // (at most maxH pixels) as a PNG to dir/name.
 func screenshot(t *testing.T, ctx context.Context, dir, name string, w int64, maxH int) {
 	t.Helper()
-	browse(t, ctx, "resize for "+name, chromedp.EmulateViewport(w, viewportH))
+	browse(t, ctx, "resize for "+name, chromedp.EmulateViewport(w, testbrowser.Height))
 	h := eval[float64](t, ctx, fmt.Sprintf(`Math.min(Math.ceil(document.querySelector('main').getBoundingClientRect().bottom) + 8, %d)`, maxH))
 	browse(t, ctx, "resize for "+name, chromedp.EmulateViewport(w, int64(h)))
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -172,7 +117,7 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string, w int64, ma
 		return res.Data, err
 	})
 	require.NoError(t, err, "screenshot %s", name)
-	browse(t, ctx, "resize back", chromedp.EmulateViewport(viewportW, viewportH))
+	browse(t, ctx, "resize back", chromedp.EmulateViewport(testbrowser.Width, testbrowser.Height))
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, png, 0o644))
 	t.Logf("screenshot %s: %dx%.0f, %d KB", path, w, h, len(png)/1024)

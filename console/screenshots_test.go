@@ -16,6 +16,7 @@ import (
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/console"
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testbrowser"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 )
@@ -94,9 +95,9 @@ func TestBrowserScreenshots(t *testing.T) {
 	browse(t, bctx, "reload the queue page", chromedp.Navigate(e.srv.URL+"/"))
 	waitText(t, bctx, "#status", 5*time.Second, "live")
 	waitText(t, bctx, "main", 5*time.Second, "worker-1")
-	screenshot(t, bctx, dir, "queue.png", viewportW, 1200)
+	screenshot(t, bctx, dir, "queue.png", testbrowser.Width, 1200)
 	screenshot(t, bctx, dir, "queue-phone.png", 390, 1200)
 	browse(t, bctx, "open the feed", chromedp.Navigate(e.srv.URL+"/feed"))
 	waitText(t, bctx, "#live", 5*time.Second, "saved · seq")
-	screenshot(t, bctx, dir, "feed.png", viewportW, 720)
+	screenshot(t, bctx, dir, "feed.png", testbrowser.Width, 720)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testbrowser"
 )
 
 // Environment of the browser test (scripts/test-jaeger.sh,
@@ -25,19 +26,10 @@ const (
 	// envJaegerUI is the directory of the Jaeger UI that Jaeger serves; empty
 	// when ../shared/jaeger-ui holds no built UI.
 	envJaegerUI = "OVERTAKE_JAEGER_UI"
-	// envChromium names the Chromium binary; default: the first of
-	// chromiumNames on $PATH.
-	envChromium = "OVERTAKE_CHROMIUM"
 	// envScreenshots is a directory: when set, the browser test also writes
 	// the README's screenshots there.
 	envScreenshots = "OVERTAKE_SCREENSHOTS_DIR"
 )
-
-var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
-
-// Viewport of the browser, so that screenshots are alike wherever they are
-// taken.
-const viewportW, viewportH = 1280, 800
 
 // jaegerUI returns the directory of the real Jaeger UI that the Jaeger under
 // test serves, skipping the test without one.
@@ -54,68 +46,16 @@ func jaegerUI(t *testing.T) string {
 	return dir
 }
 
-// chromium returns the path of the Chromium binary, skipping the test when
-// there is none.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv(envChromium); p != "" {
-		path, err := exec.LookPath(p)
-		require.NoError(t, err, "%s=%s", envChromium, p)
-		return path
-	}
-	for _, name := range chromiumNames {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	t.Skipf("no Chromium binary on $PATH (tried %s; set %s, or apt-get install chromium)",
-		strings.Join(chromiumNames, ", "), envChromium)
-	return ""
-}
+// chromium returns the Chromium binary, skipping the test without one.
+func chromium(t *testing.T) string { return testbrowser.Chromium(t) }
 
-// newBrowser starts a headless Chromium with a fresh profile, talking to
-// chromedp over a pipe (no debugging port), that resolves no host name but
-// 127.0.0.1 and localhost. It stops at the end of the test.
-func newBrowser(t *testing.T, path string) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(viewportW, viewportH),
-		chromedp.DisableGPU,
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
-		chromedp.Flag("hide-scrollbars", true),
-	)
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with it
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	t.Cleanup(func() {
-		// Close the browser and wait for its process to exit.
-		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer ccancel()
-		done := make(chan struct{})
-		go func() { _ = chromedp.Cancel(ctx); close(done) }()
-		select {
-		case <-done:
-		case <-cctx.Done():
-			t.Errorf("Chromium did not stop within 10s")
-		}
-		cancel()
-		acancel()
-	})
-	// The first action starts the browser; it lives as long as ctx.
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(viewportW, viewportH)), "start %s", path)
-	return ctx
-}
+// newBrowser starts headless Chromium for the test (see testbrowser.New).
+func newBrowser(t *testing.T, path string) context.Context { return testbrowser.New(t, path) }
 
 // browse runs steps with a bound, naming what failed.
 func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	require.NoError(t, chromedp.Do(sctx, steps...), "browser: %s", what)
+	testbrowser.Do(t, ctx, 30*time.Second, what, steps...)
 }
 
 // pageText returns the text the page shows (document.body.innerText).
@@ -181,12 +121,12 @@ func screenshot(t *testing.T, ctx context.Context, dir, name, bottom string) {
 	png, err := chromedp.Run(sctx, func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
 		res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
 			Format: page.CaptureScreenshotFormatPng,
-			Clip:   &page.Viewport{Width: viewportW, Height: h, Scale: 1},
+			Clip:   &page.Viewport{Width: testbrowser.Width, Height: h, Scale: 1},
 		})
 		return res.Data, err
 	})
 	require.NoError(t, err, "screenshot %s", name)
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(path, png, 0o644))
-	t.Logf("screenshot %s: %dx%.0f, %d KB", path, viewportW, h, len(png)/1024)
+	t.Logf("screenshot %s: %dx%.0f, %d KB", path, testbrowser.Width, h, len(png)/1024)
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testbrowser"
 )
 
 // The demo's service name and the task types of its preemption part.
@@ -90,10 +92,10 @@ func TestJaegerUI(t *testing.T) {
 	if shots != "" {
 		// Both runs' events in one picture: a taller window, cut below the
 		// resumed run's details.
-		browse(t, ctx, "resize", chromedp.EmulateViewport(viewportW, eventsH))
+		browse(t, ctx, "resize", chromedp.EmulateViewport(testbrowser.Width, eventsH))
 		waitEvents(t, ctx, want...)
 		screenshot(t, ctx, shots, "victim-events.png", bottomOf(".detail-info-wrapper", 1))
-		browse(t, ctx, "resize", chromedp.EmulateViewport(viewportW, viewportH))
+		browse(t, ctx, "resize", chromedp.EmulateViewport(testbrowser.Width, testbrowser.Height))
 	}
 }
 

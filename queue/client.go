@@ -25,8 +25,8 @@ type Client struct {
 	prop   tracing.Propagator
 	// serverTime: no Clock was injected, so scripts use Redis's TIME.
 	serverTime bool
-	acks       acker
-	enqs       enqueuer
+	acks       groupCommit[finishOp] // concurrent Acks share calls
+	enqs       groupCommit[*enqWait] // concurrent Enqueues share calls
 	sweep      sweeper
 }
 
@@ -41,8 +41,11 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
-		tracer: tracing.Tracer(cfg.TracerProvider), prop: tracing.NewPropagator(cfg.Propagator)}, nil
+	c := &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
+		tracer: tracing.Tracer(cfg.TracerProvider), prop: tracing.NewPropagator(cfg.Propagator)}
+	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
+	c.enqs.limit, c.enqs.send = maxEnqueueBatch, c.enqueueGroup
+	return c, nil
 }
 
 // Config returns the client's configuration with defaults filled in.

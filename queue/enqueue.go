@@ -67,7 +67,7 @@ func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task,
 		return nil, err
 	}
 	defer func() { endEnqueue(span, err) }()
-	if err := c.enqs.do(ctx, c, &enqWait{nt: nt, keys: ks, args: args, done: make(chan error, 1)}); err != nil {
+	if err := c.enqs.do(ctx, &enqWait{nt: nt, keys: ks, args: args}); err != nil {
 		return nil, err
 	}
 	return nt, nil

@@ -4,96 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 )
 
-// enqueuer groups concurrent Enqueue calls into one script call (group
-// commit, as acker does for acks): a caller that finds fewer than
-// maxFlushers calls in flight sends every enqueue queued so far, as one
-// enqueueManyScript call, and keeps sending until the queue is empty; the
-// others wait for their answer. A lone Enqueue is sent at once with the
-// single-task script, with no added delay; under concurrency many tasks
-// share one call, which costs Redis less per task and lifts throughput
-// past one script call per task.
-type enqueuer struct {
-	mu       sync.Mutex
-	queued   []*enqWait
-	flushing int
-}
+// Concurrent Enqueue calls share script calls (groupCommit): a lone call
+// is sent at once with the single-task script, a batch as one
+// enqueueManyScript call, which costs Redis less per task and lifts
+// throughput past one script call per task.
 
-// maxEnqueueBatch bounds one grouped call (EnqueueBatch's chunk size).
-const maxEnqueueBatch = 256
+// maxAckBatch and maxEnqueueBatch bound one grouped call, so one reply
+// stays small (EnqueueBatch's chunk size for enqueues).
+const (
+	maxAckBatch     = 256
+	maxEnqueueBatch = 256
+)
 
+// enqWait is one Enqueue waiting for its grouped call.
 type enqWait struct {
 	nt   *Task
 	keys []string // the single-task script's keys
 	args []any    // the single-task script's ARGV
-	done chan error
 }
 
-func (e *enqueuer) do(ctx context.Context, c *Client, w *enqWait) error {
-	e.mu.Lock()
-	e.queued = append(e.queued, w)
-	lead := e.flushing < maxFlushers
-	if lead {
-		e.flushing++
+// enqueueGroup stores a batch of enqueues: alone with the single-task
+// script, else in one enqueueManyScript call.
+func (c *Client) enqueueGroup(ctx context.Context, batch []*enqWait) []error {
+	if len(batch) == 1 {
+		return []error{c.enqueueOne(ctx, batch[0])}
 	}
-	e.mu.Unlock()
-	if lead {
-		e.flush(ctx, c, w)
-	}
-	select {
-	case err := <-w.done:
-		return err
-	case <-ctx.Done():
-		select {
-		case err := <-w.done: // answered as ctx ended: the answer counts
-			return err
-		default:
-		}
-		// The call may still store the task: like any write whose answer
-		// is lost, retry with the same ID (ErrDuplicateTask means stored).
-		return ctx.Err()
-	}
-}
-
-// flush sends batches until none is queued; a caller flushing for its own
-// enqueue hands the turn to a goroutine once it is answered.
-func (e *enqueuer) flush(ctx context.Context, c *Client, own *enqWait) {
-	for {
-		e.mu.Lock()
-		if own != nil && len(own.done) > 0 && len(e.queued) > 0 {
-			e.mu.Unlock()
-			go e.flush(context.WithoutCancel(ctx), c, nil)
-			return
-		}
-		batch := e.queued
-		if len(batch) > maxEnqueueBatch {
-			batch = batch[:maxEnqueueBatch]
-		}
-		e.queued = e.queued[len(batch):]
-		if len(batch) == 0 {
-			e.flushing--
-			e.mu.Unlock()
-			return
-		}
-		e.mu.Unlock()
-		deadline := time.Now().Add(ackTimeout)
-		if dl, ok := ctx.Deadline(); ok && len(batch) == 1 {
-			deadline = dl // a lone enqueue keeps its caller's deadline
-		}
-		bctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-		if len(batch) == 1 {
-			batch[0].done <- c.enqueueOne(bctx, batch[0])
-		} else {
-			errs := c.enqueueMany(bctx, batch)
-			for i, w := range batch {
-				w.done <- errs[i]
-			}
-		}
-		cancel()
-	}
+	return c.enqueueMany(ctx, batch)
 }
 
 // enqueueOne stores one task with the single-task script.

@@ -8,7 +8,7 @@ import (
 )
 
 // finishScript ends leases: ack, retry, dead-letter or requeue, for one
-// task or a batch (acks are grouped, see acker). Each op first checks its
+// task or a batch (acks are grouped, see groupCommit). Each op first checks its
 // lease token, so a stale holder changes nothing (fencing). Shared keys are
 // written once per batch: a batch of acks costs one MGET, one DEL, one ZREM
 // per set and one HINCRBY per counter.
@@ -122,7 +122,7 @@ func (c *Client) Ack(ctx context.Context, t *Task) error {
 	if err := checkHeld(t, "ack"); err != nil {
 		return err
 	}
-	return c.acks.do(ctx, c, finishOp{t: t, mode: "ack"})
+	return c.acks.do(ctx, finishOp{t: t, mode: "ack"})
 }
 
 // Retry records a failed attempt with reason and schedules the task to run

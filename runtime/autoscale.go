@@ -1,12 +1,8 @@
 package runtime
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // Autoscale lets a runtime's concurrency follow the queue's backlog, within
@@ -129,67 +125,7 @@ func (c Config) poolSize() int {
 }
 
 // Concurrency returns how many tasks the runtime runs at once now: the
-// configured Concurrency, or the value the autoscaler last chose.
+// configured Concurrency (the pools' total), or what the autoscaler last
+// chose. Autoscaling is pool_autoscale.go's: without Pools, Config.Autoscale
+// is the one implicit pool's.
 func (r *Runtime) Concurrency() int { return int(r.capacity.Load()) }
-
-// autoscaleLoop applies Config.Autoscale every Interval until leasing stops.
-func (r *Runtime) autoscaleLoop() {
-	defer r.loops.Done()
-	tick := time.NewTicker(r.cfg.Autoscale.Interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.stopLease:
-			return
-		case <-r.baseCtx.Done():
-			return
-		case <-tick.C:
-			if err := r.autoscale(r.baseCtx); err != nil {
-				r.log.Warn("autoscale: could not read the backlog", zap.Error(err))
-			}
-		}
-	}
-}
-
-// autoscale reads the backlog and sets the concurrency. A change is logged,
-// counted and reported to the fleet at once by a heartbeat, so fleet-wide
-// free-slot checks see the new capacity without waiting for the next one.
-func (r *Runtime) autoscale(ctx context.Context) error {
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	depths, err := r.q.Depths(dctx)
-	cancel()
-	if err != nil {
-		return err
-	}
-	var pending int64
-	for _, n := range depths {
-		pending += n
-	}
-	r.mu.Lock()
-	if r.draining {
-		r.mu.Unlock()
-		return nil
-	}
-	used := r.busy + len(r.waiting)
-	cur := r.Concurrency()
-	next := r.cfg.Autoscale.next(cur, used, pending)
-	// Set under mu: free, preempt and startWaiting read the capacity with
-	// busy, and the heartbeat reads it with the held leases.
-	r.capacity.Store(int64(next))
-	r.mu.Unlock()
-	if next == cur {
-		return nil
-	}
-	if next > cur {
-		r.stats.scaledUp.Add(1)
-		r.signal() // lease into the new slots now
-	} else {
-		r.stats.scaledDown.Add(1)
-	}
-	r.log.Info("concurrency scaled", zap.Int("old", cur), zap.Int("new", next),
-		zap.Int64("backlog", pending), zap.Int("used", used))
-	if err := r.heartbeat(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		r.log.Warn("could not report the new capacity; the next heartbeat will", zap.Error(err))
-	}
-	return nil
-}

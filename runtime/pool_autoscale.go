@@ -8,9 +8,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// Autoscaling per pool (Pool.Autoscale): each pool's size follows its own
-// band's backlog within its bounds, by the rule of Autoscale, from the same
-// one round trip of depths; the runtime's concurrency is the pools' total.
+// Autoscaling (Config.Autoscale for the one implicit pool, Pool.Autoscale
+// with Pools): each pool's size follows its own band's backlog within its
+// bounds, by the rule of Autoscale, from one round trip of depths for every
+// pool; the runtime's concurrency is the pools' total. A change is logged,
+// counted and reported to the fleet at once by a heartbeat, so fleet-wide
+// free-slot checks see the new capacity without waiting for the next one.
 
 // poolsAutoscale reports whether a pool autoscales, and the shortest
 // interval among them.
@@ -24,7 +27,7 @@ func (r *Runtime) poolsAutoscale() (bool, time.Duration) {
 	return every > 0, every
 }
 
-// poolAutoscaleLoop applies each pool's Autoscale until leasing stops.
+// poolAutoscaleLoop applies the pools' Autoscale until leasing stops.
 func (r *Runtime) poolAutoscaleLoop(every time.Duration) {
 	defer r.loops.Done()
 	tick := time.NewTicker(every)
@@ -79,7 +82,7 @@ func (r *Runtime) autoscalePools(ctx context.Context, now time.Time) error {
 				} else {
 					r.stats.scaledDown.Add(1)
 				}
-				r.log.Info("pool scaled", zap.String("pool", p.name), zap.Int("old", p.size), zap.Int("new", next),
+				r.log.Info("concurrency scaled", zap.String("pool", p.name), zap.Int("old", p.size), zap.Int("new", next),
 					zap.Int64("backlog", pending), zap.Int("used", used))
 				p.size, changed = next, true
 			}

@@ -70,7 +70,7 @@ type PoolStats struct {
 type slotPool struct {
 	name    string
 	levels  []int // ascending
-	size    int   // 0: the implicit pool, sized by Runtime.Concurrency
+	size    int   // slots (moved by autoscale under Runtime.mu)
 	borrow  bool
 	reclaim Reclaim
 	busy    int // slots held (run.slot == this pool and run.holdsSlot)
@@ -133,14 +133,15 @@ func validatePools(pools []Pool, levels int, concurrency int, autoscale *Autosca
 // newPools builds the runtime's pools: those configured, or one implicit
 // pool of every level sized by Concurrency. It returns the pool of each
 // level too.
-func newPools(cfg []Pool, levels int) ([]*slotPool, []int) {
+func newPools(c Config, levels int) ([]*slotPool, []int) {
 	poolOf := make([]int, levels)
+	cfg := c.Pools
 	if len(cfg) == 0 {
 		all := make([]int, levels)
 		for l := range all {
 			all[l] = l
 		}
-		return []*slotPool{{name: "default", levels: all}}, poolOf
+		return []*slotPool{{name: "default", levels: all, size: c.Concurrency, autoscale: c.Autoscale}}, poolOf
 	}
 	out := make([]*slotPool, len(cfg))
 	for i, p := range cfg {
@@ -176,13 +177,8 @@ func (r *Runtime) poolLayout() []queue.PoolLayout {
 	return out
 }
 
-// sizeOf returns pool p's size. Caller holds mu (Concurrency may change).
-func (r *Runtime) sizeOf(p int) int {
-	if s := r.pools[p].size; s > 0 {
-		return s
-	}
-	return r.Concurrency()
-}
+// sizeOf returns pool p's size. Caller holds mu (autoscaling moves it).
+func (r *Runtime) sizeOf(p int) int { return r.pools[p].size }
 
 // bandOf returns the pool a task at level l belongs to.
 func (r *Runtime) bandOf(l int) int {
@@ -217,14 +213,12 @@ func (r *Runtime) frees() []int {
 // holdSlot makes rn hold a slot of its pool (rn.slot). Caller holds mu.
 func (r *Runtime) holdSlot(rn *run) {
 	rn.holdsSlot = true
-	r.busy++
 	r.pools[rn.slot].busy++
 }
 
 // releaseSlot gives rn's slot back. Caller holds mu.
 func (r *Runtime) releaseSlot(rn *run) {
 	rn.holdsSlot = false
-	r.busy--
 	r.pools[rn.slot].busy--
 }
 

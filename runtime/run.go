@@ -25,7 +25,7 @@ type run struct {
 	started time.Time
 
 	// Guarded by Runtime.mu.
-	holdsSlot bool        // counted in Runtime.busy and its slot pool's busy
+	holdsSlot bool        // counted in its slot pool's busy
 	slot      int         // the pool whose slot it holds (or waits for)
 	running   bool        // handed to the pool
 	ending    bool        // the handler returned; its outcome is being recorded

@@ -30,7 +30,6 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	runs     map[string]*run // every task this worker holds a lease on
-	busy     int             // slots taken (see run.holdsSlot)
 	waiting  []*run          // reserved urgent tasks waiting for a slot
 	pools    []*slotPool     // the slots by pool (pools.go); one without Config.Pools
 	poolOf   []int           // the pool of each level
@@ -113,7 +112,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		kick:      make(chan struct{}, 1),
 		stopLease: make(chan struct{}),
 	}
-	r.pools, r.poolOf = newPools(cfg.Pools, q.Levels())
+	r.pools, r.poolOf = newPools(cfg, q.Levels())
 	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
 	var err error
@@ -181,8 +180,6 @@ func (r *Runtime) Start(ctx context.Context) error {
 	go r.dispatch()
 	fields := []zap.Field{zap.Int("concurrency", r.Concurrency())}
 	if a := r.cfg.Autoscale; a != nil {
-		r.loops.Add(1)
-		go r.autoscaleLoop()
 		fields = append(fields, zap.Int("autoscale_min", a.Min), zap.Int("autoscale_max", a.Max),
 			zap.Duration("autoscale_interval", a.Interval))
 	}

@@ -18,15 +18,4 @@ trap 'rm -rf "$tmp"' EXIT
 OVERTAKE_CONSOLE_SCREENSHOTS=$tmp scripts/with-redis.sh \
 	go test -count=1 -run '^TestBrowserScreenshots$' -v ./console/
 
-for f in "${shots[@]}"; do
-	[ -f "$tmp/$f" ] || { echo "console-screenshots.sh: $f not written (did the test skip? it needs chromium and redis-server)" >&2; exit 1; }
-	size=$(wc -c <"$tmp/$f")
-	if [ "$size" -gt "$max_bytes" ]; then
-		echo "console-screenshots.sh: $f is $((size / 1024)) KB, over 300 KB" >&2
-		exit 1
-	fi
-done
-for f in "${shots[@]}"; do
-	mv "$tmp/$f" "$out/$f"
-	ot_log "$out/$f: $(($(wc -c <"$out/$f") / 1024)) KB"
-done
+ot_publish_shots "$tmp" "$out" "$max_bytes" "did the test skip? it needs chromium and redis-server" "${shots[@]}"

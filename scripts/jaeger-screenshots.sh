@@ -26,15 +26,4 @@ trap 'rm -rf "$tmp"' EXIT
 OVERTAKE_RUN_DIR=$OT_RUN/screenshots OVERTAKE_SCREENSHOTS_DIR=$tmp \
 	JAEGER_RUN='^TestJaegerUI$' PKGS=./e2e scripts/test-jaeger.sh
 
-for f in "${shots[@]}"; do
-	[ -f "$tmp/$f" ] || { echo "jaeger-screenshots.sh: $f not written (did TestJaegerUI skip?)" >&2; exit 1; }
-	size=$(wc -c <"$tmp/$f")
-	if [ "$size" -gt "$max_bytes" ]; then
-		echo "jaeger-screenshots.sh: $f is $((size / 1024)) KB, over 300 KB" >&2
-		exit 1
-	fi
-done
-for f in "${shots[@]}"; do
-	mv "$tmp/$f" "$out/$f"
-	ot_log "$out/$f: $(($(wc -c <"$out/$f") / 1024)) KB"
-done
+ot_publish_shots "$tmp" "$out" "$max_bytes" "did TestJaegerUI skip?" "${shots[@]}"

@@ -46,3 +46,24 @@ ot_wait_for() {
 		sleep 0.2
 	done
 }
+
+# ot_publish_shots <from> <to> <max bytes> <hint> <file>...: check that
+# every screenshot was written and is small enough, then move them all;
+# exit 1 naming the first that is missing (hint says why it may be) or too
+# large, moving none.
+ot_publish_shots() {
+	local from=$1 to=$2 max=$3 hint=$4 f size
+	shift 4
+	for f in "$@"; do
+		[ -f "$from/$f" ] || { echo "$(basename "$0"): $f not written ($hint)" >&2; exit 1; }
+		size=$(wc -c <"$from/$f")
+		if [ "$size" -gt "$max" ]; then
+			echo "$(basename "$0"): $f is $((size / 1024)) KB, over $((max / 1024)) KB" >&2
+			exit 1
+		fi
+	done
+	for f in "$@"; do
+		mv "$from/$f" "$to/$f"
+		ot_log "$to/$f: $(($(wc -c <"$to/$f") / 1024)) KB"
+	done
+}

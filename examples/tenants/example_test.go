@@ -25,7 +25,8 @@ func Example() {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	reps := &Reports{Work: 20 * time.Millisecond}
+	finished := make(chan string, 128)
+	reps := &Reports{Work: 20 * time.Millisecond, Finished: finished}
 	q, rt, err := newWorker(rdb, reps, runtimeConfig(3, 1, time.Minute), time.Hour)
 	if err != nil {
 		panic(err)
@@ -43,9 +44,16 @@ func Example() {
 		panic(err)
 	}
 	// The free reports finish while paying ones still wait.
-	deadline := time.Now().Add(10 * time.Second)
-	for n, _ := reps.Done("free"); n < 3 && time.Now().Before(deadline); n, _ = reps.Done("free") {
-		time.Sleep(5 * time.Millisecond) // an example polls as a user would; tests wait on signals
+	timeout := time.After(10 * time.Second)
+	for free := 0; free < 3; {
+		select {
+		case class := <-finished:
+			if class == "free" {
+				free++
+			}
+		case <-timeout:
+			panic("the free reports did not finish")
+		}
 	}
 	st, err := q.Stats(ctx)
 	if err != nil {

@@ -42,6 +42,8 @@ func runtimeConfig(paying, free int, sla time.Duration) runtime.Config {
 // Reports counts the reports done per class and the most that ran at once.
 type Reports struct {
 	Work time.Duration // how long one report takes
+	// Finished, if set, receives the class of each report done.
+	Finished chan<- string
 
 	mu      sync.Mutex
 	done    map[string]int
@@ -71,6 +73,9 @@ func (r *Reports) Handle(ctx context.Context, t *queue.Task) error {
 	r.mu.Lock()
 	r.done[t.Class]++
 	r.mu.Unlock()
+	if r.Finished != nil {
+		r.Finished <- t.Class
+	}
 	return nil
 }
 

@@ -1,0 +1,104 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// groupCommit batches concurrent calls into shared Redis calls (group
+// commit), for Ack and Enqueue: a caller that finds fewer than maxFlushers
+// calls in flight sends everything queued so far, up to limit per call, and
+// keeps sending until the queue is empty; the others wait for their answer.
+// A few calls may be in flight at once, so one slow call (Redis
+// unreachable) does not hold every other caller behind it. Under load many
+// callers share one round trip, so a batch costs one call and a handful of
+// Redis commands however large it is; a lone call is sent at once, with no
+// added delay.
+type groupCommit[T any] struct {
+	limit int                                // items per call
+	send  func(context.Context, []T) []error // one call for a batch: an error per item
+
+	mu       sync.Mutex
+	queued   []*groupWait[T]
+	flushing int
+}
+
+// maxFlushers bounds the grouped calls in flight at once.
+const maxFlushers = 4
+
+// groupTimeout bounds a batch's call: it is not tied to one caller's
+// context, since it carries the items of others.
+const groupTimeout = 5 * time.Second
+
+type groupWait[T any] struct {
+	item T
+	done chan error
+}
+
+func (g *groupCommit[T]) do(ctx context.Context, item T) error {
+	w := &groupWait[T]{item: item, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.queued = append(g.queued, w)
+	lead := g.flushing < maxFlushers
+	if lead {
+		g.flushing++
+	}
+	g.mu.Unlock()
+	if lead {
+		g.flush(ctx, w)
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-w.done: // answered as ctx ended: the answer counts
+			return err
+		default:
+		}
+		// The call may still go through: like any write whose answer is
+		// lost, the caller retries (an enqueue with the same ID gets
+		// ErrDuplicateTask if it was stored).
+		return ctx.Err()
+	}
+}
+
+// flush sends batches until none is queued. A caller flushing for its own
+// item (own) stops once that is answered: if more wait, a goroutine takes
+// over its turn, so no caller is held up by the items of others.
+func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T]) {
+	for {
+		g.mu.Lock()
+		if own != nil && len(own.done) > 0 && len(g.queued) > 0 {
+			g.mu.Unlock()
+			go g.flush(context.WithoutCancel(ctx), nil) // hand the turn over
+			return
+		}
+		batch := g.queued
+		if len(batch) > g.limit {
+			batch = batch[:g.limit]
+		}
+		g.queued = g.queued[len(batch):]
+		if len(batch) == 0 {
+			g.flushing--
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		items := make([]T, len(batch))
+		for i, w := range batch {
+			items[i] = w.item
+		}
+		deadline := time.Now().Add(groupTimeout)
+		if dl, ok := ctx.Deadline(); ok && len(batch) == 1 {
+			deadline = dl // a lone call keeps its caller's deadline
+		}
+		bctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		errs := g.send(bctx, items)
+		cancel()
+		for i, w := range batch {
+			w.done <- errs[i]
+		}
+	}
+}
