@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/overtake/overtake/internal/telemetry"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -22,7 +23,7 @@ type Client struct {
 	cfg    Config
 	keys   keys
 	tracer trace.Tracer
-	prop   tracing.Propagator
+	prop   telemetry.Propagator
 	// serverTime: no Clock was injected, so scripts use Redis's TIME.
 	serverTime bool
 	acks       groupCommit[finishOp] // concurrent Acks share calls
@@ -42,7 +43,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
-		tracer: tracing.Tracer(cfg.TracerProvider), prop: tracing.NewPropagator(cfg.Propagator)}
+		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
 	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
 	c.enqs.limit, c.enqs.send = maxEnqueueBatch, c.enqueueGroup
 	return c, nil

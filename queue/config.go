@@ -6,10 +6,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/overtake/overtake/internal/telemetry"
 )
 
 // Config configures a Client. The zero value is usable: WithDefaults fills
@@ -65,7 +66,7 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Propagator writes the producer's trace context into Task.Headers at
 	// enqueue and reads it back for the worker's process span. Defaults to
-	// W3C TraceContext plus Baggage (tracing.DefaultPropagator), not the
+	// W3C TraceContext plus Baggage, not the
 	// otel global, whose default propagates nothing: producers and workers
 	// must agree on it, and a trace must not break because one process
 	// left the global unset.
@@ -120,7 +121,7 @@ func (c Config) WithDefaults() Config {
 		c.TracerProvider = otel.GetTracerProvider()
 	}
 	if c.Propagator == nil {
-		c.Propagator = tracing.DefaultPropagator()
+		c.Propagator = telemetry.DefaultPropagator()
 	}
 	return c
 }

@@ -5,11 +5,12 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/overtake/overtake/internal/telemetry"
 )
 
 // MaxRunSpans bounds Task.RunSpans: a record remembers the process spans
@@ -29,9 +30,9 @@ func (c *Client) startEnqueue(ctx context.Context, nt *Task) (context.Context, t
 	if !trace.SpanContextFromContext(ctx).IsValid() && len(nt.Headers) > 0 {
 		ctx = prop.Extract(ctx, nt.Headers)
 	}
-	info := tracing.TaskInfo{Queue: c.cfg.Name, ID: nt.ID, Type: nt.Type, Level: nt.Level,
+	info := telemetry.TaskInfo{Queue: c.cfg.Name, ID: nt.ID, Type: nt.Type, Level: nt.Level,
 		LevelName: c.LevelName(nt.Level), Class: nt.Class}
-	ctx, span := tracing.StartEnqueue(ctx, c.tracer, info,
+	ctx, span := telemetry.StartEnqueue(ctx, c.tracer, info,
 		trace.WithAttributes(semconv.MessagingMessageBodySize(len(nt.Payload))))
 	nt.Headers = prop.Inject(ctx, maps.Clone(nt.Headers))
 	return ctx, span
@@ -46,7 +47,7 @@ func endEnqueue(span trace.Span, err error) {
 	span.End()
 }
 
-func (c *Client) propagator() tracing.Propagator { return c.prop }
+func (c *Client) propagator() telemetry.Propagator { return c.prop }
 
 // TraceContext returns ctx carrying the producer's span context stored in
 // t.Headers at enqueue, read with Config.Propagator: the parent of the

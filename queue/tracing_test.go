@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overtake/overtake/internal/testredis"
-	"github.com/overtake/overtake/queue"
-	"github.com/overtake/overtake/tracing"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -18,6 +15,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/overtake/overtake/internal/telemetry"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
 )
 
 // tracedQueue returns a queue on b whose spans go to the returned recorder.
@@ -73,10 +74,10 @@ func TestEnqueueSpan(t *testing.T) {
 		require.Equal(t, "send", a["messaging.operation.type"].AsString())
 		require.Equal(t, "enqueue", a["messaging.operation.name"].AsString())
 		require.EqualValues(t, 5, a["messaging.message.body.size"].AsInt64())
-		require.Equal(t, "send", a[tracing.TaskTypeKey].AsString())
-		require.EqualValues(t, 2, a[tracing.LevelKey].AsInt64())
-		require.Equal(t, "high", a[tracing.LevelNameKey].AsString())
-		require.Equal(t, "paying", a[tracing.ClassKey].AsString())
+		require.Equal(t, "send", a[telemetry.TaskTypeKey].AsString())
+		require.EqualValues(t, 2, a[telemetry.LevelKey].AsInt64())
+		require.Equal(t, "high", a[telemetry.LevelNameKey].AsString())
+		require.Equal(t, "paying", a[telemetry.ClassKey].AsString())
 
 		// The stored record carries the span's context and the caller's header.
 		stored, err := q.Inspect(context.Background(), got.ID)
@@ -99,7 +100,7 @@ func TestEnqueueSpanParentFromHeaders(t *testing.T) {
 		ctx, old := tr.Start(context.Background(), "old")
 		old.End()
 		task := queue.NewTask("send", nil)
-		task.Headers = tracing.Inject(ctx, nil)
+		task.Headers = telemetry.Inject(ctx, nil)
 		_, err := q.Enqueue(context.Background(), task)
 		require.NoError(t, err)
 		s := rec.Ended()[1]
@@ -212,7 +213,7 @@ func TestEnqueueCustomPropagator(t *testing.T) {
 func TestEnqueueDefaultsToGlobalProvider(t *testing.T) {
 	cfg := queue.Config{}.WithDefaults()
 	require.NotNil(t, cfg.TracerProvider)
-	require.Equal(t, tracing.DefaultPropagator(), cfg.Propagator)
+	require.Equal(t, telemetry.DefaultPropagator(), cfg.Propagator)
 
 	b := testredis.Backends(t)[0]
 	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })

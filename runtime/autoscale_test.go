@@ -7,14 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overtake/overtake/handlers"
-	"github.com/overtake/overtake/internal/testredis"
-	"github.com/overtake/overtake/queue"
-	"github.com/overtake/overtake/runtime"
-	"github.com/overtake/overtake/tracing"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/telemetry"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
 )
 
 // Autoscaling by backlog: the concurrency follows the pending tasks within
@@ -186,10 +187,10 @@ func TestAutoscaleConcurrencyGauge(t *testing.T) {
 		rt := o.start(t, context.Background(), mux, runtime.Config{
 			Autoscale: &runtime.Autoscale{Min: 2, Max: 5, Interval: asInterval}})
 		gauge := func() int64 {
-			g, ok := o.metrics(t)[tracing.MetricWorkerConcurrency].(metricdata.Gauge[int64])
+			g, ok := o.metrics(t)[telemetry.MetricWorkerConcurrency].(metricdata.Gauge[int64])
 			require.True(t, ok, "concurrency gauge missing")
 			require.Len(t, g.DataPoints, 1)
-			q, _ := g.DataPoints[0].Attributes.Value(tracing.DestinationKey)
+			q, _ := g.DataPoints[0].Attributes.Value(telemetry.DestinationKey)
 			require.Equal(t, o.q.Name(), q.AsString())
 			return g.DataPoints[0].Value
 		}

@@ -2,11 +2,13 @@ package runtime
 
 import (
 	"context"
-	"github.com/overtake/overtake/tracing"
 	"time"
 
-	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/internal/telemetry"
+
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/queue"
 )
 
 // heartbeatLoop refreshes the worker record and extends every lease this
@@ -70,7 +72,7 @@ func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capac
 		// have been requeued and leased here again meanwhile.
 		if rn != nil && rn.t.Token == sent[id] {
 			// r.log, not rn.log: the dispatcher may be setting that up.
-			r.log.Error("lease lost; cancelling the task", tracing.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
+			r.log.Error("lease lost; cancelling the task", telemetry.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
 			rn.cancel(ErrLeaseLost)
 		}
 	}

@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/overtake/overtake/handlers"
-	"github.com/overtake/overtake/queue"
-	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/telemetry"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/tracing"
 )
 
 // observer is the runtime's single place for logs, spans and metrics, so
@@ -22,7 +24,7 @@ type observer struct {
 	r          *Runtime
 	clock      func() time.Time // the queue's, which stamps ReadyAt
 	tracer     trace.Tracer
-	metrics    *tracing.Metrics
+	metrics    *telemetry.Metrics
 	unregister func() error
 }
 
@@ -34,11 +36,11 @@ func newObserver(r *Runtime) (*observer, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	m, err := tracing.NewMetrics(mp)
+	m, err := telemetry.NewMetrics(mp)
 	if err != nil {
 		return nil, err
 	}
-	return &observer{r: r, clock: r.q.Config().Clock, tracer: tracing.Tracer(tp), metrics: m}, nil
+	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), metrics: m}, nil
 }
 
 // register installs the observable gauges (queue depth), from Start; close
@@ -61,15 +63,15 @@ func (o *observer) close() {
 	}
 }
 
-func (o *observer) labels(t *queue.Task) tracing.Labels {
-	return tracing.Labels{Queue: o.r.q.Name(), Level: t.Level, LevelName: o.r.q.LevelName(t.Level)}
+func (o *observer) labels(t *queue.Task) telemetry.Labels {
+	return telemetry.Labels{Queue: o.r.q.Name(), Level: t.Level, LevelName: o.r.q.LevelName(t.Level)}
 }
 
 // taskLogger returns a logger whose every line carries the task's ID, type
 // and level, and the trace ID of the producer's trace when the record has
 // one (the process span joins that trace; leased adds its span ID).
 func (o *observer) taskLogger(t *queue.Task) *zap.Logger {
-	f := tracing.TaskFields(t.ID, t.Type, t.Level)
+	f := telemetry.TaskFields(t.ID, t.Type, t.Level)
 	if sc := o.producer(t); sc.IsValid() {
 		f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))
 	}
@@ -89,12 +91,12 @@ func (o *observer) producer(t *queue.Task) trace.SpanContext {
 // spans of the task's earlier runs, and is added to them for the next run.
 func (o *observer) leased(rn *run) {
 	t := rn.t
-	info := tracing.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,
+	info := telemetry.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,
 		LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions, Class: t.Class,
 		Run: t.RunNumber()}
 	parent := o.r.q.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), t)
-	opts := tracing.PreviousRunLinks(t.RunSpanContexts())
-	ctx, span := tracing.StartProcess(parent, o.tracer, info, nil, opts...)
+	opts := telemetry.PreviousRunLinks(t.RunSpanContexts())
+	ctx, span := telemetry.StartProcess(parent, o.tracer, info, nil, opts...)
 	rn.ctx, rn.span = ctx, span
 	// A no-op tracer hands back the parent's span context: not a span of ours.
 	psc, sc := trace.SpanContextFromContext(parent), span.SpanContext()
@@ -107,12 +109,12 @@ func (o *observer) leased(rn *run) {
 		rn.log = rn.log.With(f...)
 	}
 	if len(t.Checkpoint) > 0 {
-		tracing.AddResumed(span, t.CheckpointSeq, t.Preemptions)
+		telemetry.AddResumed(span, t.CheckpointSeq, t.Preemptions)
 		rn.log.Info("task resumed from checkpoint", zap.Int64("checkpoint_seq", t.CheckpointSeq),
 			zap.Int("preemptions", t.Preemptions))
 	}
 	if rn.tookSlotOf != nil {
-		tracing.AddPreemptedVictim(span, rn.victimSpan, rn.tookSlotOf.ID, rn.tookSlotOf.Level)
+		telemetry.AddPreemptedVictim(span, rn.victimSpan, rn.tookSlotOf.ID, rn.tookSlotOf.Level)
 		rn.log.Info("urgent task started in a preempted task's slot",
 			zap.String("victim_id", rn.tookSlotOf.ID), zap.Int("victim_level", rn.tookSlotOf.Level))
 	} else {
@@ -133,7 +135,7 @@ func (o *observer) leased(rn *run) {
 // preempted records that victim gives way to urgent.
 func (o *observer) preempted(victim, urgent *run, grace time.Duration) {
 	if victim.span != nil {
-		tracing.AddPreempted(victim.span, urgent.t.ID, urgent.t.Level, grace)
+		telemetry.AddPreempted(victim.span, urgent.t.ID, urgent.t.Level, grace)
 	}
 	victim.log.Info("task preempted by more urgent work", zap.String("by_id", urgent.t.ID),
 		zap.Int("by_level", urgent.t.Level), zap.Duration("grace", grace))
@@ -141,7 +143,7 @@ func (o *observer) preempted(victim, urgent *run, grace time.Duration) {
 
 func (o *observer) checkpointSaved(rn *run, size int, seq int64) {
 	if rn.span != nil {
-		tracing.AddCheckpointSaved(rn.span, size, seq)
+		telemetry.AddCheckpointSaved(rn.span, size, seq)
 	}
 	o.metrics.RecordCheckpoint(rn.ctx, o.labels(rn.t), size)
 	rn.log.Debug("checkpoint saved", zap.Int("bytes", size), zap.Int64("checkpoint_seq", seq))
@@ -161,18 +163,18 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 		span.SetStatus(codes.Error, note)
 		return
 	}
-	outcome := tracing.OutcomeFailed
+	outcome := telemetry.OutcomeFailed
 	switch out.Action {
 	case handlers.ActionDone:
-		outcome = tracing.OutcomeSucceeded
+		outcome = telemetry.OutcomeSucceeded
 	case handlers.ActionRequeue:
-		outcome = tracing.OutcomePreempted
+		outcome = telemetry.OutcomePreempted
 	}
 	preempted := out.Action == handlers.ActionRequeue && errors.Is(context.Cause(rn.ctx), ErrPreempted)
-	span.SetAttributes(tracing.OutcomeKey.String(outcome.String()), tracing.RunPreemptedKey.Bool(preempted))
+	span.SetAttributes(telemetry.OutcomeKey.String(outcome.String()), telemetry.RunPreemptedKey.Bool(preempted))
 	switch out.Action {
 	case handlers.ActionDone:
-		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomeSucceeded)
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomeSucceeded)
 		span.SetStatus(codes.Ok, "")
 	case handlers.ActionRequeue:
 		reason := "yield"
@@ -182,26 +184,26 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 		case errors.Is(cause, ErrShutdown):
 			reason = "shutdown"
 		}
-		tracing.AddRequeued(span, reason)
-		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomePreempted)
+		telemetry.AddRequeued(span, reason)
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomePreempted)
 		o.metrics.RecordRequeued(ctx, l)
 	case handlers.ActionDead:
 		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
-		tracing.AddDead(span, out.Err.Error())
-		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomeFailed)
+		telemetry.AddDead(span, out.Err.Error())
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomeFailed)
 		o.metrics.RecordDead(ctx, l)
 	default:
 		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 		if !rn.t.RetriesLeft() {
-			tracing.AddDead(span, fmt.Sprintf("retries exhausted after %d attempts: %v", rn.t.Attempt+1, out.Err))
+			telemetry.AddDead(span, fmt.Sprintf("retries exhausted after %d attempts: %v", rn.t.Attempt+1, out.Err))
 			o.metrics.RecordDead(ctx, l)
 		} else {
-			tracing.AddRetry(span, rn.t.Attempt+1, out.Delay)
+			telemetry.AddRetry(span, rn.t.Attempt+1, out.Delay)
 			o.metrics.RecordRetried(ctx, l)
 		}
-		o.metrics.RecordRun(ctx, l, runTime, tracing.OutcomeFailed)
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomeFailed)
 	}
 }
 

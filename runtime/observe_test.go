@@ -8,12 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overtake/overtake/checkpoint"
-	"github.com/overtake/overtake/handlers"
-	"github.com/overtake/overtake/internal/testredis"
-	"github.com/overtake/overtake/queue"
-	"github.com/overtake/overtake/runtime"
-	"github.com/overtake/overtake/tracing"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -27,6 +21,14 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/telemetry"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+	"github.com/overtake/overtake/tracing"
 )
 
 // Tests of the runtime's observability: spans, events, links and
@@ -155,24 +157,24 @@ func (o *obsRig) metrics(t *testing.T) map[string]metricdata.Aggregation {
 // obsCount sums a counter's, or counts a histogram's, data points at level.
 func obsCount(t *testing.T, agg metricdata.Aggregation, level int) int64 {
 	t.Helper()
-	lv := attribute.Int(string(tracing.LevelKey), level)
+	lv := attribute.Int(string(telemetry.LevelKey), level)
 	var n int64
 	switch d := agg.(type) {
 	case metricdata.Sum[int64]:
 		for _, p := range d.DataPoints {
-			if v, _ := p.Attributes.Value(tracing.LevelKey); v == lv.Value {
+			if v, _ := p.Attributes.Value(telemetry.LevelKey); v == lv.Value {
 				n += p.Value
 			}
 		}
 	case metricdata.Histogram[float64]:
 		for _, p := range d.DataPoints {
-			if v, _ := p.Attributes.Value(tracing.LevelKey); v == lv.Value {
+			if v, _ := p.Attributes.Value(telemetry.LevelKey); v == lv.Value {
 				n += int64(p.Count)
 			}
 		}
 	case metricdata.Histogram[int64]:
 		for _, p := range d.DataPoints {
-			if v, _ := p.Attributes.Value(tracing.LevelKey); v == lv.Value {
+			if v, _ := p.Attributes.Value(telemetry.LevelKey); v == lv.Value {
 				n += int64(p.Count)
 			}
 		}
@@ -264,10 +266,10 @@ func TestObservePreemption(t *testing.T) {
 			require.Equal(t, "jobs", a["messaging.destination.name"].AsString())
 			require.Equal(t, "process", a["messaging.operation.type"].AsString())
 			require.Equal(t, "process", a["messaging.operation.name"].AsString())
-			require.Equal(t, "low", a[tracing.TaskTypeKey].AsString())
-			require.EqualValues(t, 0, a[tracing.LevelKey].AsInt64())
-			require.Equal(t, "low", a[tracing.LevelNameKey].AsString())
-			require.EqualValues(t, 0, a[tracing.AttemptKey].AsInt64())
+			require.Equal(t, "low", a[telemetry.TaskTypeKey].AsString())
+			require.EqualValues(t, 0, a[telemetry.LevelKey].AsInt64())
+			require.Equal(t, "low", a[telemetry.LevelNameKey].AsString())
+			require.EqualValues(t, 0, a[telemetry.AttemptKey].AsInt64())
 		}
 		require.Equal(t, urgEnq.SpanContext().SpanID(), urgent.Parent().SpanID())
 		require.NotEqual(t, lowEnq.SpanContext().TraceID(), urgEnq.SpanContext().TraceID())
@@ -275,55 +277,55 @@ func TestObservePreemption(t *testing.T) {
 		// The preempted run.
 		require.Equal(t, []string{"checkpoint.saved", "preempted", "checkpoint.saved", "requeued"}, obsEventNames(first))
 		pre := obsEvent(t, first, "preempted")
-		require.Equal(t, urgentID, pre[tracing.PreemptedByKey].AsString())
-		require.EqualValues(t, 2, pre[tracing.PreemptedByLevelKey].AsInt64())
-		require.EqualValues(t, grace.Milliseconds(), pre[tracing.GraceMsKey].AsInt64())
+		require.Equal(t, urgentID, pre[telemetry.PreemptedByKey].AsString())
+		require.EqualValues(t, 2, pre[telemetry.PreemptedByLevelKey].AsInt64())
+		require.EqualValues(t, grace.Milliseconds(), pre[telemetry.GraceMsKey].AsInt64())
 		for i, e := range []sdktrace.Event{first.Events()[0], first.Events()[2]} {
 			a := obsAttrs(e.Attributes)
-			require.EqualValues(t, i+1, a[tracing.CheckpointSeqKey].AsInt64())
-			require.Positive(t, a[tracing.CheckpointBytesKey].AsInt64())
+			require.EqualValues(t, i+1, a[telemetry.CheckpointSeqKey].AsInt64())
+			require.Positive(t, a[telemetry.CheckpointBytesKey].AsInt64())
 		}
-		require.Equal(t, "preempted", obsEvent(t, first, "requeued")[tracing.ReasonKey].AsString())
+		require.Equal(t, "preempted", obsEvent(t, first, "requeued")[telemetry.ReasonKey].AsString())
 		require.Equal(t, codes.Unset, first.Status().Code, "a preemption is not an error")
-		require.Equal(t, "preempted", obsAttrs(first.Attributes())[tracing.OutcomeKey].AsString())
-		require.EqualValues(t, 0, obsAttrs(first.Attributes())[tracing.PreemptionsBeforeKey].AsInt64())
+		require.Equal(t, "preempted", obsAttrs(first.Attributes())[telemetry.OutcomeKey].AsString())
+		require.EqualValues(t, 0, obsAttrs(first.Attributes())[telemetry.PreemptionsBeforeKey].AsInt64())
 		require.Empty(t, first.Links())
 
 		// The urgent run: event and link to the victim's span.
 		vic := obsEvent(t, urgent, "preempted.victim")
-		require.Equal(t, lowID, vic[tracing.VictimIDKey].AsString())
-		require.EqualValues(t, 0, vic[tracing.LevelKey].AsInt64())
+		require.Equal(t, lowID, vic[telemetry.VictimIDKey].AsString())
+		require.EqualValues(t, 0, vic[telemetry.LevelKey].AsInt64())
 		require.Len(t, urgent.Links(), 1)
 		require.Equal(t, first.SpanContext(), urgent.Links()[0].SpanContext)
-		require.Equal(t, lowID, obsAttrs(urgent.Links()[0].Attributes)[tracing.VictimIDKey].AsString())
+		require.Equal(t, lowID, obsAttrs(urgent.Links()[0].Attributes)[telemetry.VictimIDKey].AsString())
 		require.Equal(t, codes.Ok, urgent.Status().Code)
 
 		// The resumed run: a new span, linked to the preempted one.
 		require.Equal(t, []string{"resumed"}, obsEventNames(second))
 		res := obsEvent(t, second, "resumed")
-		require.EqualValues(t, 2, res[tracing.CheckpointSeqKey].AsInt64())
-		require.EqualValues(t, 1, res[tracing.PreemptionsBeforeKey].AsInt64())
+		require.EqualValues(t, 2, res[telemetry.CheckpointSeqKey].AsInt64())
+		require.EqualValues(t, 1, res[telemetry.PreemptionsBeforeKey].AsInt64())
 		require.Len(t, second.Links(), 1)
 		require.Equal(t, first.SpanContext().TraceID(), second.Links()[0].SpanContext.TraceID())
 		require.Equal(t, first.SpanContext().SpanID(), second.Links()[0].SpanContext.SpanID())
 		require.Equal(t, "previous_run", obsAttrs(second.Links()[0].Attributes)["overtake.link.kind"].AsString())
-		require.EqualValues(t, 1, obsAttrs(second.Attributes())[tracing.PreemptionsBeforeKey].AsInt64())
+		require.EqualValues(t, 1, obsAttrs(second.Attributes())[telemetry.PreemptionsBeforeKey].AsInt64())
 		require.Equal(t, codes.Ok, second.Status().Code)
-		require.Equal(t, "succeeded", obsAttrs(second.Attributes())[tracing.OutcomeKey].AsString())
+		require.Equal(t, "succeeded", obsAttrs(second.Attributes())[telemetry.OutcomeKey].AsString())
 
 		// Metrics per level.
 		m := o.metrics(t)
-		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricPreempted], 0))
-		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricRequeued], 0))
-		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricProcessed], 0))
-		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricProcessed], 2))
-		require.EqualValues(t, 0, obsCount(t, m[tracing.MetricFailed], 0))
-		require.EqualValues(t, 2, obsCount(t, m[tracing.MetricWaitDuration], 0))
-		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricWaitDuration], 2))
-		require.EqualValues(t, 2, obsCount(t, m[tracing.MetricRunDuration], 0))
-		require.EqualValues(t, 2, obsCount(t, m[tracing.MetricCheckpointSize], 0))
-		gauge, ok := m[tracing.MetricQueueDepth].(metricdata.Gauge[int64])
-		require.True(t, ok, "queue depth gauge: %T", m[tracing.MetricQueueDepth])
+		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricPreempted], 0))
+		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricRequeued], 0))
+		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricProcessed], 0))
+		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricProcessed], 2))
+		require.EqualValues(t, 0, obsCount(t, m[telemetry.MetricFailed], 0))
+		require.EqualValues(t, 2, obsCount(t, m[telemetry.MetricWaitDuration], 0))
+		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricWaitDuration], 2))
+		require.EqualValues(t, 2, obsCount(t, m[telemetry.MetricRunDuration], 0))
+		require.EqualValues(t, 2, obsCount(t, m[telemetry.MetricCheckpointSize], 0))
+		gauge, ok := m[telemetry.MetricQueueDepth].(metricdata.Gauge[int64])
+		require.True(t, ok, "queue depth gauge: %T", m[telemetry.MetricQueueDepth])
 		require.NotEmpty(t, gauge.DataPoints)
 
 		// Logs: every task line has ID, type, level and trace ID.
@@ -370,21 +372,21 @@ func TestObserveRetry(t *testing.T) {
 		require.Equal(t, []string{"exception", "retry"}, obsEventNames(failed))
 		require.Equal(t, "flaky failure", obsEvent(t, failed, "exception")["exception.message"].AsString())
 		retry := obsEvent(t, failed, "retry")
-		require.EqualValues(t, 1, retry[tracing.AttemptKey].AsInt64())
-		require.EqualValues(t, 10, retry[tracing.RetryDelayMsKey].AsInt64())
-		require.Equal(t, "failed", obsAttrs(failed.Attributes())[tracing.OutcomeKey].AsString())
+		require.EqualValues(t, 1, retry[telemetry.AttemptKey].AsInt64())
+		require.EqualValues(t, 10, retry[telemetry.RetryDelayMsKey].AsInt64())
+		require.Equal(t, "failed", obsAttrs(failed.Attributes())[telemetry.OutcomeKey].AsString())
 
 		require.Len(t, ok.Links(), 1)
 		require.Equal(t, failed.SpanContext().SpanID(), ok.Links()[0].SpanContext.SpanID())
-		require.EqualValues(t, 1, obsAttrs(ok.Attributes())[tracing.AttemptKey].AsInt64())
+		require.EqualValues(t, 1, obsAttrs(ok.Attributes())[telemetry.AttemptKey].AsInt64())
 		require.Equal(t, codes.Ok, ok.Status().Code)
 		require.Empty(t, obsEventNames(ok), "a retry without checkpoint is not a resume")
 
 		m := o.metrics(t)
-		require.EqualValues(t, 2, obsCount(t, m[tracing.MetricProcessed], 1))
-		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricFailed], 1))
-		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricRetried], 1))
-		require.EqualValues(t, 0, obsCount(t, m[tracing.MetricDead], 1))
+		require.EqualValues(t, 2, obsCount(t, m[telemetry.MetricProcessed], 1))
+		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricFailed], 1))
+		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricRetried], 1))
+		require.EqualValues(t, 0, obsCount(t, m[telemetry.MetricDead], 1))
 		o.requireTaskLogs(t, id, enq.SpanContext().TraceID())
 	})
 }
@@ -410,19 +412,19 @@ func TestObservePanicAndDead(t *testing.T) {
 		require.Equal(t, "*handlers.PanicError", ex["exception.type"].AsString())
 		require.Equal(t, "panic: boom", ex["exception.message"].AsString())
 		require.Contains(t, ex["exception.stacktrace"].AsString(), "panic")
-		require.Contains(t, obsEvent(t, s, "dead")[tracing.ReasonKey].AsString(), "retries exhausted after 1 attempts: panic: boom")
+		require.Contains(t, obsEvent(t, s, "dead")[telemetry.ReasonKey].AsString(), "retries exhausted after 1 attempts: panic: boom")
 
 		for _, id := range []string{deadID, unknownID} {
 			s := o.spans(t, "process", id, 1)[0]
 			require.Equal(t, codes.Error, s.Status().Code)
 			require.Equal(t, []string{"exception", "dead"}, obsEventNames(s))
-			require.Equal(t, s.Status().Description, obsEvent(t, s, "dead")[tracing.ReasonKey].AsString())
+			require.Equal(t, s.Status().Description, obsEvent(t, s, "dead")[telemetry.ReasonKey].AsString())
 		}
 		require.Contains(t, o.spans(t, "process", deadID, 1)[0].Status().Description, "bad input")
 
 		m := o.metrics(t)
-		require.EqualValues(t, 3, obsCount(t, m[tracing.MetricDead], 0))
-		require.EqualValues(t, 3, obsCount(t, m[tracing.MetricFailed], 0))
+		require.EqualValues(t, 3, obsCount(t, m[telemetry.MetricDead], 0))
+		require.EqualValues(t, 3, obsCount(t, m[telemetry.MetricFailed], 0))
 		enq := o.spans(t, "enqueue", panicID, 1)[0]
 		var logged bool
 		for _, e := range o.requireTaskLogs(t, panicID, enq.SpanContext().TraceID()) {
@@ -467,7 +469,7 @@ func TestObserveShutdownAndParent(t *testing.T) {
 			require.Equal(t, enq.SpanContext().SpanID(), s.Parent().SpanID())
 			require.NotEqual(t, appSpan.SpanContext().TraceID(), s.SpanContext().TraceID())
 		}
-		require.Equal(t, "shutdown", obsEvent(t, runs2[0], "requeued")[tracing.ReasonKey].AsString())
+		require.Equal(t, "shutdown", obsEvent(t, runs2[0], "requeued")[telemetry.ReasonKey].AsString())
 		require.Equal(t, runs2[0].SpanContext().SpanID(), runs2[1].Links()[0].SpanContext.SpanID())
 	})
 }

@@ -7,9 +7,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/overtake/overtake/queue"
-	"github.com/overtake/overtake/tracing"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/internal/telemetry"
+	"github.com/overtake/overtake/queue"
 )
 
 // validateSLA checks Config.SLA against the queue's levels: every key is a
@@ -39,10 +40,10 @@ func (o *observer) checkSLA(ctx context.Context, rn *run, wait time.Duration) {
 	}
 	o.r.stats.slaBreaches.Add(1)
 	o.r.count(t.OriginalLevel, func(c *queue.LevelCounts) { c.SLABreaches++ })
-	o.metrics.RecordSLABreach(ctx, tracing.Labels{Queue: o.r.q.Name(), Level: t.OriginalLevel,
+	o.metrics.RecordSLABreach(ctx, telemetry.Labels{Queue: o.r.q.Name(), Level: t.OriginalLevel,
 		LevelName: o.r.q.LevelName(t.OriginalLevel)})
 	if rn.span != nil {
-		tracing.AddSLABreached(rn.span, t.OriginalLevel, wait, sla)
+		telemetry.AddSLABreached(rn.span, t.OriginalLevel, wait, sla)
 	}
 	rn.log.Warn("task waited longer than its level's SLA", zap.Duration("wait", wait), zap.Duration("sla", sla),
 		zap.Int("sla_level", t.OriginalLevel))

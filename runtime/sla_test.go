@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/telemetry"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 	"github.com/overtake/overtake/tracing"
-	"github.com/stretchr/testify/require"
 )
 
 // Tests of per-level SLAs (Config.SLA): a task leased after waiting longer
@@ -69,16 +71,16 @@ func TestSLABreach(t *testing.T) {
 
 		require.EqualValues(t, 1, rt.Stats().SLABreaches)
 		m := o.metrics(t)
-		require.EqualValues(t, 1, obsCount(t, m[tracing.MetricSLABreaches], 1))
-		require.Zero(t, obsCount(t, m[tracing.MetricSLABreaches], 2))
-		require.Zero(t, obsCount(t, m[tracing.MetricSLABreaches], 0))
+		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricSLABreaches], 1))
+		require.Zero(t, obsCount(t, m[telemetry.MetricSLABreaches], 2))
+		require.Zero(t, obsCount(t, m[telemetry.MetricSLABreaches], 0))
 
-		ev := obsEvent(t, o.spans(t, "process", "late", 1)[0], tracing.EventSLABreached)
-		require.EqualValues(t, 1, ev[tracing.LevelKey].AsInt64())
-		require.EqualValues(t, 5000, ev[tracing.WaitMsKey].AsInt64())
-		require.EqualValues(t, 2000, ev[tracing.SLAMsKey].AsInt64())
+		ev := obsEvent(t, o.spans(t, "process", "late", 1)[0], telemetry.EventSLABreached)
+		require.EqualValues(t, 1, ev[telemetry.LevelKey].AsInt64())
+		require.EqualValues(t, 5000, ev[telemetry.WaitMsKey].AsInt64())
+		require.EqualValues(t, 2000, ev[telemetry.SLAMsKey].AsInt64())
 		for _, id := range []string{"ontime", "nosla"} {
-			require.NotContains(t, obsEventNames(o.spans(t, "process", id, 1)[0]), tracing.EventSLABreached, id)
+			require.NotContains(t, obsEventNames(o.spans(t, "process", id, 1)[0]), telemetry.EventSLABreached, id)
 		}
 
 		logs := o.logs.FilterMessage("task waited longer than its level's SLA").All()
@@ -99,8 +101,8 @@ func TestSLAOfOriginalLevel(t *testing.T) {
 			o, rt := slaRun(t, b, qcfg, map[string]int{"aged": 0}, 3*time.Second,
 				map[int]time.Duration{0: 10 * time.Second, 1: time.Second})
 			span := o.spans(t, "process", "aged", 1)[0]
-			require.EqualValues(t, 1, obsAttrs(span.Attributes())[tracing.LevelKey].AsInt64(), "ran aged one level up")
-			require.NotContains(t, obsEventNames(span), tracing.EventSLABreached)
+			require.EqualValues(t, 1, obsAttrs(span.Attributes())[telemetry.LevelKey].AsInt64(), "ran aged one level up")
+			require.NotContains(t, obsEventNames(span), telemetry.EventSLABreached)
 			require.Zero(t, rt.Stats().SLABreaches)
 		})
 	})
@@ -108,11 +110,11 @@ func TestSLAOfOriginalLevel(t *testing.T) {
 		testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 			o, rt := slaRun(t, b, qcfg, map[string]int{"aged": 0}, 3*time.Second,
 				map[int]time.Duration{0: 2 * time.Second, 1: time.Hour})
-			ev := obsEvent(t, o.spans(t, "process", "aged", 1)[0], tracing.EventSLABreached)
-			require.EqualValues(t, 0, ev[tracing.LevelKey].AsInt64())
-			require.EqualValues(t, 3000, ev[tracing.WaitMsKey].AsInt64())
+			ev := obsEvent(t, o.spans(t, "process", "aged", 1)[0], telemetry.EventSLABreached)
+			require.EqualValues(t, 0, ev[telemetry.LevelKey].AsInt64())
+			require.EqualValues(t, 3000, ev[telemetry.WaitMsKey].AsInt64())
 			require.EqualValues(t, 1, rt.Stats().SLABreaches)
-			require.EqualValues(t, 1, obsCount(t, o.metrics(t)[tracing.MetricSLABreaches], 0))
+			require.EqualValues(t, 1, obsCount(t, o.metrics(t)[telemetry.MetricSLABreaches], 0))
 		})
 	})
 }

@@ -1,36 +1,16 @@
-// Package tracing wires Overtake to OpenTelemetry and zap: the names of
-// spans, events, attributes and metrics, trace-context propagation inside
-// the task record, and log fields. It depends on the OpenTelemetry API only
-// (OTLP setup and exporters are in package tracing/otlp), imports none of
-// Overtake's packages and sets no otel global.
+// Package tracing is Overtake's OpenTelemetry and zap face: log fields
+// that lead from a handler's log lines to its trace, and the description
+// of every span, event and metric Overtake emits. It depends on the
+// OpenTelemetry API and zap only; OTLP setup and exporters are in package
+// tracing/otlp, which only programs that export traces import.
 //
-// # Main flow
-//
-//	p, err := otlp.Setup(ctx, // package tracing/otlp
-//		otlp.WithServiceName("billing-worker"),
-//		otlp.WithProtocol(otlp.ProtocolGRPC),
-//		otlp.WithEndpoint("127.0.0.1:4317"), otlp.WithInsecure())
-//	if err != nil { ... }
-//	defer p.Shutdown(shutdownCtx) // flushes spans and metrics
-//	tr := tracing.Tracer(p.TracerProvider)
-//	m, err := tracing.NewMetrics(p.MeterProvider)
-//
-//	// Producer: the enqueue span's context travels in the task record.
-//	ctx, span := tracing.StartEnqueue(ctx, tr, tracing.TaskInfo{Queue: "default", Type: t.Type, Level: t.Level})
-//	t.Headers = tracing.Inject(ctx, t.Headers)
-//	err = client.Enqueue(ctx, t)
-//	span.End()
-//
-//	// Worker: the process span is a child of the enqueue span.
-//	ctx, span := tracing.StartProcess(ctx, tr, info, t.Headers)
-//	defer span.End()
-//	log := tracing.Logger(ctx, logger).With(tracing.TaskFields(t.ID, t.Type, t.Level)...)
-//	m.RecordWait(ctx, labels, time.Since(t.ReadyAt))
-//	tracing.AddPreempted(span, urgent.ID, urgent.Level, grace) // when it gives way
-//	tracing.AddCheckpointSaved(span, len(state), seq)
-//	m.RecordRun(ctx, labels, elapsed, tracing.OutcomePreempted)
-//
-// The preemptor's span links to the victim's with [AddPreemptedVictim].
+// Overtake traces and measures itself: set queue.Config.TracerProvider
+// (and Propagator) on the producer side and runtime.Config.TracerProvider
+// and MeterProvider on the worker side, for example with the providers of
+// [github.com/overtake/overtake/tracing/otlp.Setup], which exports over
+// OTLP to Jaeger or any collector. This package holds what a handler uses
+// to join its logs to those traces ([Logger], [LogFields]); what follows
+// documents the spans, events and metrics as they appear in Jaeger.
 //
 // # Configuration
 //
@@ -48,9 +28,10 @@
 // "process <queue>" (kind consumer, "process"), following the OpenTelemetry
 // messaging conventions (semconv v1.43.0): messaging.system "overtake",
 // messaging.destination.name, messaging.message.id,
-// messaging.operation.type, messaging.operation.name. Ours: see the *Key
-// constants (overtake.task.type, overtake.level, overtake.level.name,
-// overtake.attempt, overtake.preemptions, overtake.class, ...). Events:
+// messaging.operation.type, messaging.operation.name. Ours:
+// overtake.task.type, overtake.level, overtake.level.name,
+// overtake.attempt, overtake.preemptions, overtake.class and the event
+// attributes (overtake.preempted.by, overtake.grace_ms, ...). Events:
 // preempted, preempted.victim, checkpoint.saved, resumed, requeued, retry,
 // dead, sla.breached.
 //
@@ -76,15 +57,16 @@
 //	| overtake.worker.concurrency | gauge (async)   | {slot} | (no level)       |
 //
 // overtake.worker.concurrency is one worker's slots: its configured
-// concurrency, or the value its autoscaler chose (see [Metrics.RegisterConcurrency]).
+// concurrency, or the value its autoscaler chose.
 // processed counts runs that succeeded or failed (failed is a subset);
 // preempted runs count only as preempted. overtake.outcome is succeeded,
 // failed or preempted.
 //
 // # Logs
 //
-// The runtime takes an injectable *zap.Logger, zap.NewNop() by default
-// ([LoggerOrNop]). Every line carries [TaskFields] (task_id, task_type,
-// task_level) and [LogFields] (trace_id, span_id) so a log line leads to its
-// trace in Jaeger.
+// The runtime takes an injectable *zap.Logger (runtime.Config.Logger; by
+// default warnings and errors go to stderr). Every line about a task
+// carries task_id, task_type and task_level ([FieldTaskID], ...) and
+// [LogFields] (trace_id, span_id), so a log line leads to its trace in
+// Jaeger; [Logger] gives a handler's lines the same fields.
 package tracing

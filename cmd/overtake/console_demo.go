@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/telemetry"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/overtake/overtake/tracing"
 )
 
 // typeImport is a task of console --demo that always fails, so that dead
@@ -43,7 +43,7 @@ func startConsoleDemo(ctx context.Context, stderr io.Writer) (*queue.Client, fun
 	d := &demo{
 		opts: demoOptions{Concurrency: workers, Load: 2, Seed: uint64(time.Now().UnixNano())},
 		p:    &printer{w: io.Discard, start: time.Now(), names: q.Config().LevelNames},
-		q:    q, tr: tracing.Tracer(nil),
+		q:    q, tr: telemetry.Tracer(nil),
 		quick: 400 * time.Millisecond, step: 500 * time.Millisecond,
 		finished: make(chan string, 64), cue: make(chan string, 1),
 		tally: make([]levelTally, q.Levels()),

@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/telemetry"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/overtake/overtake/tracing"
 )
 
 // demoOptions are the flags of the demo command.
@@ -126,7 +126,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	total := 3*o.Load + o.Concurrency + 1
 	rounds := (3*o.Load + o.Concurrency - 1) / o.Concurrency
 	d := &demo{
-		opts: o, p: p, q: q, tr: tracing.Tracer(tel.tp),
+		opts: o, p: p, q: q, tr: telemetry.Tracer(tel.tp),
 		rng:      rand.New(rand.NewPCG(o.Seed, 0x6f76657274616b65)),
 		quick:    max(o.Duration*3/10/time.Duration(rounds), 5*time.Millisecond),
 		step:     max(o.Duration/20, 10*time.Millisecond),
@@ -247,11 +247,11 @@ func (d *demo) enqueueID(ctx context.Context, id, typ string, level int, a demoA
 	if err != nil {
 		return "", err
 	}
-	ctx, span := tracing.StartEnqueue(ctx, d.tr, tracing.TaskInfo{Queue: d.q.Name(), ID: id, Type: typ,
+	ctx, span := telemetry.StartEnqueue(ctx, d.tr, telemetry.TaskInfo{Queue: d.q.Name(), ID: id, Type: typ,
 		Level: level, LevelName: d.q.LevelName(level)})
 	defer span.End()
 	t := queue.NewTask(typ, payload)
-	t.Headers = tracing.Inject(ctx, nil)
+	t.Headers = telemetry.Inject(ctx, nil)
 	if _, err := d.q.Enqueue(ctx, t, queue.Level(level), queue.ID(id)); err != nil {
 		return "", err
 	}

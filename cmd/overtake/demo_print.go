@@ -10,7 +10,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/overtake/overtake/tracing"
+	"github.com/overtake/overtake/internal/telemetry"
 )
 
 // printer writes the demo's lines to one writer from many goroutines, each
@@ -93,8 +93,8 @@ func newTakenPrinter(p *printer) *takenPrinter {
 // isProcess reports whether s is a process span (a run of a task).
 func isProcess(s sdktrace.ReadOnlySpan) bool {
 	for _, kv := range s.Attributes() {
-		if kv.Key == tracing.OperationNameKey {
-			return kv.Value.AsString() == tracing.OperationProcess
+		if kv.Key == telemetry.OperationNameKey {
+			return kv.Value.AsString() == telemetry.OperationProcess
 		}
 	}
 	return false
@@ -112,11 +112,11 @@ func (tp *takenPrinter) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
 	level := -1
 	for _, kv := range s.Attributes() {
 		switch kv.Key {
-		case tracing.MessageIDKey:
+		case telemetry.MessageIDKey:
 			id = kv.Value.AsString()
-		case tracing.TaskTypeKey:
+		case telemetry.TaskTypeKey:
 			typ = kv.Value.AsString()
-		case tracing.LevelKey:
+		case telemetry.LevelKey:
 			level = int(kv.Value.AsInt64())
 		}
 	}

@@ -18,10 +18,10 @@ import (
 	"github.com/overtake/overtake/tracing/otlp"
 )
 
-// telemetry is the demo's tracer and meter providers and logger. The
+// demoTelemetry is the demo's tracer and meter providers and logger. The
 // tracer provider always carries the span processor that prints "taken"
 // lines; with --otlp it also exports to the collector.
-type telemetry struct {
+type demoTelemetry struct {
 	tp         *sdktrace.TracerProvider
 	mp         metric.MeterProvider
 	log        *zap.Logger
@@ -31,8 +31,8 @@ type telemetry struct {
 	shutdown   func() error // idempotent
 }
 
-func newTelemetry(ctx context.Context, o demoOptions, p *printer, errOut io.Writer) (*telemetry, error) {
-	tel := &telemetry{log: zap.NewNop(), mp: metricnoop.NewMeterProvider()}
+func newTelemetry(ctx context.Context, o demoOptions, p *printer, errOut io.Writer) (*demoTelemetry, error) {
+	tel := &demoTelemetry{log: zap.NewNop(), mp: metricnoop.NewMeterProvider()}
 	if o.Verbose {
 		enc := zap.NewDevelopmentEncoderConfig()
 		core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(errOut), zapcore.InfoLevel)

@@ -20,9 +20,9 @@ import (
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/telemetry"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/overtake/overtake/tracing"
 	"github.com/overtake/overtake/tracing/otlp"
 )
 
@@ -163,7 +163,7 @@ func (ex *example) printf(format string, a ...any) {
 // a report, an urgent alert; it returns when all four are done. Its span is
 // the parent of the four enqueue spans, so the round is one trace.
 func (ex *example) round(ctx context.Context, n int) error {
-	ctx, span := tracing.Tracer(ex.cfg.tp).Start(ctx, fmt.Sprintf("round %d", n))
+	ctx, span := telemetry.Tracer(ex.cfg.tp).Start(ctx, fmt.Sprintf("round %d", n))
 	defer span.End()
 	ex.printf("round %d: trace %s", n, span.SpanContext().TraceID())
 	steps, ms := 8, int(ex.cfg.step.Milliseconds())

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/overtake/overtake/tracing"
 	"github.com/overtake/overtake/tracing/otlp"
 )
 
@@ -33,7 +32,7 @@ func ExampleSetup() {
 	if err != nil {
 		panic(err)
 	}
-	_, span := tracing.Tracer(p.TracerProvider).Start(ctx, "work")
+	_, span := p.TracerProvider.Tracer("billing").Start(ctx, "work")
 	span.End()
 
 	shutdownCtx, cancel := context.WithTimeout(ctx, 5*time.Second)

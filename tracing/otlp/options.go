@@ -78,7 +78,7 @@ func WithServiceName(name string) Option {
 
 // WithServiceVersion sets the service.version resource attribute, which
 // defaults to the main module's version from the build info
-// ([tracing.MainVersion]). OTEL_RESOURCE_ATTRIBUTES, when it sets
+// (the main module's version from its build info). OTEL_RESOURCE_ATTRIBUTES, when it sets
 // service.version, takes precedence.
 func WithServiceVersion(version string) Option {
 	return optionFunc(func(c *config) { c.serviceVersion = version })
@@ -97,7 +97,7 @@ func WithSampler(s sdktrace.Sampler) Option {
 }
 
 // WithPropagator sets the propagator of [Providers.Propagator] (and of the
-// otel global with [WithGlobal]). Defaults to [tracing.DefaultPropagator].
+// otel global with [WithGlobal]). Defaults to W3C TraceContext plus W3C Baggage.
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) { c.propagator = p })
 }

@@ -7,10 +7,11 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/overtake/overtake/internal/telemetry"
 )
 
 // WithServiceInstanceID sets the service.instance.id resource attribute,
@@ -28,7 +29,7 @@ func WithServiceInstanceID(id string) Option {
 func newResource(ctx context.Context, c *config) (*resource.Resource, error) {
 	detected := detectResource(ctx)
 	defaults := []attribute.KeyValue{semconv.ServiceInstanceID(defaultInstanceID())}
-	if v := tracing.MainVersion(); v != "" {
+	if v := telemetry.MainVersion(); v != "" {
 		defaults = append(defaults, semconv.ServiceVersion(v))
 	}
 	attrs := append([]attribute.KeyValue(nil), c.attrs...)

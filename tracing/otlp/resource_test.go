@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/overtake/overtake/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/overtake/overtake/internal/telemetry"
 )
 
 // resourceOf returns the attributes of the resource Setup builds from opts,
@@ -43,7 +44,7 @@ func TestSetupResourceDetected(t *testing.T) {
 	exe, _ := os.Executable()
 	for k, want := range map[attribute.Key]string{
 		"service.name":            "worker",
-		"service.version":         tracing.MainVersion(),
+		"service.version":         telemetry.MainVersion(),
 		"host.name":               host,
 		"process.pid":             strconv.Itoa(os.Getpid()),
 		"process.executable.path": exe,

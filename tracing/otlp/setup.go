@@ -3,14 +3,16 @@ package otlp
 import (
 	"context"
 	"errors"
-	"github.com/overtake/overtake/tracing"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/overtake/overtake/internal/telemetry"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,8 +24,9 @@ import (
 // the cancelled background export to release the span exporter.
 const abortWait = time.Second
 
-// Providers holds what [Setup] built. Pass TracerProvider to [tracing.Tracer] and
-// MeterProvider to [tracing.NewMetrics]; call Shutdown before the process exits.
+// Providers holds what [Setup] built. Pass TracerProvider and MeterProvider
+// to queue.Config and runtime.Config, and Propagator to queue.Config; call
+// Shutdown before the process exits.
 type Providers struct {
 	// TracerProvider is an SDK tracer provider with a batch span processor
 	// exporting over OTLP.
@@ -32,7 +35,7 @@ type Providers struct {
 	// exporting over OTLP, or a no-op provider with [WithoutMetrics].
 	MeterProvider metric.MeterProvider
 	// Propagator stores trace context in task headers; see [WithPropagator].
-	Propagator tracing.Propagator
+	Propagator propagation.TextMapPropagator
 	// Resource describes this process on every span and metric: service,
 	// host and process attributes (see [Setup]).
 	Resource *resource.Resource
@@ -59,7 +62,7 @@ type Providers struct {
 // process.executable.name and .path, process.owner and process.runtime.*
 // (not process.command_args: a command line can carry a password), and
 // service.name ([WithServiceName], default "unknown_service:<executable>"),
-// service.version ([WithServiceVersion], default [tracing.MainVersion]) and
+// service.version ([WithServiceVersion], default: the main module's version from its build info) and
 // service.instance.id ([WithServiceInstanceID], default
 // "<host>-<pid>-<6 random hex digits>"). OTEL_RESOURCE_ATTRIBUTES and
 // OTEL_SERVICE_NAME win over all of these. host.name matters to Jaeger:
@@ -80,9 +83,9 @@ func Setup(ctx context.Context, opts ...Option) (*Providers, error) {
 	}
 	prop := c.propagator
 	if prop == nil {
-		prop = tracing.DefaultPropagator()
+		prop = telemetry.DefaultPropagator()
 	}
-	p := &Providers{Propagator: tracing.NewPropagator(prop), Resource: res, exporter: newAbortableExporter(se),
+	p := &Providers{Propagator: prop, Resource: res, exporter: newAbortableExporter(se),
 		transport: c.transport}
 	if v, ok := res.Set().Value(semconv.ServiceInstanceIDKey); ok {
 		p.InstanceID = v.String()

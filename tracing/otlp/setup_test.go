@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"context"
-	"github.com/overtake/overtake/tracing"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/overtake/overtake/internal/telemetry"
 
 	"go.opentelemetry.io/otel"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -88,13 +89,13 @@ func TestSetupHTTPExportsOnShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := tracing.StartEnqueue(ctx, tracing.Tracer(p.TracerProvider), tracing.TaskInfo{Queue: "q", ID: "t1"})
+	_, span := telemetry.StartEnqueue(ctx, telemetry.Tracer(p.TracerProvider), telemetry.TaskInfo{Queue: "q", ID: "t1"})
 	span.End()
-	m, err := tracing.NewMetrics(p.MeterProvider)
+	m, err := telemetry.NewMetrics(p.MeterProvider)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.RecordDead(ctx, tracing.Labels{Queue: "q"})
+	m.RecordDead(ctx, telemetry.Labels{Queue: "q"})
 
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -118,7 +119,7 @@ func TestSetupHTTPExportsOnShutdown(t *testing.T) {
 	if got := rs.ScopeSpans[0].Spans[0].Name; got != "enqueue q" {
 		t.Errorf("span = %q", got)
 	}
-	if got := c.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0].Name; got != tracing.MetricDead {
+	if got := c.metrics[0].ResourceMetrics[0].ScopeMetrics[0].Metrics[0].Name; got != telemetry.MetricDead {
 		t.Errorf("metric = %q", got)
 	}
 	if p.Shutdown(sctx) != nil {
@@ -140,7 +141,7 @@ func TestSetupEnvAndWithoutMetrics(t *testing.T) {
 	if _, ok := p.MeterProvider.(metricnoop.MeterProvider); !ok {
 		t.Errorf("MeterProvider = %T, want no-op", p.MeterProvider)
 	}
-	_, span := tracing.Tracer(p.TracerProvider).Start(context.Background(), "s")
+	_, span := telemetry.Tracer(p.TracerProvider).Start(context.Background(), "s")
 	span.End()
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -172,13 +173,13 @@ func TestSetupGRPCUnreachableShutdownBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := tracing.Tracer(p.TracerProvider).Start(context.Background(), "lost")
+	_, span := telemetry.Tracer(p.TracerProvider).Start(context.Background(), "lost")
 	span.End()
-	m, err := tracing.NewMetrics(p.MeterProvider)
+	m, err := telemetry.NewMetrics(p.MeterProvider)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.RecordDead(context.Background(), tracing.Labels{Queue: "q"})
+	m.RecordDead(context.Background(), telemetry.Labels{Queue: "q"})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
