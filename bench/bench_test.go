@@ -1,17 +1,20 @@
 package bench_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"slices"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	otrt "github.com/overtake/overtake/runtime"
-	"go.uber.org/zap"
 )
 
 // forEach runs fn as a sub-benchmark per backend, with a queue client of
@@ -84,15 +87,15 @@ func BenchmarkLeaseAck(b *testing.B) {
 	forEach(b, func(b *testing.B, q *queue.Client) {
 		ctx := context.Background()
 		fill(b, q, b.N)
-		req := queue.LeaseRequest{Worker: "bench", Count: 1}
+		req := engine.LeaseRequest{Worker: "bench", Count: 1}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			res, err := q.Lease(ctx, req)
+			res, err := engine.Of(q).Lease(ctx, req)
 			if err != nil || len(res.Tasks) != 1 {
 				b.Fatalf("lease: %d tasks, %v", len(res.Tasks), err)
 			}
-			if err := q.Ack(ctx, res.Tasks[0]); err != nil {
+			if err := engine.Of(q).Ack(ctx, res.Tasks[0]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -105,11 +108,11 @@ func BenchmarkSaveCheckpoint1KiB(b *testing.B) {
 	forEach(b, func(b *testing.B, q *queue.Client) {
 		ctx := context.Background()
 		fill(b, q, 1)
-		res, err := q.Lease(ctx, queue.LeaseRequest{Worker: "bench"})
+		res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "bench"})
 		if err != nil || len(res.Tasks) != 1 {
 			b.Fatalf("lease: %v", err)
 		}
-		h := checkpoint.New(q, res.Tasks[0])
+		h := checkpoint.New(engine.Of(q), res.Tasks[0])
 		data := make([]byte, 1024)
 		b.ReportAllocs()
 		for b.Loop() {

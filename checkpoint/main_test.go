@@ -1,6 +1,8 @@
 package checkpoint_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"testing"
 
 	"go.uber.org/goleak"
@@ -10,8 +12,8 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// *queue.Client is the Saver the runtime uses.
-var _ checkpoint.Saver = (*queue.Client)(nil)
+// The engine of a queue.Client is the Saver the runtime uses.
+var _ checkpoint.Saver = engine.Queue(nil)
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)

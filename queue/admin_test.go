@@ -1,6 +1,8 @@
 package queue_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"encoding/json"
 	"strings"
@@ -34,12 +36,12 @@ func (e *adminEnv) dead(t *testing.T, level int, reason string) *queue.Task {
 	t.Helper()
 	tk, err := e.q.Enqueue(e.ctx, queue.NewTask("job", []byte(`{"n":1}`)), queue.Level(level))
 	require.NoError(t, err)
-	res, err := e.q.Lease(e.ctx, queue.LeaseRequest{Worker: "w1", MinLevel: level})
+	res, err := engine.Of(e.q).Lease(e.ctx, engine.LeaseRequest{Worker: "w1", MinLevel: level})
 	require.NoError(t, err)
 	require.Len(t, res.Tasks, 1)
 	leased := res.Tasks[0]
 	require.Equal(t, tk.ID, leased.ID)
-	_, err = e.q.SaveCheckpoint(e.ctx, leased.ID, leased.Token, []byte("cursor=7"))
+	_, err = engine.Of(e.q).SaveCheckpoint(e.ctx, leased.ID, leased.Token, []byte("cursor=7"))
 	require.NoError(t, err)
 	require.NoError(t, e.q.DeadLetter(e.ctx, leased, reason))
 	return leased
@@ -65,7 +67,7 @@ func TestRequeueDead(t *testing.T) {
 		require.EqualValues(t, 0, ls.Dead)
 		require.EqualValues(t, 0, ls.Active)
 		require.EqualValues(t, 2, ls.Pending)
-		ids, err := e.q.Pending(e.ctx, 1)
+		ids, err := engine.Of(e.q).Pending(e.ctx, 1)
 		require.NoError(t, err)
 		require.Equal(t, []string{other.ID, tk.ID}, ids, "a requeued dead task goes to the tail")
 		got, err := e.q.Inspect(e.ctx, tk.ID)
@@ -84,13 +86,13 @@ func TestRequeueDead(t *testing.T) {
 		require.EqualValues(t, 2, e.level(t, 1).Pending)
 
 		// It can be leased and finished like any task.
-		res, err := e.q.Lease(e.ctx, queue.LeaseRequest{Worker: "w2", Count: 2})
+		res, err := engine.Of(e.q).Lease(e.ctx, engine.LeaseRequest{Worker: "w2", Count: 2})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 2)
 		require.Equal(t, tk.ID, res.Tasks[1].ID)
 		require.Equal(t, []byte("cursor=7"), res.Tasks[1].Checkpoint)
 		for _, lt := range res.Tasks {
-			require.NoError(t, e.q.Ack(e.ctx, lt))
+			require.NoError(t, engine.Of(e.q).Ack(e.ctx, lt))
 		}
 		require.Equal(t, queue.LevelStats{Level: 1, Name: "normal"}, e.level(t, 1))
 	})
@@ -130,7 +132,7 @@ func TestDeadAdminRefusesLiveTasks(t *testing.T) {
 		require.ErrorIs(t, e.q.DeleteDead(e.ctx, pending.ID), queue.ErrNotDead)
 		require.ErrorIs(t, e.q.RequeueDead(e.ctx, pending.ID, queue.RequeueDeadOptions{}), queue.ErrNotDead)
 
-		res, err := e.q.Lease(e.ctx, queue.LeaseRequest{Worker: "w1"})
+		res, err := engine.Of(e.q).Lease(e.ctx, engine.LeaseRequest{Worker: "w1"})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		require.ErrorIs(t, e.q.DeleteDead(e.ctx, pending.ID), queue.ErrNotDead)
@@ -138,7 +140,7 @@ func TestDeadAdminRefusesLiveTasks(t *testing.T) {
 		require.EqualValues(t, 1, ls.Active)
 		require.EqualValues(t, 0, ls.Dead)
 		// The worker still holds a valid lease.
-		require.NoError(t, e.q.Ack(e.ctx, res.Tasks[0]))
+		require.NoError(t, engine.Of(e.q).Ack(e.ctx, res.Tasks[0]))
 		require.ErrorIs(t, e.q.DeleteDead(e.ctx, ""), queue.ErrInvalidTask)
 	})
 }
@@ -174,7 +176,7 @@ func TestErrorsHaveOnePrefix(t *testing.T) {
 		err := e.q.RequeueDead(e.ctx, "nosuch", queue.RequeueDeadOptions{})
 		require.ErrorIs(t, err, queue.ErrTaskNotFound)
 		require.Equal(t, `overtake: requeue dead: task not found: "nosuch"`, err.Error())
-		_, err = e.q.SaveCheckpoint(e.ctx, "nosuch", "tok", []byte("x"))
+		_, err = engine.Of(e.q).SaveCheckpoint(e.ctx, "nosuch", "tok", []byte("x"))
 		require.Error(t, err)
 		require.Equal(t, 1, strings.Count(err.Error(), "overtake:"), err.Error())
 		require.NotContains(t, err.Error(), "nosuch", "the caller names the task")

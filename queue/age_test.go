@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"fmt"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ func withAging(levels int) func(*Config) {
 // tick sends an empty heartbeat: it ages tasks without leasing any.
 func (e *env) tick() {
 	e.t.Helper()
-	_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "hb", Capacity: 1})
+	_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "hb", Capacity: 1})
 	require.NoError(e.t, err)
 }
 
@@ -39,7 +41,7 @@ func starve(e *env, low string, rounds int) (int, *Task) {
 			return i, tk
 		}
 		require.Equal(e.t, 2, tk.Level)
-		require.NoError(e.t, e.c.Ack(e.ctx, tk))
+		require.NoError(e.t, eng(e.c).Ack(e.ctx, tk))
 		e.clk.Advance(time.Second)
 	}
 	return 0, nil
@@ -86,7 +88,7 @@ func TestAgeMovesToTailUpToTop(t *testing.T) {
 		e.clk.Advance(ageAfter / 2)
 		e.enqueue("", ID("n3"), Level(1))
 
-		sub := e.rdb.Subscribe(e.ctx, e.c.WakeChannel())
+		sub := e.rdb.Subscribe(e.ctx, eng(e.c).WakeChannel())
 		defer sub.Close()
 		_, err := sub.Receive(e.ctx)
 		require.NoError(t, err)
@@ -169,7 +171,7 @@ func TestAgeCounters(t *testing.T) {
 		e.requireCounts(counts{}, counts{Active: 1}, counts{Pending: 1})
 		require.Equal(t, 1, e.inspect("a").Level)
 
-		require.NoError(t, e.c.Requeue(e.ctx, tk, RequeuePreempted))
+		require.NoError(t, eng(e.c).Requeue(e.ctx, tk, wire.RequeuePreempted))
 		require.Equal(t, []string{"a"}, e.pending(1), "requeued at the head of its level")
 		e.requireCounts(counts{}, counts{Pending: 1}, counts{Pending: 1})
 		e.tick() // its wait starts again at the requeue
@@ -178,7 +180,7 @@ func TestAgeCounters(t *testing.T) {
 		require.Equal(t, "b", e.leaseOne("w").ID)
 		tk = e.leaseOne("w")
 		require.Equal(t, "a", tk.ID)
-		require.NoError(t, e.c.Retry(e.ctx, tk, e.clk.Now().Add(time.Second), "boom"))
+		require.NoError(t, eng(e.c).Retry(e.ctx, tk, e.clk.Now().Add(time.Second), "boom"))
 		e.requireCounts(counts{}, counts{Scheduled: 1}, counts{Active: 1})
 		e.clk.Advance(time.Second)
 		tk = e.leaseOne("w")

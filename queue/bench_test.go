@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"testing"
 
@@ -70,14 +72,14 @@ func BenchmarkLeaseAck(b *testing.B) {
 			}
 			b.StartTimer()
 		}
-		res, err := c.Lease(ctx, LeaseRequest{Worker: "w"})
+		res, err := eng(c).Lease(ctx, wire.LeaseRequest{Worker: "w"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		if len(res.Tasks) != 1 {
 			b.Fatalf("leased %d tasks", len(res.Tasks))
 		}
-		if err := c.Ack(ctx, res.Tasks[0]); err != nil {
+		if err := eng(c).Ack(ctx, res.Tasks[0]); err != nil {
 			b.Fatal(err)
 		}
 	}

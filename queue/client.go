@@ -53,7 +53,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 func (c *Client) Config() Config { return c.cfg }
 
 // Redis returns the underlying Redis client.
-func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+func (c engine) Redis() redis.UniversalClient { return c.rdb }
 
 // Name returns the queue's name.
 func (c *Client) Name() string { return c.cfg.Name }
@@ -65,7 +65,7 @@ func (c *Client) Levels() int { return c.cfg.Levels }
 // level as the message, every task that becomes pending, and with the
 // message "s" every delayed task enqueued (workers then look up its due
 // time).
-func (c *Client) WakeChannel() string { return c.keys.wake() }
+func (c engine) WakeChannel() string { return c.keys.wake() }
 
 // newID returns 16 random bytes as hex.
 func newID() string {
@@ -74,8 +74,8 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// NewToken returns a fresh random lease token.
-func NewToken() string { return newID()[:20] }
+// newToken returns a fresh random lease token.
+func newToken() string { return newID()[:20] }
 
 // now is the client's idea of the current time: the injected clock, else
 // time.Now. It only turns the API's absolute times into delays; scripts

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -82,7 +84,7 @@ func clusterScenario(t *testing.T, e *env) {
 	got := e.lease("w1", 2)
 	require.Equal(t, []string{"b", "c"}, ids(got))
 	e.beat("w1", 2, 0, got...)
-	_, err = e.c.SaveCheckpoint(e.ctx, "c", got[1].Token, []byte("cp"))
+	_, err = eng(e.c).SaveCheckpoint(e.ctx, "c", got[1].Token, []byte("cp"))
 	require.NoError(t, err)
 	require.Equal(t, int64(1), e.stats().Workers)
 
@@ -90,16 +92,16 @@ func clusterScenario(t *testing.T, e *env) {
 	a := e.leaseOne("w2")
 	e.beat("w2", 1, 0, a)
 	e.enqueue("", ID("urgent"), Level(2))
-	u, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w2", VictimID: "a", VictimLevel: 0, MinLevel: 1, MaxPreemptions: -1})
+	u, _, err := eng(e.c).Reserve(e.ctx, wire.ReserveRequest{Worker: "w2", VictimID: "a", VictimLevel: 0, MinLevel: 1, MaxPreemptions: -1})
 	require.NoError(t, err)
 	require.Equal(t, "urgent", u.ID)
-	require.NoError(t, e.c.Requeue(e.ctx, a, RequeuePreempted))
+	require.NoError(t, eng(e.c).Requeue(e.ctx, a, wire.RequeuePreempted))
 
 	// Finish every way.
-	require.NoError(t, e.c.Ack(e.ctx, got[0]))
-	require.NoError(t, e.c.Ack(e.ctx, u))
-	require.NoError(t, e.c.Retry(e.ctx, got[1], e.clk.Now(), "boom"))
-	requireLeaseLost(t, e.c.Ack(e.ctx, got[1]))
+	require.NoError(t, eng(e.c).Ack(e.ctx, got[0]))
+	require.NoError(t, eng(e.c).Ack(e.ctx, u))
+	require.NoError(t, eng(e.c).Retry(e.ctx, got[1], e.clk.Now(), "boom"))
+	requireLeaseLost(t, eng(e.c).Ack(e.ctx, got[1]))
 
 	// Expiry and recovery; the scheduled task comes due.
 	e.clk.Advance(time.Minute)
@@ -108,20 +110,20 @@ func clusterScenario(t *testing.T, e *env) {
 	require.Equal(t, []byte("cp"), got[0].Checkpoint)
 	require.Equal(t, 1, got[1].Preemptions)
 	require.NoError(t, e.c.DeadLetter(e.ctx, got[0], "bad"))
-	require.NoError(t, e.c.Ack(e.ctx, got[2]))
+	require.NoError(t, eng(e.c).Ack(e.ctx, got[2]))
 	dead, err := e.c.DeadTasks(e.ctx, 0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"c"}, ids(dead))
 	e.requireCounts(counts{Active: 1}, counts{Dead: 1})
 
-	e.clk.Advance(DefaultLeaseDuration)
+	e.clk.Advance(defaultLeaseDuration)
 	rec := e.leaseOne("w3")
 	require.Equal(t, "a", rec.ID)
 	require.Equal(t, 1, rec.Recoveries)
-	requireLeaseLost(t, e.c.Ack(e.ctx, got[1]))
+	requireLeaseLost(t, eng(e.c).Ack(e.ctx, got[1]))
 	e.beat("w3", 1, 0, rec)
-	require.NoError(t, e.c.Ack(e.ctx, rec))
-	require.NoError(t, e.c.Deregister(e.ctx, "w3"))
+	require.NoError(t, eng(e.c).Ack(e.ctx, rec))
+	require.NoError(t, eng(e.c).Deregister(e.ctx, "w3"))
 	require.Zero(t, e.stats().Workers)
 	e.requireCounts(counts{}, counts{Dead: 1})
 }
@@ -140,13 +142,13 @@ func clusterPatternScenario(t *testing.T, e *env) {
 	e.enqueue("", ID("p0"), Level(0))
 	e.enqueue("", ID("p1"), Level(1))
 	e.enqueue("", ID("p2"), Level(2))
-	res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "pw", Groups: []LeaseGroup{
+	res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "pw", Groups: []wire.LeaseGroup{
 		{Levels: []int{2}, Count: 1, Pool: 1}, {Levels: []int{0, 1}, Count: 2, Pool: 2}}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"p2", "p1"}, ids(res.Tasks), "level 0 is paused")
 	require.Equal(t, []int{1, 1}, res.GroupCounts)
-	_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "pw", Capacity: 3, Leases: res.Tasks,
-		Pools:      []PoolLayout{{Pool: 1, Name: "high", Size: 1, Levels: []int{2}}, {Pool: 2, Name: "bulk", Size: 2, Levels: []int{0, 1}}},
+	_, err = eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "pw", Capacity: 3, Leases: res.Tasks,
+		Pools:      []wire.PoolLayout{{Pool: 1, Name: "high", Size: 1, Levels: []int{2}}, {Pool: 2, Name: "bulk", Size: 2, Levels: []int{0, 1}}},
 		Counts:     map[int]LevelCounts{2: {Processed: 6}},
 		PoolCounts: map[string]LevelCounts{"high": {Processed: 6}}})
 	require.NoError(t, err)
@@ -155,13 +157,13 @@ func clusterPatternScenario(t *testing.T, e *env) {
 	require.Len(t, ws, 1)
 	require.Equal(t, []int{1, 1}, []int{ws[0].Pools[0].Busy, ws[0].Pools[1].Busy})
 	for _, tk := range res.Tasks {
-		require.NoError(t, e.c.Ack(e.ctx, tk))
+		require.NoError(t, eng(e.c).Ack(e.ctx, tk))
 	}
 	require.NoError(t, e.c.Resume(e.ctx, AllLevels))
 	p0 := e.leaseOne("pw")
 	require.Equal(t, "p0", p0.ID)
-	require.NoError(t, e.c.Ack(e.ctx, p0))
-	require.NoError(t, e.c.Deregister(e.ctx, "pw"))
+	require.NoError(t, eng(e.c).Ack(e.ctx, p0))
+	require.NoError(t, eng(e.c).Deregister(e.ctx, "pw"))
 	e.clk.Advance(2 * rateBucket)
 	st := e.stats()
 	require.Equal(t, 6/RateWindow.Seconds(), st.Levels[2].Rates.Processed)

@@ -75,23 +75,23 @@ type Config struct {
 
 // Default values of Config.
 const (
-	DefaultNamespace       = "overtake"
-	DefaultName            = "default"
-	DefaultLevels          = 3
-	DefaultMaxPayloadBytes = 1 << 20
-	DefaultLeaseDuration   = 30 * time.Second
+	defaultNamespace       = "overtake"
+	defaultName            = "default"
+	defaultLevels          = 3
+	defaultMaxPayloadBytes = 1 << 20
+	defaultLeaseDuration   = 30 * time.Second
 )
 
 // WithDefaults returns a copy of c with every unset field set to its default.
 func (c Config) WithDefaults() Config {
 	if c.Namespace == "" {
-		c.Namespace = DefaultNamespace
+		c.Namespace = defaultNamespace
 	}
 	if c.Name == "" {
-		c.Name = DefaultName
+		c.Name = defaultName
 	}
 	if c.Levels == 0 {
-		c.Levels = DefaultLevels
+		c.Levels = defaultLevels
 	}
 	if c.LevelNames == nil {
 		if c.Levels == 3 {
@@ -103,16 +103,16 @@ func (c Config) WithDefaults() Config {
 		}
 	}
 	if c.MaxPayloadBytes == 0 {
-		c.MaxPayloadBytes = DefaultMaxPayloadBytes
+		c.MaxPayloadBytes = defaultMaxPayloadBytes
 	}
 	if c.MaxCheckpointBytes == 0 {
-		c.MaxCheckpointBytes = DefaultMaxPayloadBytes
+		c.MaxCheckpointBytes = defaultMaxPayloadBytes
 	}
 	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
+		c.LeaseDuration = defaultLeaseDuration
 	}
 	if c.Backoff == nil {
-		c.Backoff = DefaultBackoff
+		c.Backoff = defaultBackoff
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -160,9 +160,9 @@ func (c Config) validate() error {
 	return nil
 }
 
-// DefaultBackoff is exponential backoff with full jitter: a random delay in
+// defaultBackoff is exponential backoff with full jitter: a random delay in
 // [base/2, base] where base doubles from 1 s per attempt, capped at 1 h.
-func DefaultBackoff(attempt int) time.Duration {
+func defaultBackoff(attempt int) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}

@@ -48,7 +48,7 @@ func TestBadArgumentsRejected(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidTask)
 		_, err = e.c.DeadTasks(e.ctx, -1, 5)
 		require.ErrorIs(t, err, ErrInvalidTask)
-		_, err = e.c.Pending(e.ctx, 7)
+		_, err = eng(e.c).Pending(e.ctx, 7)
 		require.ErrorIs(t, err, ErrInvalidLevel)
 		require.Equal(t, []counts{{}, {}, {}}, e.levelCounts(), "nothing stored")
 	})

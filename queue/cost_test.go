@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"fmt"
 	"strings"
@@ -45,9 +47,9 @@ func commandsPerTask(t *testing.T, rdb *redis.Client, ns string, n, batch int) f
 	// Load the scripts first, so NOSCRIPT round trips are not counted.
 	_, err = c.Enqueue(ctx, NewTask("warm", nil))
 	require.NoError(t, err)
-	res, err := c.Lease(ctx, LeaseRequest{Worker: "w", Count: 1})
+	res, err := eng(c).Lease(ctx, wire.LeaseRequest{Worker: "w", Count: 1})
 	require.NoError(t, err)
-	require.NoError(t, c.Ack(ctx, res.Tasks[0]))
+	require.NoError(t, eng(c).Ack(ctx, res.Tasks[0]))
 	c.sweep.next.Store(0)
 
 	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
@@ -58,7 +60,7 @@ func commandsPerTask(t *testing.T, rdb *redis.Client, ns string, n, batch int) f
 	}
 	done := 0
 	for done < n {
-		res, err := c.Lease(ctx, LeaseRequest{Worker: "w", Count: batch})
+		res, err := eng(c).Lease(ctx, wire.LeaseRequest{Worker: "w", Count: batch})
 		require.NoError(t, err)
 		require.NotEmpty(t, res.Tasks)
 		ops := make([]finishOp, len(res.Tasks))

@@ -65,7 +65,7 @@ func TestEnqueueBatchPartialNoScript(t *testing.T) {
 		for i, tk := range out {
 			require.NotNil(t, tk, "task %d reported failed", i)
 		}
-		ids, err := e.c.Pending(e.ctx, 0)
+		ids, err := eng(e.c).Pending(e.ctx, 0)
 		require.NoError(t, err)
 		require.Len(t, ids, len(tasks))
 		for i, id := range ids {

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"strings"
 	"sync/atomic"
@@ -152,8 +154,8 @@ func TestEnqueuePayloadLimit(t *testing.T) {
 		require.Equal(t, []string{"fits"}, e.pending(0))
 
 		unlimited := newEnv(t, b, func(c *Config) { c.MaxPayloadBytes = -1 })
-		unlimited.enqueue(strings.Repeat("a", DefaultMaxPayloadBytes+1), ID("huge"))
-		require.Len(t, unlimited.inspect("huge").Payload, DefaultMaxPayloadBytes+1)
+		unlimited.enqueue(strings.Repeat("a", defaultMaxPayloadBytes+1), ID("huge"))
+		require.Len(t, unlimited.inspect("huge").Payload, defaultMaxPayloadBytes+1)
 	})
 }
 
@@ -189,7 +191,7 @@ func TestEnqueueScheduled(t *testing.T) {
 		e.requireCounts(counts{}, counts{}, counts{Scheduled: 1})
 
 		e.clk.Advance(10*time.Second - time.Millisecond)
-		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w"})
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w"})
 		require.NoError(t, err)
 		require.Empty(t, res.Tasks)
 		require.True(t, res.NextDue.Equal(due), "NextDue %v, want %v", res.NextDue, due)
@@ -211,7 +213,7 @@ func TestEnqueueScheduled(t *testing.T) {
 func TestEnqueuePublishesWake(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
-		sub := e.rdb.Subscribe(e.ctx, e.c.WakeChannel())
+		sub := e.rdb.Subscribe(e.ctx, eng(e.c).WakeChannel())
 		defer sub.Close()
 		_, err := sub.Receive(e.ctx) // subscription confirmed
 		require.NoError(t, err)

@@ -26,21 +26,13 @@ var (
 	ErrInvalidTask = errors.New("overtake: invalid task")
 	// ErrMalformedRecord wraps a task record that cannot be decoded.
 	ErrMalformedRecord = errors.New("overtake: malformed task record")
-	// ErrFreeSlotInFleet is returned by Reserve when a live worker in the
-	// fleet has a free slot, so nothing must be preempted.
-	ErrFreeSlotInFleet = errors.New("overtake: a worker in the fleet has a free slot")
-	// ErrLowerVictimElsewhere is returned by Reserve when another worker
-	// runs a preemptible task of a lower level than the offered victim.
-	ErrLowerVictimElsewhere = errors.New("overtake: a lower-priority victim runs elsewhere in the fleet")
 	// ErrCorrupt is returned when one of the queue's keys holds the wrong
 	// type (an operator's mistake, a stray script). The message names the
 	// key; the call changed nothing. Tasks behind other keys go on.
 	ErrCorrupt = errors.New("overtake: corrupt queue key")
 	// ErrSchema is returned when the queue's data was written by another
-	// version of the data model (SchemaVersion); the message names both.
+	// version of the data model; the message names both.
 	ErrSchema = errors.New("overtake: queue data is of another schema version")
-	// ErrNoTask is returned when no task is available.
-	ErrNoTask = errors.New("overtake: no task available")
 )
 
 // opError is a queue operation's error: "overtake: <op>: <cause>", with

@@ -1,11 +1,14 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"testing"
 	"time"
 
-	"github.com/overtake/overtake/internal/testredis"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testredis"
 )
 
 // A preemption writes three feed events: the reservation, the victim's
@@ -15,22 +18,22 @@ func TestPreemptionFeed(t *testing.T) {
 		e := newEnv(t, b, nil)
 		feedLen := func() int64 { return e.rdb.XLen(e.ctx, e.c.keys.prefix+"feed").Val() }
 		plain := e.enqueue("plain", Level(1))
-		require.NoError(t, e.c.Ack(e.ctx, e.leaseOne("w")))
+		require.NoError(t, eng(e.c).Ack(e.ctx, e.leaseOne("w")))
 		require.Zero(t, feedLen(), "an ordinary task writes nothing")
 		_ = plain
 
 		v := e.run("w", "victim", 0)
-		_, err := e.c.SaveCheckpoint(e.ctx, v.ID, v.Token, []byte("cp"))
+		_, err := eng(e.c).SaveCheckpoint(e.ctx, v.ID, v.Token, []byte("cp"))
 		require.NoError(t, err)
 		e.beat("w", 1, 0, v)
 		urgent := e.enqueue("urgent", Level(2))
 		e.clk.Advance(40 * time.Millisecond)
-		got, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w", VictimID: v.ID, VictimLevel: 0, MinLevel: 1, MaxPreemptions: -1})
+		got, _, err := eng(e.c).Reserve(e.ctx, wire.ReserveRequest{Worker: "w", VictimID: v.ID, VictimLevel: 0, MinLevel: 1, MaxPreemptions: -1})
 		require.NoError(t, err)
 		require.Equal(t, urgent.ID, got.ID)
 		e.clk.Advance(10 * time.Millisecond)
-		require.NoError(t, e.c.Requeue(e.ctx, v, RequeuePreempted))
-		require.NoError(t, e.c.Ack(e.ctx, got))
+		require.NoError(t, eng(e.c).Requeue(e.ctx, v, wire.RequeuePreempted))
+		require.NoError(t, eng(e.c).Ack(e.ctx, got))
 		again := e.leaseOne("w2")
 		require.Equal(t, v.ID, again.ID)
 

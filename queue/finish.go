@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"errors"
 	"fmt"
@@ -104,21 +106,10 @@ end
 return res
 `)
 
-// RequeueReason says why a running task goes back to its level.
-type RequeueReason string
-
-// Reasons for Requeue. Only RequeuePreempted counts a preemption; none
-// counts a failed attempt.
-const (
-	RequeuePreempted RequeueReason = "preempt"  // gave way to more urgent work
-	RequeueShutdown  RequeueReason = "shutdown" // its worker is shutting down
-	RequeueYield     RequeueReason = "yield"    // the handler asked to be requeued
-)
-
 // Ack marks the task done. Its record is deleted, or kept for
 // Config.Retention. A stale holder gets ErrLeaseLost. Acks of concurrent
 // callers are grouped into one script call (see acker).
-func (c *Client) Ack(ctx context.Context, t *Task) error {
+func (c engine) Ack(ctx context.Context, t *Task) error {
 	if err := checkHeld(t, "ack"); err != nil {
 		return err
 	}
@@ -128,7 +119,7 @@ func (c *Client) Ack(ctx context.Context, t *Task) error {
 // Retry records a failed attempt with reason and schedules the task to run
 // again at at (see Config.Backoff); at is turned into a delay by the
 // client's clock and added to Redis's. A stale holder gets ErrLeaseLost.
-func (c *Client) Retry(ctx context.Context, t *Task, at time.Time, reason string) error {
+func (c engine) Retry(ctx context.Context, t *Task, at time.Time, reason string) error {
 	defer c.sweep.at(at)
 	return c.finishOne(ctx, finishOp{t: t, mode: "retry", a: max(at.Sub(c.now()), 0).Milliseconds(), b: reason})
 }
@@ -141,8 +132,8 @@ func (c *Client) DeadLetter(ctx context.Context, t *Task, reason string) error {
 
 // Requeue puts a running task back at the HEAD of its level with its
 // checkpoint, so it resumes before tasks that waited less. It counts a
-// preemption for RequeuePreempted and never a failed attempt.
-func (c *Client) Requeue(ctx context.Context, t *Task, why RequeueReason) error {
+// preemption for wire.RequeuePreempted and never a failed attempt.
+func (c engine) Requeue(ctx context.Context, t *Task, why wire.RequeueReason) error {
 	return c.finishOne(ctx, finishOp{t: t, mode: "requeue", a: string(why)})
 }
 

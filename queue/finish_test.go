@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"testing"
 	"time"
 
@@ -11,12 +13,12 @@ import (
 
 func TestRequeue(t *testing.T) {
 	cases := []struct {
-		why         RequeueReason
+		why         wire.RequeueReason
 		preemptions int
 	}{
-		{RequeuePreempted, 1},
-		{RequeueShutdown, 0},
-		{RequeueYield, 0},
+		{wire.RequeuePreempted, 1},
+		{wire.RequeueShutdown, 0},
+		{wire.RequeueYield, 0},
 	}
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		for _, tc := range cases {
@@ -25,17 +27,17 @@ func TestRequeue(t *testing.T) {
 				e.enqueue("", ID("a"), Level(1))
 				// One failed attempt first, so that Attempt is not trivially 0.
 				tk := e.leaseOne("w")
-				require.NoError(t, e.c.Retry(e.ctx, tk, e.clk.Now(), "first"))
+				require.NoError(t, eng(e.c).Retry(e.ctx, tk, e.clk.Now(), "first"))
 				tk = e.leaseOne("w")
 				e.enqueue("", ID("b"), Level(1))
 				e.enqueue("", ID("c"), Level(1))
-				_, err := e.c.SaveCheckpoint(e.ctx, "a", tk.Token, []byte("cursor=7"))
+				_, err := eng(e.c).SaveCheckpoint(e.ctx, "a", tk.Token, []byte("cursor=7"))
 				require.NoError(t, err)
 				require.Equal(t, []string{"a"}, e.zset(e.c.keys.running()))
 				e.requireCounts(counts{}, counts{Pending: 2, Active: 1})
 
 				e.clk.Advance(time.Second)
-				require.NoError(t, e.c.Requeue(e.ctx, tk, tc.why))
+				require.NoError(t, eng(e.c).Requeue(e.ctx, tk, tc.why))
 				require.Equal(t, []string{"a", "b", "c"}, e.pending(1), "back at the head of its level")
 				rec := e.inspect("a")
 				require.Equal(t, StatePending, rec.State)
@@ -50,7 +52,7 @@ func TestRequeue(t *testing.T) {
 				require.Empty(t, e.zset(e.c.keys.running()))
 				require.Empty(t, e.rdb.HGet(e.ctx, e.c.keys.busy(), "w").Val(), "an unregistered worker that holds nothing has no busy field")
 				e.requireCounts(counts{}, counts{Pending: 3})
-				requireLeaseLost(t, e.c.Requeue(e.ctx, tk, tc.why))
+				requireLeaseLost(t, eng(e.c).Requeue(e.ctx, tk, tc.why))
 
 				again := e.leaseOne("w2")
 				require.Equal(t, "a", again.ID)
@@ -66,10 +68,10 @@ func TestRetry(t *testing.T) {
 		e := newEnv(t, b, nil)
 		e.enqueue("", ID("a"), Level(2))
 		tk := e.leaseOne("w")
-		_, err := e.c.SaveCheckpoint(e.ctx, "a", tk.Token, []byte("cp"))
+		_, err := eng(e.c).SaveCheckpoint(e.ctx, "a", tk.Token, []byte("cp"))
 		require.NoError(t, err)
 		at := e.clk.Now().Add(5 * time.Second)
-		require.NoError(t, e.c.Retry(e.ctx, tk, at, "boom"))
+		require.NoError(t, eng(e.c).Retry(e.ctx, tk, at, "boom"))
 
 		rec := e.inspect("a")
 		require.Equal(t, StateRetry, rec.State)
@@ -81,10 +83,10 @@ func TestRetry(t *testing.T) {
 		require.Equal(t, float64(at.UnixMilli()), e.score(e.c.keys.scheduled(), "a"))
 		require.Empty(t, e.zset(e.c.keys.leases()))
 		e.requireCounts(counts{}, counts{}, counts{Scheduled: 1})
-		requireLeaseLost(t, e.c.Ack(e.ctx, tk))
+		requireLeaseLost(t, eng(e.c).Ack(e.ctx, tk))
 
 		e.clk.Advance(5*time.Second - time.Millisecond)
-		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w"})
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w"})
 		require.NoError(t, err)
 		require.Empty(t, res.Tasks)
 		require.True(t, res.NextDue.Equal(at), "NextDue %v, want %v", res.NextDue, at)
@@ -145,11 +147,11 @@ func TestAckWithoutRetention(t *testing.T) {
 		e := newEnv(t, b, nil)
 		e.enqueue("", ID("a"), Level(1))
 		tk := e.leaseOne("w")
-		_, err := e.c.SaveCheckpoint(e.ctx, "a", tk.Token, []byte("cp"))
+		_, err := eng(e.c).SaveCheckpoint(e.ctx, "a", tk.Token, []byte("cp"))
 		require.NoError(t, err)
-		require.NoError(t, e.c.Ack(e.ctx, tk))
+		require.NoError(t, eng(e.c).Ack(e.ctx, tk))
 		e.gone("a")
-		requireLeaseLost(t, e.c.Ack(e.ctx, tk))
+		requireLeaseLost(t, eng(e.c).Ack(e.ctx, tk))
 		require.Empty(t, e.zset(e.c.keys.leases()))
 		require.Empty(t, e.zset(e.c.keys.running()))
 		require.Empty(t, e.zset(e.c.keys.done()))
@@ -163,9 +165,9 @@ func TestAckWithRetention(t *testing.T) {
 		e := newEnv(t, b, func(c *Config) { c.Retention = time.Minute })
 		e.enqueue("", ID("a"), Level(1))
 		tk := e.leaseOne("w")
-		_, err := e.c.SaveCheckpoint(e.ctx, "a", tk.Token, []byte("cp"))
+		_, err := eng(e.c).SaveCheckpoint(e.ctx, "a", tk.Token, []byte("cp"))
 		require.NoError(t, err)
-		require.NoError(t, e.c.Ack(e.ctx, tk))
+		require.NoError(t, eng(e.c).Ack(e.ctx, tk))
 
 		rec := e.inspect("a")
 		require.Equal(t, StateDone, rec.State)
@@ -174,18 +176,18 @@ func TestAckWithRetention(t *testing.T) {
 		require.Equal(t, float64(e.clk.Now().Add(time.Minute).UnixMilli()), e.score(e.c.keys.done(), "a"))
 		require.Empty(t, e.zset(e.c.keys.leases()))
 		e.requireCounts()
-		requireLeaseLost(t, e.c.Ack(e.ctx, tk))
+		requireLeaseLost(t, eng(e.c).Ack(e.ctx, tk))
 		_, err = e.c.Enqueue(e.ctx, NewTask("t", nil), ID("a"))
 		require.ErrorIs(t, err, ErrDuplicateTask, "rejected while retained")
 
 		// Still retained just before the end; expired by the next ack after.
 		e.clk.Advance(time.Minute - time.Millisecond)
 		e.enqueue("", ID("b"))
-		require.NoError(t, e.c.Ack(e.ctx, e.leaseOne("w")))
+		require.NoError(t, eng(e.c).Ack(e.ctx, e.leaseOne("w")))
 		require.Equal(t, StateDone, e.inspect("a").State)
 		e.clk.Advance(time.Millisecond)
 		e.enqueue("", ID("c"))
-		require.NoError(t, e.c.Ack(e.ctx, e.leaseOne("w")))
+		require.NoError(t, eng(e.c).Ack(e.ctx, e.leaseOne("w")))
 		e.gone("a")
 		require.Equal(t, []string{"b", "c"}, e.zset(e.c.keys.done()))
 		e.enqueue("", ID("a"))
@@ -197,12 +199,12 @@ func TestRetentionExpiresOnHeartbeat(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, func(c *Config) { c.Retention = time.Minute })
 		e.enqueue("", ID("a"))
-		require.NoError(t, e.c.Ack(e.ctx, e.leaseOne("w")))
-		_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		require.NoError(t, eng(e.c).Ack(e.ctx, e.leaseOne("w")))
+		_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1})
 		require.NoError(t, err)
 		require.Equal(t, StateDone, e.inspect("a").State, "kept while retained")
 		e.clk.Advance(time.Minute)
-		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		_, err = eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1})
 		require.NoError(t, err)
 		e.gone("a")
 		require.Empty(t, e.zset(e.c.keys.done()))
@@ -217,42 +219,42 @@ func TestCheckpoint(t *testing.T) {
 		tk := e.leaseOne("w")
 		for i, cp := range []string{"one", "two", "12345678"} {
 			e.clk.Advance(10 * time.Second)
-			seq, err := e.c.SaveCheckpoint(e.ctx, "a", tk.Token, []byte(cp))
+			seq, err := eng(e.c).SaveCheckpoint(e.ctx, "a", tk.Token, []byte(cp))
 			require.NoError(t, err)
 			require.Equal(t, int64(i+1), seq)
 			// Saving is a sign of life: the lease is extended.
-			dl := e.clk.Now().Add(DefaultLeaseDuration)
+			dl := e.clk.Now().Add(defaultLeaseDuration)
 			require.Equal(t, float64(dl.UnixMilli()), e.score(e.c.keys.leases(), "a"))
 			require.True(t, e.inspect("a").LeaseDeadline.Equal(dl))
 		}
 		before := e.inspect("a")
-		_, err := e.c.SaveCheckpoint(e.ctx, "a", tk.Token, []byte("123456789"))
+		_, err := eng(e.c).SaveCheckpoint(e.ctx, "a", tk.Token, []byte("123456789"))
 		require.ErrorIs(t, err, ErrCheckpointTooLarge)
 		require.Equal(t, before, e.inspect("a"))
 		require.Equal(t, []byte("12345678"), before.Checkpoint)
 		require.Equal(t, int64(3), before.CheckpointSeq)
 
 		// 40 s after the lease began it is alive thanks to the saves.
-		e.clk.Advance(DefaultLeaseDuration - time.Millisecond)
+		e.clk.Advance(defaultLeaseDuration - time.Millisecond)
 		require.Empty(t, e.lease("w2", 1))
-		require.NoError(t, e.c.Requeue(e.ctx, tk, RequeuePreempted))
+		require.NoError(t, eng(e.c).Requeue(e.ctx, tk, wire.RequeuePreempted))
 		next := e.leaseOne("w2")
 		require.Equal(t, []byte("12345678"), next.Checkpoint)
 		require.Equal(t, int64(3), next.CheckpointSeq)
-		seq, err := e.c.SaveCheckpoint(e.ctx, "a", next.Token, nil)
+		seq, err := eng(e.c).SaveCheckpoint(e.ctx, "a", next.Token, nil)
 		require.NoError(t, err)
 		require.Equal(t, int64(4), seq)
 		require.Empty(t, e.inspect("a").Checkpoint)
 
-		_, err = e.c.SaveCheckpoint(e.ctx, "a", tk.Token, []byte("old"))
+		_, err = eng(e.c).SaveCheckpoint(e.ctx, "a", tk.Token, []byte("old"))
 		requireLeaseLost(t, err)
-		_, err = e.c.SaveCheckpoint(e.ctx, "missing", tk.Token, []byte("x"))
+		_, err = eng(e.c).SaveCheckpoint(e.ctx, "missing", tk.Token, []byte("x"))
 		requireLeaseLost(t, err)
 
 		unlimited := newEnv(t, b, func(c *Config) { c.MaxCheckpointBytes = -1 })
 		unlimited.enqueue("", ID("u"))
 		ut := unlimited.leaseOne("w")
-		_, err = unlimited.c.SaveCheckpoint(unlimited.ctx, "u", ut.Token, make([]byte, DefaultMaxPayloadBytes+1))
+		_, err = eng(unlimited.c).SaveCheckpoint(unlimited.ctx, "u", ut.Token, make([]byte, defaultMaxPayloadBytes+1))
 		require.NoError(t, err)
 	})
 }

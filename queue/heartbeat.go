@@ -1,12 +1,14 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"fmt"
-	"github.com/redis/go-redis/v9"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // heartbeatScript registers a live worker and extends its leases in one
@@ -92,48 +94,8 @@ end
 return {lost, bad, paused}
 `)
 
-// Heartbeat is one worker's periodic report.
-type Heartbeat struct {
-	// Worker is the worker's ID, unique in the fleet.
-	Worker string
-	// Capacity is how many tasks the worker runs at once; free slots are
-	// Capacity minus the leases it holds. Zero means it takes no work
-	// (shutting down), so the fleet does not count it as free.
-	Capacity int
-	// TTL is how long the worker counts as alive without another
-	// heartbeat. Defaults to LeaseDuration.
-	TTL time.Duration
-	// Leases are the tasks the worker holds; their leases are extended.
-	Leases []*Task
-	// Counts are the worker's outcomes per level since its previous
-	// heartbeat, added to the fleet's processing rates (Stats).
-	Counts map[int]LevelCounts
-	// PoolCounts are the same outcomes by slot pool name (ValidPoolName),
-	// for per-pool rates (Stats.PoolRates).
-	PoolCounts map[string]LevelCounts
-	// Pools describe the worker's slot pools, if it has several (a
-	// runtime's Config.Pools): reservations of other workers then count
-	// its free slots and lower tasks only where an urgent task of theirs
-	// could use them. Its leases name the pool whose slot each task takes
-	// (LeaseGroup.Pool, ReserveRequest.Pool).
-	Pools []PoolLayout
-}
-
-// PoolLayout is one slot pool of a worker.
-type PoolLayout struct {
-	// Pool numbers the pool from 1, as in LeaseGroup.Pool.
-	Pool int
-	// Name names it (ValidPoolName; others are not stored).
-	Name string
-	// Size is its slots; Levels the levels it runs.
-	Size   int
-	Levels []int
-	// Borrow says its tasks may run in other pools' free slots.
-	Borrow bool
-}
-
 // encodePools writes pools for the heartbeat script.
-func encodePools(pools []PoolLayout) string {
+func encodePools(pools []wire.PoolLayout) string {
 	var b strings.Builder
 	for i, p := range pools {
 		if i > 0 {
@@ -147,32 +109,23 @@ func encodePools(pools []PoolLayout) string {
 			b.WriteString(strconv.Itoa(l))
 		}
 		b.WriteString(map[bool]string{false: ":0", true: ":1"}[p.Borrow])
-		if ValidPoolName(p.Name) {
+		if wire.ValidPoolName(p.Name) {
 			b.WriteString(":" + p.Name)
 		}
 	}
 	return b.String()
 }
 
-// HeartbeatReply is what a heartbeat learns.
-type HeartbeatReply struct {
-	// Lost are the IDs of tasks whose lease was lost: the caller must stop
-	// them, as any further transition would fail with ErrLeaseLost.
-	Lost []string
-	// Paused are the paused levels (see Pause).
-	Paused map[int]PauseMode
-}
-
-// Heartbeat records that hb.Worker is alive with its capacity, extends all
+// heartbeat records that hb.Worker is alive with its capacity, extends all
 // its leases to now + LeaseDuration and adds its counts to the fleet's
 // rates, in one round trip.
-func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, error) {
+func (c engine) Heartbeat(ctx context.Context, hb heartbeat) (*heartbeatReply, error) {
 	if hb.TTL <= 0 {
 		hb.TTL = c.cfg.LeaseDuration
 	}
 	args := make([]any, 0, 11+2*len(hb.Leases))
 	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), hb.TTL.Milliseconds(),
-		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, SchemaVersion,
+		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, schemaVersion,
 		encodeCounts(hb.Counts, hb.PoolCounts), encodePools(hb.Pools))
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
@@ -181,7 +134,7 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, 
 	if err != nil {
 		return nil, wrapf(scriptErr(err), "heartbeat")
 	}
-	reply := &HeartbeatReply{}
+	reply := &heartbeatReply{}
 	if len(raw) > 0 {
 		l, _ := raw[0].([]any)
 		for _, id := range l {
@@ -213,7 +166,7 @@ return 1
 
 // Deregister removes a stopping worker from the fleet, so it is no longer
 // counted as having free slots.
-func (c *Client) Deregister(ctx context.Context, worker string) error {
+func (c engine) Deregister(ctx context.Context, worker string) error {
 	if err := deregisterScript.Run(ctx, c.rdb, []string{c.keys.alive()}, c.keys.prefix, worker).Err(); err != nil {
 		return wrapf(err, "deregister %s", worker)
 	}
@@ -249,7 +202,7 @@ return seq
 // and cannot overwrite newer state. It returns the new sequence number.
 // The checkpoint survives retries, preemptions, crashes and shutdowns and
 // is deleted when the task is done.
-func (c *Client) SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (int64, error) {
+func (c engine) SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (int64, error) {
 	if max := c.cfg.MaxCheckpointBytes; max >= 0 && len(data) > max {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), max)
 	}

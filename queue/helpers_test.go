@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,7 +84,7 @@ func (e *env) enqueue(p string, opts ...Option) *Task {
 // lease leases up to n tasks for worker w and requires no malformed ones.
 func (e *env) lease(w string, n int) []*Task {
 	e.t.Helper()
-	res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: w, Count: n})
+	res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: w, Count: n})
 	require.NoError(e.t, err)
 	require.Empty(e.t, res.Malformed)
 	return res.Tasks
@@ -111,7 +113,7 @@ func (e *env) gone(id string) {
 
 func (e *env) pending(level int) []string {
 	e.t.Helper()
-	ids, err := e.c.Pending(e.ctx, level)
+	ids, err := eng(e.c).Pending(e.ctx, level)
 	require.NoError(e.t, err)
 	return ids
 }
@@ -215,9 +217,12 @@ func ids(ts []*Task) []string {
 }
 
 // lostOf returns the lost leases of a heartbeat's reply.
-func lostOf(r *HeartbeatReply, err error) ([]string, error) {
+func lostOf(r *heartbeatReply, err error) ([]string, error) {
 	if r == nil {
 		return nil, err
 	}
 	return r.Lost, err
 }
+
+// eng returns the runtime's side of c (Client.Engine).
+func eng(c *Client) engine { return engine{c} }

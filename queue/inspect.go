@@ -194,7 +194,7 @@ func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, e
 }
 
 // Pending returns the IDs waiting at level, head first (the next to run).
-func (c *Client) Pending(ctx context.Context, level int) ([]string, error) {
+func (c engine) Pending(ctx context.Context, level int) ([]string, error) {
 	if level < 0 || level >= c.cfg.Levels {
 		return nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, level, c.cfg.Levels-1)
 	}

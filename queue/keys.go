@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// SchemaVersion is the version of the Redis data model this package reads
+// schemaVersion is the version of the Redis data model this package reads
 // and writes (the key "{ns:queue}:v" and the first field of every record).
 // A worker that finds another version refuses with ErrSchema.
-const SchemaVersion = 2
+const schemaVersion = 2
 
 // keys builds every Redis key of one queue. All share the hash tag
 // {<ns>:<queue>} so that each script touches a single cluster slot.

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"errors"
 	"slices"
@@ -9,40 +11,9 @@ import (
 	"time"
 )
 
-// LeaseRequest asks for up to Count tasks for Worker.
-type LeaseRequest struct {
-	// Worker is the ID of the leasing worker (see Heartbeat).
-	Worker string
-	// Count is how many tasks to lease at most. Defaults to 1.
-	Count int
-	// MinLevel leases only tasks at this level or above.
-	MinLevel int
-	// Skip lists levels not to lease from (paused levels, see Pause).
-	Skip []int
-	// Groups, when set, replace Count and MinLevel: each group takes up to
-	// its Count tasks from its Levels, highest level first, in order, all
-	// in the one round trip (a runtime's dedicated pools). A Spare group
-	// takes up to what the counted groups before it left untaken
-	// (borrowing idle slots). LeaseResult.GroupCounts says how many each
-	// group took; Tasks come group by group.
-	Groups []LeaseGroup
-}
-
-// LeaseGroup is one band of levels of a LeaseRequest and how many tasks it
-// may take.
-type LeaseGroup struct {
-	Levels []int
-	Count  int
-	Spare  bool
-	// Pool is the worker's slot pool (Heartbeat.Pools, numbered from 1)
-	// whose slots the group's tasks take; a spare group's tasks take the
-	// slots the counted groups before it left free, in order. 0: none.
-	Pool int
-}
-
 // encodeGroups writes groups for the lease script ("count:l,l;", "b:l;"),
 // levels highest first, without skipped or unknown ones.
-func encodeGroups(groups []LeaseGroup, skip []int, levels int) string {
+func encodeGroups(groups []wire.LeaseGroup, skip []int, levels int) string {
 	var b strings.Builder
 	for _, g := range groups {
 		if g.Spare {
@@ -66,93 +37,34 @@ func encodeGroups(groups []LeaseGroup, skip []int, levels int) string {
 	return b.String()
 }
 
-// LeaseResult is what one lease call got.
-type LeaseResult struct {
-	// Tasks are the leased tasks, highest level first.
-	Tasks []*Task
-	// Malformed are leased records that could not be decoded; each holds
-	// the ID and token it could read and an error wrapping
-	// ErrMalformedRecord. The caller dead-letters them (DeadLetter).
-	Malformed []MalformedTask
-	// Corrupt describes keys found holding the wrong type: levels skipped,
-	// task keys set aside. Each wraps ErrCorrupt and names the key; the
-	// caller logs them as corruption, not as an outage.
-	Corrupt []error
-	// GroupCounts is how many tasks each of LeaseRequest.Groups took.
-	GroupCounts []int
-	// NextDue is when the earliest scheduled task becomes due or the
-	// earliest lease expires, zero if none: an idle worker need not look
-	// again before then unless woken.
-	NextDue time.Time
-}
-
-// MalformedTask is a leased record that could not be decoded.
-type MalformedTask struct {
-	Task *Task
-	Err  error
-}
-
 // Lease promotes due scheduled tasks, recovers expired leases and leases up
 // to req.Count pending tasks, highest level first, FIFO within a level, in
 // one round trip. Each leased task gets a fresh token and a deadline of
 // now + LeaseDuration.
-func (c *Client) Lease(ctx context.Context, req LeaseRequest) (*LeaseResult, error) {
+func (c engine) Lease(ctx context.Context, req wire.LeaseRequest) (*leaseResult, error) {
 	res, _, err := c.lease(ctx, req, nil)
 	return res, err
 }
 
-// ReserveRequest asks to lease one urgent task for a saturated worker that
-// will preempt Victim, its lowest preemptible running task, if it gets one.
-type ReserveRequest struct {
-	Worker string
-	// VictimID and VictimLevel name the task the caller will preempt.
-	VictimID    string
-	VictimLevel int
-	// MinLevel is the lowest level worth preempting for (VictimLevel+1 or
-	// more).
-	MinLevel int
-	// MinRunTime, MaxPreemptions and NeverPreempted mirror the preemption
-	// policy, so the script judges other workers' tasks as the caller
-	// judges its own. MaxPreemptions < 0 means no limit.
-	MinRunTime     time.Duration
-	MaxPreemptions int
-	NeverPreempted []int
-	// NeverPreempt lists arriving levels that never preempt; they are not
-	// reserved.
-	NeverPreempt []int
-	// Skip lists levels not to reserve from (paused levels, other pools'
-	// levels).
-	Skip []int
-	// Pool is the slot pool of the caller (see Heartbeat.Pools, numbered
-	// from 1) whose slot the reserved task takes (the victim's); 0: none.
-	Pool int
-	// IgnoreFleet skips the fleet checks (a free slot or a lower victim on
-	// another worker): the caller deferred to the fleet long enough (see
-	// preempt.Policy) and preempts its own victim anyway. The victim still
-	// leaves the fleet's running set, and a task is still taken before
-	// anything is preempted.
-	IgnoreFleet bool
-}
-
 // Reserve leases one task at req.MinLevel or above, for preemption, only if
 // no other live worker in the fleet has a free slot (else
-// ErrFreeSlotInFleet) and no other live worker runs an eligible preemptible
-// task below req.VictimLevel (else ErrLowerVictimElsewhere); a crashed
+// wire.ErrFreeSlotInFleet) and no other live worker runs an eligible preemptible
+// task below req.VictimLevel (else wire.ErrLowerVictimElsewhere); a crashed
 // worker's tasks do not count, they wait for recovery. On success the
 // victim leaves the fleet's running set, so no other worker picks it too.
-// It returns ErrNoTask when nothing qualifies.
-func (c *Client) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseResult, error) {
-	res, _, err := c.lease(ctx, LeaseRequest{Worker: req.Worker, Count: 1, MinLevel: req.MinLevel, Skip: req.Skip}, &req)
+// It returns wire.ErrNoTask when nothing qualifies.
+func (c engine) Reserve(ctx context.Context, req wire.ReserveRequest) (*Task, *leaseResult, error) {
+	res, _, err := c.lease(ctx, wire.LeaseRequest{Worker: req.Worker, Count: 1, MinLevel: req.MinLevel, Skip: req.Skip}, &req)
 	if err != nil {
 		return nil, res, err
 	}
 	if len(res.Tasks) == 0 {
-		return nil, res, ErrNoTask
+		return nil, res, wire.ErrNoTask
 	}
 	return res.Tasks[0], res, nil
 }
 
-func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest) (*LeaseResult, int, error) {
+func (c *Client) lease(ctx context.Context, req wire.LeaseRequest, rv *wire.ReserveRequest) (*leaseResult, int, error) {
 	if req.Worker == "" {
 		return nil, 0, errors.New("overtake: lease: empty worker ID")
 	}
@@ -161,10 +73,10 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	}
 	minLevel := max(req.MinLevel, 0)
 	if minLevel >= c.cfg.Levels {
-		return &LeaseResult{}, 0, nil
+		return &leaseResult{}, 0, nil
 	}
 	args := []any{c.keys.prefix, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds(), req.Worker,
-		req.Count, minLevel, c.cfg.Levels - 1, NewToken()}
+		req.Count, minLevel, c.cfg.Levels - 1, newToken()}
 	if rv != nil {
 		args = append(args, "1", rv.VictimID, rv.VictimLevel, rv.MinRunTime.Milliseconds(), rv.MaxPreemptions,
 			levelSet(rv.NeverPreempted), levelSet(slices.Concat(rv.NeverPreempt, req.Skip)))
@@ -191,14 +103,14 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 	head, _ := raw[0].(int64)
 	switch head {
 	case -1:
-		return &LeaseResult{}, 0, ErrFreeSlotInFleet
+		return &leaseResult{}, 0, wire.ErrFreeSlotInFleet
 	case -2:
-		return &LeaseResult{}, 0, ErrLowerVictimElsewhere
+		return &leaseResult{}, 0, wire.ErrLowerVictimElsewhere
 	}
 	if len(raw) < 5 {
 		return nil, 0, errors.New("overtake: lease: short reply")
 	}
-	res := &LeaseResult{}
+	res := &leaseResult{}
 	if head > 0 {
 		res.NextDue = c.now().Add(time.Duration(head) * time.Millisecond)
 		c.sweep.at(res.NextDue)
@@ -224,7 +136,7 @@ func (c *Client) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest
 		t.LeasedAt, t.LeaseDeadline = msTime(started), msTime(deadline)
 		n++
 		if err != nil {
-			res.Malformed = append(res.Malformed, MalformedTask{Task: t, Err: err})
+			res.Malformed = append(res.Malformed, malformedTask{Task: t, Err: err})
 			continue
 		}
 		res.Tasks = append(res.Tasks, t)
@@ -262,7 +174,7 @@ return 1
 // did not preempt it (a slot freed meanwhile, or the reserved record was
 // malformed), so other workers see it again when they look for the lowest
 // victim. A stale holder changes nothing.
-func (c *Client) Rejoin(ctx context.Context, t *Task) error {
+func (c engine) Rejoin(ctx context.Context, t *Task) error {
 	err := rejoinScript.Run(ctx, c.rdb, []string{c.keys.state(t.ID)}, c.keys.prefix, t.ID, t.Token).Err()
 	if err != nil {
 		return wrapf(err, "rejoin %s", t.ID)

@@ -1,10 +1,13 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"testing"
 
-	"github.com/overtake/overtake/internal/testredis"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testredis"
 )
 
 // Groups lease for several bands of levels in one call (a runtime's
@@ -27,7 +30,7 @@ func TestLeaseGroups(t *testing.T) {
 			return out
 		}
 		// High band (2, 3) with 2 slots; bulk band (0, 1) with 3.
-		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Groups: []LeaseGroup{
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Groups: []wire.LeaseGroup{
 			{Levels: []int{2, 3}, Count: 2}, {Levels: []int{1, 0}, Count: 3}}})
 		require.NoError(t, err)
 		require.Equal(t, []int{2, 3}, res.GroupCounts)
@@ -36,12 +39,12 @@ func TestLeaseGroups(t *testing.T) {
 		// Left: two at level 0, two at level 2. The bulk band has 3 slots,
 		// and the high band may borrow what it leaves; level 2 is skipped
 		// (paused), so the spare slot stays empty.
-		res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Skip: []int{2}, Groups: []LeaseGroup{
+		res, err = eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Skip: []int{2}, Groups: []wire.LeaseGroup{
 			{Levels: []int{0, 1}, Count: 3}, {Levels: []int{2, 3}, Spare: true}}})
 		require.NoError(t, err)
 		require.Equal(t, []int{2, 0}, res.GroupCounts)
 		require.Equal(t, []int{0, 0}, levelsOf(res.Tasks))
-		res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Groups: []LeaseGroup{
+		res, err = eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Groups: []wire.LeaseGroup{
 			{Levels: []int{0, 1}, Count: 2}, {Levels: []int{2, 3}, Spare: true}}})
 		require.NoError(t, err)
 		require.Equal(t, []int{0, 2}, res.GroupCounts, "the spare group takes the idle slots")
@@ -53,7 +56,7 @@ func TestLeaseGroups(t *testing.T) {
 }
 
 func TestEncodeGroups(t *testing.T) {
-	require.Equal(t, "2:3,1,:;b:2,:;0::2;", encodeGroups([]LeaseGroup{
+	require.Equal(t, "2:3,1,:;b:2,:;0::2;", encodeGroups([]wire.LeaseGroup{
 		{Levels: []int{1, 3, 3, 9, -1}, Count: 2}, {Levels: []int{2, 0}, Spare: true, Pool: 3}, {Levels: []int{0}, Count: -4, Pool: 2},
 	}, []int{0}, 4))
 }

@@ -127,7 +127,7 @@ local n, popped, stuck = 0, 0, false
 local first -- the first task leased: the urgent one of a reservation
 local wj = cjson.encode(w)
 local broken = {}
--- Groups (LeaseRequest.Groups): each takes up to its count from its levels,
+-- Groups (wire.LeaseRequest.Groups): each takes up to its count from its levels,
 -- in order; a spare group ("b") takes what earlier counted groups left.
 local groups = {}
 if (ARGV[19] or '') == '' then

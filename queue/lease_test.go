@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -34,11 +36,11 @@ func TestLeaseStrictOrder(t *testing.T) {
 			got = append(got, e.leaseOne("w").ID)
 		}
 		require.Equal(t, want, got)
-		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w"})
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w"})
 		require.NoError(t, err)
 		require.Empty(t, res.Tasks)
 		// The earliest lease deadline is what an idle worker waits for.
-		require.True(t, res.NextDue.Equal(e.clk.Now().Add(DefaultLeaseDuration)), "NextDue %v", res.NextDue)
+		require.True(t, res.NextDue.Equal(e.clk.Now().Add(defaultLeaseDuration)), "NextDue %v", res.NextDue)
 	})
 }
 
@@ -56,9 +58,9 @@ func TestLeaseCount(t *testing.T) {
 			require.Equal(t, StateActive, tk.State)
 			require.Equal(t, "w1", tk.Worker)
 			require.NotEmpty(t, tk.Token)
-			require.True(t, tk.LeaseDeadline.Equal(now.Add(DefaultLeaseDuration)))
+			require.True(t, tk.LeaseDeadline.Equal(now.Add(defaultLeaseDuration)))
 			toks[tk.Token] = true
-			require.Equal(t, float64(now.Add(DefaultLeaseDuration).UnixMilli()), e.score(e.c.keys.leases(), tk.ID))
+			require.Equal(t, float64(now.Add(defaultLeaseDuration).UnixMilli()), e.score(e.c.keys.leases(), tk.ID))
 		}
 		require.Len(t, toks, 4, "distinct tokens")
 		e.requireCounts(counts{Pending: 1, Active: 1}, counts{Active: 1}, counts{Active: 2})
@@ -74,7 +76,7 @@ func TestLeaseMinLevel(t *testing.T) {
 			e.enqueue("", ID(fmt.Sprint("l", l)), Level(l))
 		}
 		lease := func(min int) []string {
-			res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 3, MinLevel: min})
+			res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 3, MinLevel: min})
 			require.NoError(t, err)
 			return ids(res.Tasks)
 		}
@@ -83,7 +85,7 @@ func TestLeaseMinLevel(t *testing.T) {
 		require.Empty(t, lease(1))
 		require.Equal(t, []string{"l0"}, lease(-1))
 
-		_, err := e.c.Lease(e.ctx, LeaseRequest{})
+		_, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{})
 		require.Error(t, err, "empty worker ID")
 	})
 }
@@ -93,13 +95,13 @@ var finishOps = []struct {
 	name string
 	do   func(e *env, t *Task) error
 }{
-	{"ack", func(e *env, t *Task) error { return e.c.Ack(e.ctx, t) }},
-	{"retry", func(e *env, t *Task) error { return e.c.Retry(e.ctx, t, e.clk.Now(), "boom") }},
+	{"ack", func(e *env, t *Task) error { return eng(e.c).Ack(e.ctx, t) }},
+	{"retry", func(e *env, t *Task) error { return eng(e.c).Retry(e.ctx, t, e.clk.Now(), "boom") }},
 	{"kill", func(e *env, t *Task) error { return e.c.DeadLetter(e.ctx, t, "bad") }},
-	{"requeue preempted", func(e *env, t *Task) error { return e.c.Requeue(e.ctx, t, RequeuePreempted) }},
-	{"requeue shutdown", func(e *env, t *Task) error { return e.c.Requeue(e.ctx, t, RequeueShutdown) }},
+	{"requeue preempted", func(e *env, t *Task) error { return eng(e.c).Requeue(e.ctx, t, wire.RequeuePreempted) }},
+	{"requeue shutdown", func(e *env, t *Task) error { return eng(e.c).Requeue(e.ctx, t, wire.RequeueShutdown) }},
 	{"checkpoint", func(e *env, t *Task) error {
-		_, err := e.c.SaveCheckpoint(e.ctx, t.ID, t.Token, []byte("evil"))
+		_, err := eng(e.c).SaveCheckpoint(e.ctx, t.ID, t.Token, []byte("evil"))
 		return err
 	}},
 }
@@ -130,9 +132,9 @@ func TestFencingWrongToken(t *testing.T) {
 				e := newEnv(t, b, nil)
 				e.enqueue("", ID("a"), Level(1))
 				first := e.leaseOne("w1")
-				require.NoError(t, e.c.Requeue(e.ctx, first, RequeueYield))
+				require.NoError(t, eng(e.c).Requeue(e.ctx, first, wire.RequeueYield))
 				cur := e.leaseOne("w1")
-				_, err := e.c.SaveCheckpoint(e.ctx, cur.ID, cur.Token, []byte("good"))
+				_, err := eng(e.c).SaveCheckpoint(e.ctx, cur.ID, cur.Token, []byte("good"))
 				require.NoError(t, err)
 				before := e.snapshot("a")
 				for _, bad := range []*Task{stale(cur, "bogus"), stale(cur, ""), first, stale(cur, cur.Token+"x")} {
@@ -154,12 +156,12 @@ func TestLeaseRecovery(t *testing.T) {
 		e.enqueue("", ID("b"), Level(1))
 		old := e.leaseOne("w1")
 		require.Equal(t, "a", old.ID)
-		_, err := e.c.SaveCheckpoint(e.ctx, "a", old.Token, []byte("cp1"))
+		_, err := eng(e.c).SaveCheckpoint(e.ctx, "a", old.Token, []byte("cp1"))
 		require.NoError(t, err)
 		e.enqueue("", ID("c"), Level(1))
 
 		// Not yet expired: nothing is recovered.
-		e.clk.Advance(DefaultLeaseDuration - time.Millisecond)
+		e.clk.Advance(defaultLeaseDuration - time.Millisecond)
 		require.Empty(t, e.leaseMin("w2", 2))
 		require.Equal(t, []string{"b", "c"}, e.pending(1))
 		e.requireCounts(counts{}, counts{Pending: 2, Active: 1})
@@ -181,7 +183,7 @@ func TestLeaseRecovery(t *testing.T) {
 		for _, op := range finishOps {
 			requireLeaseLost(t, op.do(e, old))
 		}
-		lost, err := lostOf(e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w1", Capacity: 1, Leases: []*Task{old}}))
+		lost, err := lostOf(eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w1", Capacity: 1, Leases: []*Task{old}}))
 		require.NoError(t, err)
 		require.Equal(t, []string{"a"}, lost)
 
@@ -195,7 +197,7 @@ func TestLeaseRecovery(t *testing.T) {
 			requireLeaseLost(t, op.do(e, old))
 		}
 		require.Equal(t, []byte("cp1"), e.inspect("a").Checkpoint, "stale holder cannot overwrite")
-		require.NoError(t, e.c.Ack(e.ctx, cur))
+		require.NoError(t, eng(e.c).Ack(e.ctx, cur))
 		e.gone("a")
 		require.Equal(t, []string{"b", "c"}, e.pending(1))
 	})
@@ -205,7 +207,7 @@ func TestLeaseRecovery(t *testing.T) {
 // taking level-1 tasks.
 func (e *env) leaseMin(w string, min int) []*Task {
 	e.t.Helper()
-	res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: w, MinLevel: min})
+	res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: w, MinLevel: min})
 	require.NoError(e.t, err)
 	return res.Tasks
 }
@@ -241,7 +243,7 @@ func TestLeaseMalformedRecord(t *testing.T) {
 				e.enqueue("", ID("good2"), Level(2))
 				e.setRecord("bad", tc.rec)
 
-				res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 3})
+				res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 3})
 				require.NoError(t, err)
 				require.Equal(t, []string{"good1", "good2"}, ids(res.Tasks))
 				require.Len(t, res.Malformed, 1)
@@ -279,7 +281,7 @@ func TestPromoteMalformedLevel(t *testing.T) {
 				e.requireCounts(counts{}, counts{Scheduled: 1})
 				e.patchState("bad", "l", val)
 				e.clk.Advance(time.Second)
-				res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w"})
+				res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w"})
 				require.NoError(t, err)
 				require.Empty(t, res.Tasks)
 				require.Empty(t, res.Malformed)
@@ -302,12 +304,12 @@ func TestRecoverMalformedRecord(t *testing.T) {
 		e := newEnv(t, b, nil)
 		e.enqueue("", ID("bad"), Level(1))
 		e.setRecord("bad", "garbage")
-		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w"})
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w"})
 		require.NoError(t, err)
 		require.Len(t, res.Malformed, 1)
 
-		e.clk.Advance(DefaultLeaseDuration)
-		res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w2"})
+		e.clk.Advance(defaultLeaseDuration)
+		res, err = eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w2"})
 		require.NoError(t, err)
 		require.Len(t, res.Malformed, 1, "recovered and leased again")
 		m := res.Malformed[0].Task

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"cmp"
 	"flag"
 	"fmt"
@@ -148,13 +150,13 @@ func (m *model) lease(rng *rand.Rand) {
 		want = append(want, m.lists[l][:n]...)
 		m.lists[l] = m.lists[l][n:]
 	}
-	res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: w, Count: count, MinLevel: minLevel})
+	res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: w, Count: count, MinLevel: minLevel})
 	require.NoError(e.t, err)
 	require.Empty(e.t, res.Malformed)
 	require.Equal(e.t, nilIfEmpty(want), nilIfEmpty(ids(res.Tasks)), "leased tasks and their order")
 	for _, tk := range res.Tasks {
 		mt := m.tasks[tk.ID]
-		mt.state, mt.token, mt.worker, mt.deadline = mActive, tk.Token, w, m.now()+DefaultLeaseDuration.Milliseconds()
+		mt.state, mt.token, mt.worker, mt.deadline = mActive, tk.Token, w, m.now()+defaultLeaseDuration.Milliseconds()
 		m.held = append(m.held, held{tk.ID, tk.Token, w})
 	}
 }
@@ -194,24 +196,24 @@ func (m *model) finish(rng *rand.Rand) string {
 	op := []string{"ack", "retry", "kill", "requeue", "checkpoint"}[rng.IntN(5)]
 	switch op {
 	case "ack":
-		err = e.c.Ack(e.ctx, tk)
+		err = eng(e.c).Ack(e.ctx, tk)
 		apply = func() { mt.state = mGone }
 	case "retry":
 		at := m.now() + int64(rng.IntN(10_000))
-		err = e.c.Retry(e.ctx, tk, time.UnixMilli(at), "boom")
+		err = eng(e.c).Retry(e.ctx, tk, time.UnixMilli(at), "boom")
 		apply = func() { mt.state, mt.due = mScheduled, at }
 	case "kill":
 		err = e.c.DeadLetter(e.ctx, tk, "dead")
 		apply = func() { mt.state = mDead }
 	case "requeue":
-		err = e.c.Requeue(e.ctx, tk, []RequeueReason{RequeuePreempted, RequeueShutdown, RequeueYield}[rng.IntN(3)])
+		err = eng(e.c).Requeue(e.ctx, tk, []wire.RequeueReason{wire.RequeuePreempted, wire.RequeueShutdown, wire.RequeueYield}[rng.IntN(3)])
 		apply = func() {
 			mt.state = mPending
 			m.lists[mt.level] = append([]string{mt.id}, m.lists[mt.level]...)
 		}
 	case "checkpoint":
-		_, err = e.c.SaveCheckpoint(e.ctx, h.id, h.token, []byte(op))
-		apply = func() { mt.deadline = m.now() + DefaultLeaseDuration.Milliseconds() }
+		_, err = eng(e.c).SaveCheckpoint(e.ctx, h.id, h.token, []byte(op))
+		apply = func() { mt.deadline = m.now() + defaultLeaseDuration.Milliseconds() }
 	}
 	if !valid {
 		requireLeaseLost(e.t, err)
@@ -247,12 +249,12 @@ func (m *model) heartbeat(rng *rand.Rand) {
 		}
 		leases = append(leases, &Task{ID: h.id, Token: h.token})
 		if mt.state == mActive && mt.token == h.token {
-			mt.deadline = m.now() + DefaultLeaseDuration.Milliseconds()
+			mt.deadline = m.now() + defaultLeaseDuration.Milliseconds()
 		} else {
 			wantLost = append(wantLost, h.id)
 		}
 	}
-	lost, err := lostOf(e.c.Heartbeat(e.ctx, Heartbeat{Worker: w, Capacity: 3, Leases: leases}))
+	lost, err := lostOf(eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: w, Capacity: 3, Leases: leases}))
 	require.NoError(e.t, err)
 	require.Equal(e.t, wantLost, nilIfEmpty(lost))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -110,7 +109,7 @@ func (c *Client) setPause(ctx context.Context, op string, level int, mode string
 // PausedFromMessage decodes a wake-channel message that announces the
 // paused levels ("p" and the paused key's value); ok is false for other
 // messages.
-func (c *Client) PausedFromMessage(payload string) (paused map[int]PauseMode, ok bool) {
+func (c engine) PausedFromMessage(payload string) (paused map[int]PauseMode, ok bool) {
 	v, ok := strings.CutPrefix(payload, "p")
 	if !ok {
 		return nil, false
@@ -149,15 +148,5 @@ func (c *Client) parsePaused(v string) map[int]PauseMode {
 			out[l] = PausePreempt
 		}
 	}
-	return out
-}
-
-// PausedLevels returns the levels of m in ascending order.
-func PausedLevels(m map[int]PauseMode) []int {
-	out := make([]int, 0, len(m))
-	for l := range m {
-		out = append(out, l)
-	}
-	slices.Sort(out)
 	return out
 }

@@ -1,29 +1,35 @@
 package queue
 
 import (
+	"maps"
+	"slices"
+
+	"github.com/overtake/overtake/internal/wire"
+
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/overtake/overtake/internal/testredis"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testredis"
 )
 
 func TestPauseAndResume(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
-		sub := e.rdb.Subscribe(e.ctx, e.c.WakeChannel())
+		sub := e.rdb.Subscribe(e.ctx, eng(e.c).WakeChannel())
 		defer sub.Close()
 		_, err := sub.Receive(e.ctx)
 		require.NoError(t, err)
 		msgs := sub.Channel()
 
 		require.NoError(t, e.c.Pause(e.ctx, 1, PauseWait))
-		m, ok := e.c.PausedFromMessage((<-msgs).Payload)
+		m, ok := eng(e.c).PausedFromMessage((<-msgs).Payload)
 		require.True(t, ok, "workers are told at once")
 		require.Equal(t, map[int]PauseMode{1: PauseWait}, m)
 		require.NoError(t, e.c.Pause(e.ctx, 2, PausePreempt))
-		m, _ = e.c.PausedFromMessage((<-msgs).Payload)
+		m, _ = eng(e.c).PausedFromMessage((<-msgs).Payload)
 		require.Equal(t, map[int]PauseMode{1: PauseWait, 2: PausePreempt}, m)
 		p, err := e.c.Paused(e.ctx)
 		require.NoError(t, err)
@@ -37,7 +43,7 @@ func TestPauseAndResume(t *testing.T) {
 		require.Equal(t, []PauseMode{NotPaused, PauseWait, PausePreempt},
 			[]PauseMode{st.Levels[0].Paused, st.Levels[1].Paused, st.Levels[2].Paused})
 		require.EqualValues(t, 1, st.Levels[1].Pending)
-		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 5, Skip: PausedLevels(p)})
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 5, Skip: slices.Sorted(maps.Keys(p))})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		require.Equal(t, low.ID, res.Tasks[0].ID)
@@ -45,23 +51,23 @@ func TestPauseAndResume(t *testing.T) {
 		// not heard) takes nothing from the level either: the task goes
 		// back to the head of its list, untouched.
 		mid2 := e.enqueue("mid2", Level(1))
-		res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 5})
+		res, err = eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 5})
 		require.NoError(t, err)
 		require.Empty(t, res.Tasks)
-		ids, err := e.c.Pending(e.ctx, 1)
+		ids, err := eng(e.c).Pending(e.ctx, 1)
 		require.NoError(t, err)
 		require.Equal(t, []string{mid.ID, mid2.ID}, ids)
 		require.Equal(t, StatePending, e.inspect(mid.ID).State)
 
 		// The heartbeat carries the paused levels to every worker.
-		reply, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		reply, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1})
 		require.NoError(t, err)
 		require.Equal(t, p, reply.Paused)
 
 		require.NoError(t, e.c.Resume(e.ctx, 1))
 		require.Equal(t, "p,2:p,", (<-msgs).Payload)
 		require.Equal(t, "1", (<-msgs).Payload, "idle workers are woken for the resumed level")
-		_, ok = e.c.PausedFromMessage("1")
+		_, ok = eng(e.c).PausedFromMessage("1")
 		require.False(t, ok)
 		p, err = e.c.Paused(e.ctx)
 		require.NoError(t, err)
@@ -77,7 +83,7 @@ func TestPauseAndResume(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, p)
 		require.Zero(t, e.rdb.Exists(e.ctx, e.c.keys.paused()).Val(), "nothing paused: no key")
-		reply, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		reply, err = eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1})
 		require.NoError(t, err)
 		require.Empty(t, reply.Paused)
 	})
@@ -101,7 +107,7 @@ func TestPauseBadInput(t *testing.T) {
 		// Stats and heartbeats go on, reading nothing as paused.
 		st := e.stats()
 		require.Equal(t, NotPaused, st.Levels[0].Paused)
-		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		_, err = eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1})
 		require.NoError(t, err)
 
 		// Garbage in the string (a newer writer, a removed level) is skipped.
@@ -120,12 +126,12 @@ func TestRatesFromHeartbeats(t *testing.T) {
 		e.clk.Advance(rateBucket - time.Duration(now.UnixMilli()%rateBucket.Milliseconds())*time.Millisecond)
 		keys := func() []string { return e.rdb.Keys(e.ctx, e.c.keys.prefix+"r:*").Val() }
 
-		_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1})
 		require.NoError(t, err)
 		require.Empty(t, keys(), "an idle heartbeat writes no counter")
 
 		for _, w := range []string{"w1", "w2"} {
-			_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: w, Capacity: 1, Counts: map[int]LevelCounts{
+			_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: w, Capacity: 1, Counts: map[int]LevelCounts{
 				0: {Processed: 30, Failed: 6}, 2: {Processed: 60, Preempted: 12, SLABreaches: 3}, 1: {}},
 				PoolCounts: map[string]LevelCounts{"bulk": {Processed: 30, Failed: 6}, "bad name": {Processed: 1}}})
 			require.NoError(t, err)
@@ -147,7 +153,7 @@ func TestRatesFromHeartbeats(t *testing.T) {
 		// A wrong-typed bucket loses that heartbeat's counts, not the beat.
 		k := e.c.keys.prefix + "r:" + strconv.FormatInt(e.clk.Now().UnixMilli()/rateBucket.Milliseconds(), 10)
 		require.NoError(t, e.rdb.LPush(e.ctx, k, "x").Err())
-		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Counts: map[int]LevelCounts{0: {Processed: 1}}})
+		_, err = eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1, Counts: map[int]LevelCounts{0: {Processed: 1}}})
 		require.NoError(t, err)
 		e.clk.Advance(rateBucket)
 		require.Zero(t, e.stats().Levels[0].Rates)
@@ -167,7 +173,7 @@ func TestPauseSurvivesRedisRestart(t *testing.T) {
 	p, err := e.c.Paused(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[int]PauseMode{1: PausePreempt}, p)
-	res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 5})
+	res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 5})
 	require.NoError(t, err)
 	require.Empty(t, res.Tasks, "still paused after the restart")
 }

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"errors"
 	"testing"
 	"time"
@@ -50,16 +52,16 @@ func TestCorruptSharedKeyFailsClosed(t *testing.T) {
 				require.NoError(t, e.rdb.Rename(e.ctx, key, key+".saved").Err())
 				e.plant(key, tc.plant)
 
-				_, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 2})
+				_, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 2})
 				requireCorrupt(t, err, key)
 				require.Equal(t, []string{"b"}, e.pending(1), "b is still pending")
-				requireCorrupt(t, e.c.Ack(e.ctx, a), key)
+				requireCorrupt(t, eng(e.c).Ack(e.ctx, a), key)
 				require.Equal(t, StateActive, e.inspect("a").State, "a keeps its lease")
 				require.Equal(t, a.Token, e.inspect("a").Token)
 
 				// The operator restores the key: everything goes on.
 				require.NoError(t, e.rdb.Rename(e.ctx, key+".saved", key).Err())
-				require.NoError(t, e.c.Ack(e.ctx, a))
+				require.NoError(t, eng(e.c).Ack(e.ctx, a))
 				require.Equal(t, []string{"b"}, ids(e.lease("w", 2)))
 				e.requireCounts(counts{}, counts{Active: 1})
 			})
@@ -75,7 +77,7 @@ func TestCorruptLevelListIsSkipped(t *testing.T) {
 		e.enqueue("", ID("low"), Level(0))
 		e.plant(e.c.keys.pending(2), "hash")
 		e.enqueue("", ID("mid"), Level(1))
-		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 5})
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 5})
 		require.NoError(t, err)
 		require.Equal(t, []string{"mid", "low"}, ids(res.Tasks))
 		require.Len(t, res.Corrupt, 1)
@@ -94,7 +96,7 @@ func TestCorruptTaskKeyIsSetAside(t *testing.T) {
 		e.enqueue("", ID("bad"), Level(1))
 		e.enqueue("", ID("good"), Level(1))
 		e.plant(e.c.keys.task("bad"), "hash")
-		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 1})
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 1})
 		require.NoError(t, err)
 		require.Equal(t, []string{"good"}, ids(res.Tasks), "no lease is wasted on the bad key")
 		require.Len(t, res.Corrupt, 1)
@@ -111,7 +113,7 @@ func TestCorruptTaskKeyIsSetAside(t *testing.T) {
 		// A wrong-typed state of a leased task: its ack fails closed.
 		good := res.Tasks[0]
 		e.plant(e.c.keys.state("good"), "list")
-		requireCorrupt(t, e.c.Ack(e.ctx, good), e.c.keys.state("good"))
+		requireCorrupt(t, eng(e.c).Ack(e.ctx, good), e.c.keys.state("good"))
 	})
 }
 
@@ -130,17 +132,17 @@ func TestSkewedClientClockChangesNothing(t *testing.T) {
 
 		_, err = honest.Enqueue(e.ctx, NewTask("t", nil), ID("a"))
 		require.NoError(t, err)
-		res, err := honest.Lease(e.ctx, LeaseRequest{Worker: "w1"})
+		res, err := eng(honest).Lease(e.ctx, wire.LeaseRequest{Worker: "w1"})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		a := res.Tasks[0]
-		require.WithinDuration(t, time.Now().Add(DefaultLeaseDuration), a.LeaseDeadline, 5*time.Second)
+		require.WithinDuration(t, time.Now().Add(defaultLeaseDuration), a.LeaseDeadline, 5*time.Second)
 
 		skewed.sweep.next.Store(0)
-		got, err := skewed.Lease(e.ctx, LeaseRequest{Worker: "w2"})
+		got, err := eng(skewed).Lease(e.ctx, wire.LeaseRequest{Worker: "w2"})
 		require.NoError(t, err)
 		require.Empty(t, got.Tasks, "the skewed worker recovered a lease that is still valid")
-		lost, err := lostOf(skewed.Heartbeat(e.ctx, Heartbeat{Worker: "w2", Capacity: 1}))
+		lost, err := lostOf(eng(skewed).Heartbeat(e.ctx, heartbeat{Worker: "w2", Capacity: 1}))
 		require.NoError(t, err)
 		require.Empty(t, lost)
 		require.Equal(t, a.Token, e.inspect("a").Token)
@@ -149,7 +151,7 @@ func TestSkewedClientClockChangesNothing(t *testing.T) {
 		require.NoError(t, err)
 		due := time.UnixMilli(int64(e.score(honest.keys.scheduled(), "later")))
 		require.WithinDuration(t, time.Now().Add(2*time.Second), due, time.Second, "due by Redis's clock")
-		require.NoError(t, honest.Ack(e.ctx, a))
+		require.NoError(t, eng(honest).Ack(e.ctx, a))
 	})
 }
 
@@ -171,7 +173,7 @@ func TestQueueNamesCannotCollide(t *testing.T) {
 		_, err := clients[0].Enqueue(ctx, NewTask("t", nil), ID("x"))
 		require.NoError(t, err)
 		for _, c := range clients[1:] {
-			res, err := c.Lease(ctx, LeaseRequest{Worker: "w"})
+			res, err := eng(c).Lease(ctx, wire.LeaseRequest{Worker: "w"})
 			require.NoError(t, err)
 			require.Empty(t, res.Tasks, "%s leased another queue's task", c.keys.prefix)
 		}
@@ -187,14 +189,14 @@ func TestSchemaVersionChecked(t *testing.T) {
 		require.Equal(t, "2", e.rdb.Get(e.ctx, e.c.keys.version()).Val(), "a new queue records its schema")
 
 		require.NoError(t, e.rdb.Set(e.ctx, e.c.keys.version(), "3", 0).Err())
-		_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1})
 		require.ErrorIs(t, err, ErrSchema)
 		require.Contains(t, err.Error(), "schema version 3; this worker reads version 2")
 
 		// A queue of the first edition (no version key, its counters hash).
 		old := newEnv(t, b, nil)
 		require.NoError(t, old.rdb.HSet(old.ctx, old.c.keys.prefix+"cnt", "a0", 1).Err())
-		_, err = old.c.Heartbeat(old.ctx, Heartbeat{Worker: "w", Capacity: 1})
+		_, err = eng(old.c).Heartbeat(old.ctx, heartbeat{Worker: "w", Capacity: 1})
 		require.ErrorIs(t, err, ErrSchema)
 		require.Contains(t, err.Error(), "schema version 1")
 	})
@@ -209,20 +211,20 @@ func TestCorruptRareKeysFailClosed(t *testing.T) {
 		mutate        func(*Config)
 		call          func(e *env, tk *Task) error
 	}{
-		{"scheduled", "string", nil, func(e *env, tk *Task) error { return e.c.Retry(e.ctx, tk, e.clk.Now(), "x") }},
+		{"scheduled", "string", nil, func(e *env, tk *Task) error { return eng(e.c).Retry(e.ctx, tk, e.clk.Now(), "x") }},
 		{"dead", "hash", nil, func(e *env, tk *Task) error { return e.c.DeadLetter(e.ctx, tk, "x") }},
-		{"done", "list", func(c *Config) { c.Retention = time.Minute }, func(e *env, tk *Task) error { return e.c.Ack(e.ctx, tk) }},
-		{"p:1", "hash", nil, func(e *env, tk *Task) error { return e.c.Requeue(e.ctx, tk, RequeuePreempted) }},
+		{"done", "list", func(c *Config) { c.Retention = time.Minute }, func(e *env, tk *Task) error { return eng(e.c).Ack(e.ctx, tk) }},
+		{"p:1", "hash", nil, func(e *env, tk *Task) error { return eng(e.c).Requeue(e.ctx, tk, wire.RequeuePreempted) }},
 		{"alive", "string", nil, func(e *env, tk *Task) error {
-			_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: []*Task{tk}})
+			_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1, Leases: []*Task{tk}})
 			return err
 		}},
 		{"cap", "list", nil, func(e *env, tk *Task) error {
-			_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: []*Task{tk}})
+			_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1, Leases: []*Task{tk}})
 			return err
 		}},
 		{"leases", "hash", nil, func(e *env, tk *Task) error {
-			_, err := e.c.SaveCheckpoint(e.ctx, tk.ID, tk.Token, []byte("cp"))
+			_, err := eng(e.c).SaveCheckpoint(e.ctx, tk.ID, tk.Token, []byte("cp"))
 			return err
 		}},
 	}

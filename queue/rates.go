@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +78,7 @@ end
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // encodeCounts writes non-zero counts for countsLua, by level and by pool
-// (pool names that are not ValidPoolName are left out); "" when there are
+// (pool names that are not wire.ValidPoolName are left out); "" when there are
 // none.
 func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
 	var b strings.Builder
@@ -94,27 +96,11 @@ func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
 		}
 	}
 	for name, c := range pools {
-		if !c.IsZero() && ValidPoolName(name) {
+		if !c.IsZero() && wire.ValidPoolName(name) {
 			put("P"+name, c)
 		}
 	}
 	return b.String()
-}
-
-// ValidPoolName reports whether name can name a slot pool: 1 to 64
-// letters, digits, '_', '.' or '-'.
-func ValidPoolName(name string) bool {
-	if name == "" || len(name) > 64 {
-		return false
-	}
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // ratesLua sums the last complete buckets into {field, total, ...}.
@@ -144,7 +130,7 @@ func parseRates(raw []any, levels int) ([]Rates, map[string]Rates) {
 		}
 		key, kind := f[:len(f)-1], f[len(f)-1]
 		r := float64(v) / RateWindow.Seconds()
-		if name, ok := strings.CutPrefix(key, "P"); ok && ValidPoolName(name) {
+		if name, ok := strings.CutPrefix(key, "P"); ok && wire.ValidPoolName(name) {
 			pr := pools[name]
 			pr.add(kind, r)
 			pools[name] = pr

@@ -95,8 +95,8 @@ func decodeRecord(t *Task, raw string) error {
 	if len(f) < 7 {
 		return fmt.Errorf("%w: task %q: truncated record", ErrMalformedRecord, t.ID)
 	}
-	if f[0] != strconv.Itoa(SchemaVersion) {
-		return fmt.Errorf("%w: task %q: record of schema %q, this worker reads %d", ErrSchema, t.ID, f[0], SchemaVersion)
+	if f[0] != strconv.Itoa(schemaVersion) {
+		return fmt.Errorf("%w: task %q: record of schema %q, this worker reads %d", ErrSchema, t.ID, f[0], schemaVersion)
 	}
 	var n [5]int64
 	for i := range n {

@@ -27,7 +27,7 @@ func TestRunningAndPendingPage(t *testing.T) {
 		require.EqualValues(t, 5, n)
 
 		run := e.leaseOne("w1")
-		_, err = e.c.SaveCheckpoint(e.ctx, run.ID, run.Token, []byte("abc"))
+		_, err = eng(e.c).SaveCheckpoint(e.ctx, run.ID, run.Token, []byte("abc"))
 		require.NoError(t, err)
 		rs, total, err := e.c.Running(e.ctx, 0, 10)
 		require.NoError(t, err)

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"maps"
 	"strings"
@@ -12,10 +14,6 @@ import (
 
 	"github.com/overtake/overtake/internal/telemetry"
 )
-
-// MaxRunSpans bounds Task.RunSpans: a record remembers the process spans
-// of the task's last 16 runs, so a long-lived task's record stays small.
-const MaxRunSpans = 16
 
 // traceparent is the W3C header holding a span context.
 const traceparent = "traceparent"
@@ -52,14 +50,14 @@ func (c *Client) propagator() telemetry.Propagator { return c.prop }
 // TraceContext returns ctx carrying the producer's span context stored in
 // t.Headers at enqueue, read with Config.Propagator: the parent of the
 // worker's process span. Without one in the headers, ctx is returned as is.
-func (c *Client) TraceContext(ctx context.Context, t *Task) context.Context {
+func (c engine) TraceContext(ctx context.Context, t *Task) context.Context {
 	return c.propagator().Extract(ctx, t.Headers)
 }
 
-// RunSpanContexts returns the span contexts in t.RunSpans, oldest first,
+// runSpanContexts returns the span contexts in t.RunSpans, oldest first,
 // skipping entries that do not parse: the process spans of the task's
 // earlier runs, which a new run's span links to.
-func (t *Task) RunSpanContexts() []trace.SpanContext {
+func (t *Task) runSpanContexts() []trace.SpanContext {
 	out := make([]trace.SpanContext, 0, len(t.RunSpans))
 	for _, s := range t.RunSpans {
 		ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{traceparent: s})
@@ -70,40 +68,40 @@ func (t *Task) RunSpanContexts() []trace.SpanContext {
 	return out
 }
 
-// AddRunSpan appends sc, the process span of the run now holding t, to
-// t.RunSpans (keeping the last MaxRunSpans). The next Retry, DeadLetter or
+// addRunSpan appends sc, the process span of the run now holding t, to
+// t.RunSpans (keeping the last wire.MaxRunSpans). The next Retry, DeadLetter or
 // Requeue of t stores the list in the record, so the task's next run can
 // link to this one. An invalid sc is ignored.
-func (t *Task) AddRunSpan(sc trace.SpanContext) {
+func (t *Task) addRunSpan(sc trace.SpanContext) {
 	if !sc.IsValid() {
 		return
 	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
 	t.RunSpans = append(t.RunSpans, carrier[traceparent])
-	if n := len(t.RunSpans); n > MaxRunSpans {
-		t.RunSpans = append([]string(nil), t.RunSpans[n-MaxRunSpans:]...)
+	if n := len(t.RunSpans); n > wire.MaxRunSpans {
+		t.RunSpans = append([]string(nil), t.RunSpans[n-wire.MaxRunSpans:]...)
 	}
 }
 
-// RunNumber returns which run of t a lease of it starts, 1 for the first:
+// runNumber returns which run of t a lease of it starts, 1 for the first:
 // one more than the earlier runs its record knows of, those that ended in
 // a retry, a requeue or a dead-letter transition (RunSpans) and those
 // whose worker was lost (Recoveries). Exact while the task ran fewer than
-// MaxRunSpans times to a transition; after that a lower bound.
-func (t *Task) RunNumber() int {
+// wire.MaxRunSpans times to a transition; after that a lower bound.
+func (t *Task) runNumber() int {
 	ended := len(t.RunSpans)
-	if ended >= MaxRunSpans {
+	if ended >= wire.MaxRunSpans {
 		ended = max(ended, t.Attempt+t.Preemptions)
 	}
 	return ended + t.Recoveries + 1
 }
 
-// encodeRunSpans is the record value of t.RunSpans: its last MaxRunSpans
+// encodeRunSpans is the record value of t.RunSpans: its last wire.MaxRunSpans
 // entries separated by spaces, "" when there are none.
 func encodeRunSpans(spans []string) string {
-	if n := len(spans); n > MaxRunSpans {
-		spans = spans[n-MaxRunSpans:]
+	if n := len(spans); n > wire.MaxRunSpans {
+		spans = spans[n-wire.MaxRunSpans:]
 	}
 	return strings.Join(spans, " ")
 }

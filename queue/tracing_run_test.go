@@ -1,6 +1,12 @@
 package queue_test
 
 import (
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/wire"
+
 	"fmt"
 	"testing"
 
@@ -10,6 +16,14 @@ import (
 // RunNumber counts the runs a record knows of: those that ended in a
 // transition (RunSpans) and those recovered after their worker was lost.
 func TestRunNumber(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := queue.New(rdb, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.Of(q)
 	spans := func(n int) []string {
 		out := make([]string, n)
 		for i := range out {
@@ -27,9 +41,9 @@ func TestRunNumber(t *testing.T) {
 		{"after a shutdown requeue, which counts no preemption", queue.Task{RunSpans: spans(1)}, 2},
 		{"after a crash", queue.Task{Recoveries: 1}, 2},
 		{"after a retry and a crash", queue.Task{Attempt: 1, Recoveries: 1, RunSpans: spans(1)}, 3},
-		{"past the kept spans", queue.Task{Attempt: 10, Preemptions: 20, RunSpans: spans(queue.MaxRunSpans)}, 31},
+		{"past the kept spans", queue.Task{Attempt: 10, Preemptions: 20, RunSpans: spans(wire.MaxRunSpans)}, 31},
 	} {
-		if got := tc.t.RunNumber(); got != tc.want {
+		if got := eng.RunNumber(&tc.t); got != tc.want {
 			t.Errorf("%s: run %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -1,6 +1,10 @@
 package queue_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
+	"github.com/overtake/overtake/internal/wire"
+
 	"context"
 	"strings"
 	"testing"
@@ -84,7 +88,7 @@ func TestEnqueueSpan(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "acme", stored.Headers["x-tenant"])
 		require.Contains(t, stored.Headers["traceparent"], s.SpanContext().SpanID().String())
-		sc := trace.SpanContextFromContext(q.TraceContext(context.Background(), stored))
+		sc := trace.SpanContextFromContext(engine.Of(q).TraceContext(context.Background(), stored))
 		require.True(t, sc.IsRemote())
 		require.Equal(t, s.SpanContext().TraceID(), sc.TraceID())
 		require.Equal(t, s.SpanContext().SpanID(), sc.SpanID())
@@ -160,7 +164,7 @@ func TestEnqueueBatchSpans(t *testing.T) {
 			require.Equal(t, codes.Unset, s.Status().Code)
 			stored, err := q.Inspect(ctx, tk.ID)
 			require.NoError(t, err)
-			sc := trace.SpanContextFromContext(q.TraceContext(ctx, stored))
+			sc := trace.SpanContextFromContext(engine.Of(q).TraceContext(ctx, stored))
 			require.Equal(t, s.SpanContext().SpanID(), sc.SpanID())
 		}
 	})
@@ -203,7 +207,7 @@ func TestEnqueueCustomPropagator(t *testing.T) {
 		s := rec.Ended()[0]
 		require.NotContains(t, got.Headers, "traceparent")
 		require.Equal(t, s.SpanContext().TraceID().String()+":"+s.SpanContext().SpanID().String(), got.Headers["x-trace"])
-		sc := trace.SpanContextFromContext(q.TraceContext(context.Background(), got))
+		sc := trace.SpanContextFromContext(engine.Of(q).TraceContext(context.Background(), got))
 		require.Equal(t, s.SpanContext().SpanID(), sc.SpanID())
 	})
 }
@@ -246,10 +250,10 @@ func TestRunSpansStoredByTransitions(t *testing.T) {
 		ctx := context.Background()
 		lease := func() *queue.Task {
 			t.Helper()
-			var res *queue.LeaseResult
+			var res *engine.LeaseResult
 			require.Eventually(t, func() bool {
 				var err error
-				res, err = q.Lease(ctx, queue.LeaseRequest{Worker: "w"})
+				res, err = engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "w"})
 				require.NoError(t, err)
 				return len(res.Tasks) == 1
 			}, 5*time.Second, 5*time.Millisecond)
@@ -265,36 +269,36 @@ func TestRunSpansStoredByTransitions(t *testing.T) {
 
 		tk := lease()
 		require.Empty(t, tk.RunSpans)
-		require.Empty(t, tk.RunSpanContexts())
+		require.Empty(t, engine.Of(q).RunSpanContexts(tk))
 		first := runSpan()
-		tk.AddRunSpan(first)
-		tk.AddRunSpan(trace.SpanContext{}) // ignored
-		require.NoError(t, q.Requeue(ctx, tk, queue.RequeuePreempted))
+		engine.Of(q).AddRunSpan(tk, first)
+		engine.Of(q).AddRunSpan(tk, trace.SpanContext{}) // ignored
+		require.NoError(t, engine.Of(q).Requeue(ctx, tk, engine.RequeuePreempted))
 
 		tk = lease()
-		require.Equal(t, []trace.SpanContext{first.WithRemote(true)}, tk.RunSpanContexts())
+		require.Equal(t, []trace.SpanContext{first.WithRemote(true)}, engine.Of(q).RunSpanContexts(tk))
 		second := runSpan()
-		tk.AddRunSpan(second)
-		require.NoError(t, q.Retry(ctx, tk, time.Now(), "boom"))
+		engine.Of(q).AddRunSpan(tk, second)
+		require.NoError(t, engine.Of(q).Retry(ctx, tk, time.Now(), "boom"))
 
 		tk = lease()
-		require.Equal(t, []trace.SpanContext{first.WithRemote(true), second.WithRemote(true)}, tk.RunSpanContexts())
-		// Keeps the last MaxRunSpans, oldest first; garbage is skipped.
+		require.Equal(t, []trace.SpanContext{first.WithRemote(true), second.WithRemote(true)}, engine.Of(q).RunSpanContexts(tk))
+		// Keeps the last wire.MaxRunSpans, oldest first; garbage is skipped.
 		var want []trace.SpanContext
-		for range queue.MaxRunSpans + 3 {
+		for range wire.MaxRunSpans + 3 {
 			sc := runSpan()
-			tk.AddRunSpan(sc)
+			engine.Of(q).AddRunSpan(tk, sc)
 			want = append(want, sc.WithRemote(true))
 		}
-		want = want[len(want)-queue.MaxRunSpans:]
-		require.Len(t, tk.RunSpans, queue.MaxRunSpans)
+		want = want[len(want)-wire.MaxRunSpans:]
+		require.Len(t, tk.RunSpans, wire.MaxRunSpans)
 		require.NoError(t, q.DeadLetter(ctx, tk, "enough"))
 		dead, err := q.Inspect(ctx, got.ID)
 		require.NoError(t, err)
-		require.Equal(t, want, dead.RunSpanContexts())
+		require.Equal(t, want, engine.Of(q).RunSpanContexts(dead))
 
 		dead.RunSpans = append(dead.RunSpans, "00-garbage", "")
-		require.Equal(t, want, dead.RunSpanContexts())
+		require.Equal(t, want, engine.Of(q).RunSpanContexts(dead))
 	})
 }
 
@@ -305,13 +309,13 @@ func TestRunSpansAck(t *testing.T) {
 		ctx := context.Background()
 		got, err := q.Enqueue(ctx, queue.NewTask("send", nil))
 		require.NoError(t, err)
-		res, err := q.Lease(ctx, queue.LeaseRequest{Worker: "w"})
+		res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "w"})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		_, s := tr.Start(ctx, "run")
 		s.End()
-		res.Tasks[0].AddRunSpan(s.SpanContext())
-		require.NoError(t, q.Ack(ctx, res.Tasks[0]))
+		engine.Of(q).AddRunSpan(res.Tasks[0], s.SpanContext())
+		require.NoError(t, engine.Of(q).Ack(ctx, res.Tasks[0]))
 		done, err := q.Inspect(ctx, got.ID)
 		require.NoError(t, err)
 		require.Equal(t, queue.StateDone, done.State)

@@ -9,13 +9,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/overtake/overtake/handlers"
-	"github.com/overtake/overtake/preempt"
-	"github.com/overtake/overtake/queue"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/preempt"
+	"github.com/overtake/overtake/queue"
 )
 
 // Causes of a handler's cancelled context, matched with
@@ -148,7 +150,7 @@ func (c Config) withDefaults(q *queue.Client) Config {
 	c.Autoscale = c.Autoscale.withDefaults()
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
-		c.WorkerID = host + "-" + strconv.Itoa(os.Getpid()) + "-" + queue.NewToken()[:6]
+		c.WorkerID = host + "-" + strconv.Itoa(os.Getpid()) + "-" + engine.NewSuffix()
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = q.Config().LeaseDuration / 3

@@ -1,16 +1,19 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/require"
 )
 
 // Crashes: a worker that leased a task, saved a checkpoint and died (it
@@ -28,13 +31,13 @@ func ptCrashed(t *testing.T, q *queue.Client, typ string, level int, v any) ptCr
 	t.Helper()
 	ctx := context.Background()
 	id := enqueue(t, q, typ, "", level)
-	res, err := q.Lease(ctx, queue.LeaseRequest{Worker: "crashed", MinLevel: level})
+	res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "crashed", MinLevel: level})
 	require.NoError(t, err)
 	require.Len(t, res.Tasks, 1)
 	require.Equal(t, id, res.Tasks[0].ID)
 	data, err := checkpoint.JSON.Marshal(v)
 	require.NoError(t, err)
-	_, err = q.SaveCheckpoint(ctx, id, res.Tasks[0].Token, data)
+	_, err = engine.Of(q).SaveCheckpoint(ctx, id, res.Tasks[0].Token, data)
 	require.NoError(t, err)
 	return ptCrash{ID: id, stale: res.Tasks[0]}
 }
@@ -82,9 +85,9 @@ func TestCrashedWorkerTaskResumesFromCheckpoint(t *testing.T) {
 		require.Empty(t, resumed, "task ran twice")
 
 		// The crashed worker, were it to come back, changes nothing.
-		_, err := q.SaveCheckpoint(ctx, crash.ID, crash.stale.Token, []byte(`{"Row":1}`))
+		_, err := engine.Of(q).SaveCheckpoint(ctx, crash.ID, crash.stale.Token, []byte(`{"Row":1}`))
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
-		require.ErrorIs(t, q.Ack(ctx, crash.stale), queue.ErrLeaseLost)
+		require.ErrorIs(t, engine.Of(q).Ack(ctx, crash.stale), queue.ErrLeaseLost)
 		require.Zero(t, rt.Stats().Preempted)
 	})
 }

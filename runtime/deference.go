@@ -5,8 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/overtake/overtake/queue"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/queue"
 )
 
 // Bounded deference (preempt.Policy.FleetDeferral). A saturated worker whose
@@ -17,7 +18,7 @@ import (
 // disabled or one whose urgent task waits for its own victim will never
 // take it. So the deference is bounded: once the urgent work that was
 // pending when the fleet first refused is still pending FleetDeferral later,
-// the worker reserves regardless of the fleet (queue.ReserveRequest's
+// the worker reserves regardless of the fleet (engine.ReserveRequest's
 // IgnoreFleet) and preempts its own victim.
 //
 // The bound is kept per episode, not per refusal: the fleet may refuse many

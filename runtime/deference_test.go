@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"testing"
 	"time"
@@ -54,7 +56,7 @@ func (f *ptFleet) urgentAfter(t *testing.T, level int, want string, forever bool
 // it is SIGKILLed: one heartbeat with its capacity and leases, and no more.
 func ghost(t *testing.T, q *queue.Client, capacity int, leases []*queue.Task) {
 	t.Helper()
-	_, err := q.Heartbeat(context.Background(), queue.Heartbeat{Worker: "ghost", Capacity: capacity,
+	_, err := engine.Of(q).Heartbeat(context.Background(), engine.Heartbeat{Worker: "ghost", Capacity: capacity,
 		TTL: deadTTL, Leases: leases})
 	require.NoError(t, err)
 }
@@ -78,7 +80,7 @@ var deferCases = []deferCase{
 		// It leased a level-0 job and was killed: its record and its lease
 		// live on, a lower victim than A's.
 		enqueue(t, f.q, "job", "", 0)
-		res, err := f.q.Lease(context.Background(), queue.LeaseRequest{Worker: "ghost"})
+		res, err := engine.Of(f.q).Lease(context.Background(), engine.LeaseRequest{Worker: "ghost"})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		ghost(t, f.q, 1, res.Tasks)

@@ -1,14 +1,17 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"errors"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/overtake/overtake/queue"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/queue"
 )
 
 // listen turns wake-up messages (the level of a task that became pending)
@@ -27,7 +30,7 @@ func (r *Runtime) listen(sub *redis.PubSub) {
 			if !ok {
 				return
 			}
-			if m, ok := r.q.PausedFromMessage(msg.Payload); ok { // the paused levels changed
+			if m, ok := r.eng.PausedFromMessage(msg.Payload); ok { // the paused levels changed
 				r.setPaused(m)
 				continue
 			}
@@ -167,7 +170,7 @@ func (r *Runtime) dispatch() {
 // logCorrupt logs the wrong-typed keys a lease call found and went around
 // (levels skipped, task keys set aside): corruption for an operator to fix,
 // not an outage.
-func (r *Runtime) logCorrupt(res *queue.LeaseResult) {
+func (r *Runtime) logCorrupt(res *engine.LeaseResult) {
 	for _, err := range res.Corrupt {
 		r.log.Error("corrupt queue key; leasing goes on without it", zap.Error(err))
 	}
@@ -179,7 +182,7 @@ func (r *Runtime) poolRoom() int { return r.cfg.poolSize() - int(r.handlers.Load
 // killMalformed dead-letters leased records that could not be decoded, off
 // the dispatcher goroutine (a Redis outage would hold it for a lease
 // duration); Shutdown waits for them like for handlers.
-func (r *Runtime) killMalformed(res *queue.LeaseResult) {
+func (r *Runtime) killMalformed(res *engine.LeaseResult) {
 	for _, m := range res.Malformed {
 		rn := &run{t: m.Task, log: r.log.With(zap.String("task_id", m.Task.ID))}
 		r.tasks.Add(1)

@@ -1,18 +1,21 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/require"
 )
 
 // Fleet-wide preemption: several runtimes (worker processes) share one
@@ -251,7 +254,7 @@ func TestFleetDeadWorkerRecordExpires(t *testing.T) {
 
 				// "ghost" reports 4 free slots once and dies.
 				before := time.Now()
-				_, err := f.q.Heartbeat(context.Background(), queue.Heartbeat{Worker: "ghost", Capacity: 4, TTL: ttl})
+				_, err := engine.Of(f.q).Heartbeat(context.Background(), engine.Heartbeat{Worker: "ghost", Capacity: 4, TTL: ttl})
 				require.NoError(t, err)
 				u := enqueue(t, f.q, "urgent", "", 2)
 				at := ptRecv(t, f.urgent, "urgent run")

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"time"
 
@@ -51,7 +53,7 @@ func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capac
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	counts, poolCounts := r.takeCounts()
-	reply, err := r.q.Heartbeat(ctx, queue.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
+	reply, err := r.eng.Heartbeat(ctx, engine.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
 		TTL: 2*r.cfg.HeartbeatInterval + 500*time.Millisecond, Leases: leases, Counts: counts,
 		PoolCounts: poolCounts, Pools: r.poolLayout()})
 	if err != nil {

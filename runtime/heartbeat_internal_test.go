@@ -1,14 +1,17 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
-	"github.com/stretchr/testify/require"
 )
 
 // A heartbeat whose snapshot holds a task's old lease reports that lease
@@ -24,13 +27,13 @@ func TestStaleHeartbeatSparesNewLease(t *testing.T) {
 		_, err = q.Enqueue(ctx, queue.NewTask("x", nil))
 		require.NoError(t, err)
 		lease := func() *queue.Task {
-			res, err := q.Lease(ctx, queue.LeaseRequest{Worker: "w"})
+			res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "w"})
 			require.NoError(t, err)
 			require.Len(t, res.Tasks, 1)
 			return res.Tasks[0]
 		}
 		old := lease()
-		require.NoError(t, q.Requeue(ctx, old, queue.RequeueYield))
+		require.NoError(t, engine.Of(q).Requeue(ctx, old, engine.RequeueYield))
 		cur := lease()
 		require.NotEqual(t, old.Token, cur.Token)
 

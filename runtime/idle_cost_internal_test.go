@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"testing"
 
@@ -38,15 +40,15 @@ func TestIdleCostGuard(t *testing.T) {
 		// for due and expired work.
 		fresh, err := queue.New(rdb, queue.Config{})
 		require.NoError(t, err)
-		_, err = fresh.Lease(ctx, queue.LeaseRequest{Worker: cfg.WorkerID, Count: cfg.Concurrency})
+		_, err = engine.Of(fresh).Lease(ctx, engine.LeaseRequest{Worker: cfg.WorkerID, Count: cfg.Concurrency})
 		require.NoError(t, err)
 	})
 	beat := count(func() {
-		_, err := q.Heartbeat(ctx, queue.Heartbeat{Worker: cfg.WorkerID, Capacity: cfg.Concurrency,
+		_, err := engine.Of(q).Heartbeat(ctx, engine.Heartbeat{Worker: cfg.WorkerID, Capacity: cfg.Concurrency,
 			TTL: 2*cfg.HeartbeatInterval + 500e6})
 		require.NoError(t, err)
 	})
-	sub := rdb.Subscribe(ctx, q.WakeChannel())
+	sub := rdb.Subscribe(ctx, engine.Of(q).WakeChannel())
 	defer sub.Close()
 	_, err = sub.Receive(ctx)
 	require.NoError(t, err)

@@ -1,10 +1,10 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"time"
-
-	"github.com/overtake/overtake/queue"
 )
 
 // leaseFree leases tasks for the free slots of every pool (frees, by pool)
@@ -22,13 +22,13 @@ func (r *Runtime) leaseFree(frees []int) (more bool, next time.Time, err error) 
 	if free <= 0 {
 		return false, time.Time{}, nil
 	}
-	req := queue.LeaseRequest{Worker: r.cfg.WorkerID, Count: free, Skip: r.pausedLevels()}
+	req := engine.LeaseRequest{Worker: r.cfg.WorkerID, Count: free, Skip: r.pausedLevels()}
 	if len(r.pools) > 1 {
 		req.Groups = r.leaseGroups(frees)
 	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
-	res, err := r.q.Lease(ctx, req)
+	res, err := r.eng.Lease(ctx, req)
 	if err != nil {
 		return false, time.Time{}, err
 	}
@@ -46,18 +46,18 @@ func (r *Runtime) leaseFree(frees []int) (more bool, next time.Time, err error) 
 // leaseGroups asks, for each pool with free slots, for tasks of its band,
 // then, for each pool that may borrow, for tasks of its band in the slots
 // the others leave idle.
-func (r *Runtime) leaseGroups(frees []int) []queue.LeaseGroup {
-	var gs []queue.LeaseGroup
+func (r *Runtime) leaseGroups(frees []int) []engine.LeaseGroup {
+	var gs []engine.LeaseGroup
 	lendable := 0
 	for p, f := range frees {
 		if f > 0 {
-			gs = append(gs, queue.LeaseGroup{Levels: r.pools[p].levels, Count: f, Pool: p + 1})
+			gs = append(gs, engine.LeaseGroup{Levels: r.pools[p].levels, Count: f, Pool: p + 1})
 			lendable += f
 		}
 	}
 	for p, pl := range r.pools {
 		if pl.borrow && lendable > frees[p] {
-			gs = append(gs, queue.LeaseGroup{Levels: pl.levels, Spare: true})
+			gs = append(gs, engine.LeaseGroup{Levels: pl.levels, Spare: true})
 		}
 	}
 	return gs

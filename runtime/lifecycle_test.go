@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"errors"
 	"fmt"
@@ -9,12 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overtake/overtake/checkpoint"
-	"github.com/overtake/overtake/handlers"
-	"github.com/overtake/overtake/internal/testredis"
-	"github.com/overtake/overtake/preempt"
-	"github.com/overtake/overtake/queue"
-	"github.com/overtake/overtake/runtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,6 +18,13 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/preempt"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
 )
 
 // Helpers of the foundation tests (lifecycle, failure, shutdown, recovery,
@@ -92,8 +95,8 @@ func tinyBackoff(int) time.Duration { return 10 * time.Millisecond }
 func waitSubscribed(t *testing.T, b testredis.Backend, q *queue.Client) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		n, err := b.Client.PubSubNumSub(context.Background(), q.WakeChannel()).Result()
-		return err == nil && n[q.WakeChannel()] >= 1
+		n, err := b.Client.PubSubNumSub(context.Background(), engine.Of(q).WakeChannel()).Result()
+		return err == nil && n[engine.Of(q).WakeChannel()] >= 1
 	}, 10*time.Second, 5*time.Millisecond, "runtime never subscribed to the wake channel")
 }
 

@@ -80,7 +80,7 @@ func (o *observer) taskLogger(t *queue.Task) *zap.Logger {
 
 // producer returns the span context of t's enqueue span, from its record.
 func (o *observer) producer(t *queue.Task) trace.SpanContext {
-	return trace.SpanContextFromContext(o.r.q.TraceContext(context.Background(), t))
+	return trace.SpanContextFromContext(o.r.eng.TraceContext(context.Background(), t))
 }
 
 // leased starts the process span of a run, records the wait time and checks
@@ -93,15 +93,15 @@ func (o *observer) leased(rn *run) {
 	t := rn.t
 	info := telemetry.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,
 		LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions, Class: t.Class,
-		Run: t.RunNumber()}
-	parent := o.r.q.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), t)
-	opts := telemetry.PreviousRunLinks(t.RunSpanContexts())
+		Run: o.r.eng.RunNumber(t)}
+	parent := o.r.eng.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), t)
+	opts := telemetry.PreviousRunLinks(o.r.eng.RunSpanContexts(t))
 	ctx, span := telemetry.StartProcess(parent, o.tracer, info, nil, opts...)
 	rn.ctx, rn.span = ctx, span
 	// A no-op tracer hands back the parent's span context: not a span of ours.
 	psc, sc := trace.SpanContextFromContext(parent), span.SpanContext()
 	if sc.IsValid() && sc.SpanID() != psc.SpanID() {
-		t.AddRunSpan(sc)
+		o.r.eng.AddRunSpan(t, sc)
 		f := []zap.Field{zap.String(tracing.FieldSpanID, sc.SpanID().String())}
 		if sc.TraceID() != psc.TraceID() { // taskLogger had no trace ID
 			f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))

@@ -1,17 +1,20 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Invariant 5: within one level order is FIFO, except that preempted and
@@ -130,10 +133,10 @@ func TestRecoveredTaskResumesFirst(t *testing.T) {
 
 		// A worker leases "crashed", saves a checkpoint and dies.
 		crashedID := enqueue(t, q, "low", "crashed", 0)
-		res, err := q.Lease(ctx, queue.LeaseRequest{Worker: "crashed-worker"})
+		res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "crashed-worker"})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
-		_, err = q.SaveCheckpoint(ctx, crashedID, res.Tasks[0].Token, []byte(`"at-42"`))
+		_, err = engine.Of(q).SaveCheckpoint(ctx, crashedID, res.Tasks[0].Token, []byte(`"at-42"`))
 		require.NoError(t, err)
 
 		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll})
@@ -144,7 +147,7 @@ func TestRecoveredTaskResumesFirst(t *testing.T) {
 		enqueue(t, q, "low", "L3", 0)
 		// The saturated worker's polls recover the expired lease.
 		require.Eventually(t, func() bool {
-			ids, err := q.Pending(ctx, 0)
+			ids, err := engine.Of(q).Pending(ctx, 0)
 			return err == nil && len(ids) == 3 && ids[0] == crashedID
 		}, ptLong, 20*time.Millisecond, "crashed task recovered to the head of its level")
 		doRelease()

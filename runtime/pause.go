@@ -5,8 +5,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/overtake/overtake/queue"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/queue"
 )
 
 // Pausing (queue.Client.Pause). The paused levels are stored in Redis; a
@@ -25,7 +26,7 @@ import (
 // pausedLevels returns the paused levels, ascending (nil when none).
 func (r *Runtime) pausedLevels() []int {
 	if m := r.paused.Load(); m != nil && len(*m) > 0 {
-		return queue.PausedLevels(*m)
+		return slices.Sorted(maps.Keys(*m))
 	}
 	return nil
 }
@@ -51,7 +52,7 @@ func (r *Runtime) setPaused(m map[int]queue.PauseMode) {
 	if old != nil {
 		was = *old
 	}
-	r.log.Info("paused levels changed", zap.Ints("paused", queue.PausedLevels(m)))
+	r.log.Info("paused levels changed", zap.Ints("paused", slices.Sorted(maps.Keys(m))))
 	for l, mode := range m {
 		if mode == queue.PausePreempt && was[l] != queue.PausePreempt {
 			r.preemptLevel(l)

@@ -1,15 +1,18 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/require"
 )
 
 // Handlers that ignore cancellation keep their pool workers. Once every
@@ -43,7 +46,7 @@ func TestStuckVictimsFillingThePoolStopPreemption(t *testing.T) {
 		urgent := enqueue(t, q, "l2", "", 2)
 		require.Never(t, func() bool { return rt.Stats().Reserved > 1 }, 500*time.Millisecond, 10*time.Millisecond,
 			"reserved an urgent task the pool could not start")
-		ids, err := q.Pending(context.Background(), 2)
+		ids, err := engine.Of(q).Pending(context.Background(), 2)
 		require.NoError(t, err)
 		require.Equal(t, []string{urgent}, ids, "the urgent task waits in its list for any worker")
 		close(release)

@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/wire"
+
+	"github.com/overtake/overtake/internal/engine"
+
 	"errors"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/overtake/overtake/queue"
 )
 
 // Pool is a dedicated pool of slots for a band of levels, inside one
@@ -96,7 +98,7 @@ func validatePools(pools []Pool, levels int, concurrency int, autoscale *Autosca
 	total := 0
 	for _, p := range pools {
 		switch {
-		case !queue.ValidPoolName(p.Name) || names[p.Name]:
+		case !wire.ValidPoolName(p.Name) || names[p.Name]:
 			return fmt.Errorf("%w: pool name %q is repeated or not 1 to 64 letters, digits, '_', '.' or '-'", errPools, p.Name)
 		case p.Size < 1:
 			return fmt.Errorf("%w: pool %q has size %d, want at least 1", errPools, p.Name, p.Size)
@@ -166,13 +168,13 @@ func (r *Runtime) poolNumber(p int) int {
 }
 
 // poolLayout describes the pools for the heartbeat (nil without Pools).
-func (r *Runtime) poolLayout() []queue.PoolLayout {
+func (r *Runtime) poolLayout() []engine.PoolLayout {
 	if len(r.pools) == 1 {
 		return nil
 	}
-	out := make([]queue.PoolLayout, len(r.pools))
+	out := make([]engine.PoolLayout, len(r.pools))
 	for i, p := range r.pools {
-		out[i] = queue.PoolLayout{Pool: i + 1, Name: p.name, Size: p.size, Levels: p.levels, Borrow: p.borrow}
+		out[i] = engine.PoolLayout{Pool: i + 1, Name: p.name, Size: p.size, Levels: p.levels, Borrow: p.borrow}
 	}
 	return out
 }

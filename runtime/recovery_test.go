@@ -1,18 +1,21 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"go.uber.org/zap/zaptest/observer"
 )
 
 type recProgress struct{ Step int }
@@ -36,12 +39,12 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 		q := setup(t, b, queue.Config{})
 		crashed := setup(t, b, queue.Config{LeaseDuration: 300 * time.Millisecond})
 		id := enqueue(t, q, "job", "", 1)
-		res, err := crashed.Lease(ctx, queue.LeaseRequest{Worker: "crashed-worker", Count: 1})
+		res, err := engine.Of(crashed).Lease(ctx, engine.LeaseRequest{Worker: "crashed-worker", Count: 1})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		stale := res.Tasks[0]
 		require.Equal(t, id, stale.ID)
-		_, err = crashed.SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":3}`))
+		_, err = engine.Of(crashed).SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":3}`))
 		require.NoError(t, err)
 
 		resumed := make(chan recoveredRun, 2)
@@ -59,9 +62,9 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 		require.Equal(t, recoveredRun{id, recProgress{Step: 3}, 1, 0}, got)
 
 		// The crashed worker wakes up: it can neither save, nor finish.
-		_, err = crashed.SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":4}`))
+		_, err = engine.Of(crashed).SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":4}`))
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
-		require.ErrorIs(t, crashed.Ack(ctx, stale), queue.ErrLeaseLost)
+		require.ErrorIs(t, engine.Of(crashed).Ack(ctx, stale), queue.ErrLeaseLost)
 		require.ErrorIs(t, crashed.DeadLetter(ctx, stale, "stale"), queue.ErrLeaseLost)
 		tk, err := q.Inspect(ctx, id)
 		require.NoError(t, err)
@@ -119,7 +122,7 @@ func TestLeaseLostToAnotherRuntime(t *testing.T) {
 		require.Equal(t, recoveredRun{id, recProgress{Step: 1}, 1, 0}, waitFor(t, resumed, "B to resume the task"))
 		waitGone(t, q, id)
 		require.ErrorIs(t, waitFor(t, aCause, "A's handler to be cancelled"), runtime.ErrLeaseLost)
-		require.ErrorIs(t, qA.Ack(ctx, stale), queue.ErrLeaseLost)
+		require.ErrorIs(t, engine.Of(qA).Ack(ctx, stale), queue.ErrLeaseLost)
 
 		close(release)
 		require.ErrorIs(t, waitFor(t, aLateSave, "A's late save"), queue.ErrLeaseLost)

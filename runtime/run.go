@@ -50,7 +50,7 @@ func (r *Runtime) newRun(t *queue.Task) *run {
 	ctx, cancel := context.WithCancelCause(r.baseCtx)
 	rn.cancel = cancel
 	rn.log = r.obs.taskLogger(t)
-	rn.cp = checkpoint.New(r.q, t,
+	rn.cp = checkpoint.New(r.eng, t,
 		checkpoint.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
 		checkpoint.WithSaveTimeout(r.cfg.GracePeriod),
 		checkpoint.WithOnSave(func(size int, seq int64) {

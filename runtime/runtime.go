@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,16 +10,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/overtake/overtake/handlers"
-	"github.com/overtake/overtake/queue"
 	"github.com/panjf2000/ants/v2"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/queue"
 )
 
 // Runtime runs the tasks of one queue with a pool of workers, preempting
 // running low-priority tasks when urgent ones arrive and no worker is free.
 type Runtime struct {
 	q   *queue.Client
+	eng engine.Queue // q's runtime side: lease, heartbeat, ack, ...
 	h   handlers.Handler
 	cfg Config
 	log *zap.Logger
@@ -106,7 +110,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{
-		q: q, h: h, cfg: cfg,
+		q: q, eng: engine.Of(q), h: h, cfg: cfg,
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
 		kick:      make(chan struct{}, 1),
@@ -165,7 +169,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if err := r.heartbeat(ctx); err != nil {
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
-	sub := r.q.Redis().Subscribe(r.baseCtx, r.q.WakeChannel())
+	sub := r.eng.Redis().Subscribe(r.baseCtx, r.eng.WakeChannel())
 	// Wait for the subscription to be confirmed, so no announcement made
 	// after Start returns is missed.
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -1,14 +1,17 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
-	"go.uber.org/zap"
 )
 
 // settle decides the task's next state from the handler's error and writes
@@ -34,17 +37,17 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	switch out.Action {
 	case handlers.ActionDone:
 		r.count(t.Level, func(c *queue.LevelCounts) { c.Processed++ })
-		ferr = r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.q.Ack(c, t) })
+		ferr = r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.eng.Ack(c, t) })
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 	case handlers.ActionRequeue:
-		why := queue.RequeueYield
+		why := engine.RequeueYield
 		switch cause := context.Cause(ctx); {
 		case errors.Is(cause, ErrPreempted):
-			why = queue.RequeuePreempted
+			why = engine.RequeuePreempted
 		case errors.Is(cause, ErrShutdown):
-			why = queue.RequeueShutdown
+			why = engine.RequeueShutdown
 		}
-		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.q.Requeue(c, t, why) })
+		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.eng.Requeue(c, t, why) })
 		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 	case handlers.ActionDead:
@@ -63,7 +66,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 		}
 		out.Delay = delay // for the span's retry event
 		at := r.q.Config().Clock().Add(delay)
-		ferr = r.finishWithRetry(rn, "retry", func(c context.Context) error { return r.q.Retry(c, t, at, out.Err.Error()) })
+		ferr = r.finishWithRetry(rn, "retry", func(c context.Context) error { return r.eng.Retry(c, t, at, out.Err.Error()) })
 		rn.log.Warn("task failed; retry scheduled", zap.Error(out.Err), zap.Int("attempt", t.Attempt+1),
 			zap.Duration("delay", delay))
 	}

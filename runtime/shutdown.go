@@ -1,12 +1,13 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/overtake/overtake/queue"
 	"go.uber.org/zap"
 )
 
@@ -58,7 +59,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 		r.log.Warn("could not report shutdown to the fleet", zap.Error(err))
 	}
 	for _, rn := range waiting { // reserved but never started: straight back
-		if err := r.q.Requeue(ctx, rn.t, queue.RequeueShutdown); err != nil {
+		if err := r.eng.Requeue(ctx, rn.t, engine.RequeueShutdown); err != nil {
 			rn.log.Error("could not requeue reserved task", zap.Error(err))
 		}
 	}
@@ -95,12 +96,12 @@ func (r *Runtime) teardown(ctx context.Context) {
 	defer cancel()
 	if counts, pools := r.takeCounts(); len(counts) > 0 {
 		// The outcomes since the last heartbeat, for the fleet's rates.
-		if _, err := r.q.Heartbeat(dctx, queue.Heartbeat{Worker: r.cfg.WorkerID, TTL: time.Second, Counts: counts,
+		if _, err := r.eng.Heartbeat(dctx, engine.Heartbeat{Worker: r.cfg.WorkerID, TTL: time.Second, Counts: counts,
 			PoolCounts: pools, Pools: r.poolLayout()}); err != nil {
 			r.log.Warn("could not report the last outcomes for the fleet's rates", zap.Error(err))
 		}
 	}
-	if derr := r.q.Deregister(dctx, r.cfg.WorkerID); derr != nil {
+	if derr := r.eng.Deregister(dctx, r.cfg.WorkerID); derr != nil {
 		r.log.Warn("deregister failed", zap.Error(derr))
 	}
 	r.pool.Release()

@@ -1,19 +1,22 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 type shutProgress struct{ Step int }
@@ -78,7 +81,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 		}
 		require.Empty(t, laterRan, "a waiting task ran during shutdown")
 
-		pending, err := q.Pending(context.Background(), 1)
+		pending, err := engine.Of(q).Pending(context.Background(), 1)
 		require.NoError(t, err)
 		require.Len(t, pending, running+len(later))
 		require.ElementsMatch(t, long, pending[:running], "requeued tasks are at the head")

@@ -1,14 +1,18 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"errors"
-	"github.com/overtake/overtake/handlers"
 	"time"
+
+	"github.com/overtake/overtake/handlers"
+
+	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
-	"go.uber.org/zap"
 )
 
 // canPreempt reports whether this runtime preempts at all.
@@ -73,7 +77,7 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 		return false, time.Time{}, err
 	}
 	slot := r.slotOf(victim.ID, p)
-	t, res, err := r.q.Reserve(ctx, queue.ReserveRequest{
+	t, res, err := r.eng.Reserve(ctx, engine.ReserveRequest{
 		Worker: r.cfg.WorkerID, VictimID: victim.ID, VictimLevel: victim.Level,
 		MinLevel: minLevel, MinRunTime: pol.MinRunTime,
 		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
@@ -81,15 +85,15 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 	})
 	if res != nil {
 		r.killMalformed(res)
-		if len(res.Malformed) > 0 && errors.Is(err, queue.ErrNoTask) {
+		if len(res.Malformed) > 0 && errors.Is(err, engine.ErrNoTask) {
 			r.rejoinRun(victim.ID) // the reservation took only a malformed record
 		}
 	}
 	switch {
-	case errors.Is(err, queue.ErrFreeSlotInFleet), errors.Is(err, queue.ErrLowerVictimElsewhere):
+	case errors.Is(err, engine.ErrFreeSlotInFleet), errors.Is(err, engine.ErrLowerVictimElsewhere):
 		retryAt, err = r.deferToFleet(ctx, p, minLevel, now, err)
 		return false, retryAt, err
-	case errors.Is(err, queue.ErrNoTask):
+	case errors.Is(err, engine.ErrNoTask):
 		r.endDeferral()
 		return false, time.Time{}, nil
 	case err != nil:
@@ -233,7 +237,7 @@ func (r *Runtime) rejoinRun(id string) {
 func (r *Runtime) rejoin(t *queue.Task) {
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
-	if err := r.q.Rejoin(ctx, t); err != nil {
+	if err := r.eng.Rejoin(ctx, t); err != nil {
 		r.log.Warn("could not return a task to the fleet's running set", zap.String("task_id", t.ID), zap.Error(err))
 	}
 }

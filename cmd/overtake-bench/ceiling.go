@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"fmt"
 	"sync"
@@ -105,7 +107,7 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	if _, err := p.prod.EnqueueBatch(ctx, tasks); err != nil {
 		return res, err
 	}
-	lr, err := p.rt.Lease(ctx, queue.LeaseRequest{Worker: "bench-" + b.ns, Count: workers})
+	lr, err := engine.Of(p.rt).Lease(ctx, engine.LeaseRequest{Worker: "bench-" + b.ns, Count: workers})
 	if err != nil {
 		return res, err
 	}
@@ -114,14 +116,14 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	}
 	defer func() {
 		for _, t := range lr.Tasks {
-			_ = p.rt.Ack(context.WithoutCancel(ctx), t)
+			_ = engine.Of(p.rt).Ack(context.WithoutCancel(ctx), t)
 		}
 	}()
 	data := make([]byte, 1024)
 	for i := range data {
 		data[i] = byte('a' + i%26)
 	}
-	h := checkpoint.New(p.rt, lr.Tasks[0])
+	h := checkpoint.New(engine.Of(p.rt), lr.Tasks[0])
 	for i := range ops + ops/10 {
 		t0 := time.Now()
 		if err := h.Save(ctx, data); err != nil {
@@ -133,7 +135,7 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	}
 	hs := make([]*checkpoint.Handle, workers)
 	for i, t := range lr.Tasks {
-		hs[i] = checkpoint.New(p.rt, t)
+		hs[i] = checkpoint.New(engine.Of(p.rt), t)
 	}
 	var next atomic.Int64
 	res.parallel, err = hammer(ctx, workers, d, func(ctx context.Context) error {

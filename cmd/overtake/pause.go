@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/overtake/overtake/queue"
@@ -106,7 +108,7 @@ func describePaused(q *queue.Client, m map[int]queue.PauseMode) string {
 	if len(m) == 0 {
 		return "no level is paused"
 	}
-	ls := queue.PausedLevels(m)
+	ls := slices.Sorted(maps.Keys(m))
 	parts := make([]string, 0, len(ls))
 	for i := len(ls) - 1; i >= 0; i-- {
 		l := ls[i]

@@ -50,9 +50,9 @@ func addRedisFlags(fs *flag.FlagSet) *redisFlags {
 	fs.Lookup("redis").DefValue = maskURL(def) // -h must not show a password
 	fs.StringVar(&f.ca, "redis-ca", os.Getenv(envRedisCA), "PEM file of the CA that signed a rediss:// server's "+
 		"certificate, when it is not one the system trusts; defaults to $"+envRedisCA)
-	fs.StringVar(&f.namespace, "namespace", queue.DefaultNamespace, "key namespace of the queue")
-	fs.StringVar(&f.queue, "queue", queue.DefaultName, "queue name")
-	fs.StringVar(&f.levels, "levels", strconv.Itoa(queue.DefaultLevels),
+	fs.StringVar(&f.namespace, "namespace", queue.Config{}.WithDefaults().Namespace, "key namespace of the queue")
+	fs.StringVar(&f.queue, "queue", queue.Config{}.WithDefaults().Name, "queue name")
+	fs.StringVar(&f.levels, "levels", strconv.Itoa(queue.Config{}.WithDefaults().Levels),
 		"priority levels: a count (3 = low,normal,high) or level names lowest first (\"bulk,std,urgent,page\")")
 	fs.StringVar(&f.classes, "classes", "", "priority classes for --class, as name=level pairs (\"free=low,paying=high\")")
 	return f
