@@ -13,15 +13,6 @@
 //		return nil
 //	})
 //
-//	// The runtime, for every leased task:
-//	err := handlers.RecoverPanic(func() error { return mux.ProcessTask(ctx, task) })
-//	switch out := handlers.ClassifyContext(ctx, err); out.Action {
-//	case handlers.ActionDone: // ack
-//	case handlers.ActionRetry, handlers.ActionRetryAfter: // schedule a retry, out.Delay if set
-//	case handlers.ActionDead: // dead-letter with out.Err as the reason
-//	case handlers.ActionRequeue: // back to the head of its level, checkpoint kept
-//	}
-//
 // # Steering a task
 //
 // A handler returns nil when its task is done. Any other error is a failed
@@ -49,12 +40,13 @@
 //		}
 //		return context.Cause(ctx) // ErrPreempted or ErrShutdown
 //
-// [ClassifyContext] turns any error returned after such a cancellation into
-// [ActionRequeue], so a handler that simply returns ctx.Err() is requeued too.
+// Any error returned after such a cancellation requeues the task, so a
+// handler that simply returns ctx.Err() is requeued too.
 //
 // # Panics
 //
-// A panicking handler must never crash the worker. [RecoverPanic] (used by
-// the runtime) and the [Recover] middleware turn a panic into a *[PanicError]
-// carrying the value and the stack; it is retried like any failure.
+// A panicking handler must never crash the worker. The [Recover]
+// middleware (which the runtime always puts around the handler it is
+// given) turns a panic into a *[PanicError] carrying the value and the
+// stack; it is retried like any failure.
 package handlers

@@ -81,6 +81,5 @@ func TestPreemptedError(t *testing.T) {
 	var pe *handlers.PreemptedError
 	assert.ErrorAs(t, err, &pe)
 	assert.Equal(t, "u1", pe.ByID)
-	assert.Equal(t, handlers.ActionRequeue, handlers.Classify(err).Action)
 	assert.Contains(t, err.Error(), "by task u1 at level 2")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
@@ -19,7 +18,7 @@ func ExampleMux() {
 	mux.Use(func(next handlers.Handler) handlers.Handler {
 		return handlers.HandlerFunc(func(ctx context.Context, t *queue.Task) error {
 			err := next.ProcessTask(ctx, t)
-			fmt.Printf("%s: %v\n", t.Type, handlers.Classify(err).Action)
+			fmt.Printf("%s: no handler %v\n", t.Type, errors.Is(err, handlers.ErrNoHandler))
 			return err
 		})
 	})
@@ -29,8 +28,8 @@ func ExampleMux() {
 	err := mux.ProcessTask(context.Background(), queue.NewTask("email", nil))
 	fmt.Println(err)
 	// Output:
-	// ping: done
-	// email: dead
+	// ping: no handler false
+	// email: no handler true
 	// no handler for type "email"
 }
 
@@ -45,57 +44,22 @@ func ExampleHandleJSON() {
 	fmt.Println(mux.ProcessTask(context.Background(), task))
 
 	err := mux.ProcessTask(context.Background(), queue.NewTask("email", []byte("not json")))
-	fmt.Println(handlers.Classify(err).Action, "-", err)
+	fmt.Println(errors.Is(err, handlers.ErrMalformedPayload), "-", err)
 	// Output:
 	// send to ada@example.com
 	// <nil>
-	// dead - overtake: malformed payload for type "email": invalid character 'o' in literal null (expecting 'u')
+	// true - overtake: malformed payload for type "email": invalid character 'o' in literal null (expecting 'u')
 }
 
-func ExampleClassify() {
-	busy := errors.New("upstream busy")
-	for _, err := range []error{
-		nil,
-		busy,
-		handlers.RetryAfter(30*time.Second, busy),
-		handlers.SkipRetry(busy),
-		handlers.Yield(nil),
-	} {
-		out := handlers.Classify(err)
-		fmt.Println(out.Action, out.Delay)
-	}
-	// Output:
-	// done 0s
-	// retry 0s
-	// retry_after 30s
-	// dead 0s
-	// requeue 0s
-}
-
-func ExampleClassifyContext() {
-	// The runtime preempts a running handler by cancelling its context.
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(handlers.ErrPreempted)
-
-	h := handlers.HandlerFunc(func(ctx context.Context, _ *queue.Task) error {
-		<-ctx.Done()
-		// A real handler saves its checkpoint here.
-		return ctx.Err() // context.Canceled
-	})
-	err := h.ProcessTask(ctx, queue.NewTask("report", nil))
-	fmt.Println(errors.Is(context.Cause(ctx), handlers.ErrPreempted))
-	fmt.Println(handlers.Classify(err).Action, handlers.ClassifyContext(ctx, err).Action)
-	// Output:
-	// true
-	// retry requeue
-}
-
-func ExampleRecoverPanic() {
-	err := handlers.RecoverPanic(func() error {
+func ExampleRecover() {
+	mux := handlers.NewMux()
+	mux.Use(handlers.Recover())
+	mux.HandleFunc("email", func(context.Context, *queue.Task) error {
 		var args *EmailArgs
-		fmt.Println(args.To)
+		fmt.Println(args.To) // panics
 		return nil
 	})
+	err := mux.ProcessTask(context.Background(), queue.NewTask("email", nil))
 	var pe *handlers.PanicError
 	fmt.Println(errors.As(err, &pe), err)
 	// Output:

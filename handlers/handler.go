@@ -31,7 +31,7 @@ func (f HandlerFunc) ProcessTask(ctx context.Context, t *queue.Task) error {
 // metrics, recovering panics. It usually calls next.ProcessTask.
 type Middleware func(next Handler) Handler
 
-// PanicError is the error a handler's panic is turned into by RecoverPanic
+// PanicError is the error a handler's panic is turned into by recoverPanic
 // and Recover. It is retried like any failed attempt; its message, which
 // becomes the task's last error or dead-letter reason, names the panic value.
 type PanicError struct {
@@ -53,11 +53,11 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// RecoverPanic calls fn and returns its error. If fn panics, RecoverPanic
+// recoverPanic calls fn and returns its error. If fn panics, recoverPanic
 // recovers and returns a *PanicError with the panic value and the stack
 // instead. The runtime calls every handler through it, so a panic never
 // crashes the worker; handlers need not use it themselves.
-func RecoverPanic(fn func() error) (err error) {
+func recoverPanic(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
@@ -67,13 +67,13 @@ func RecoverPanic(fn func() error) (err error) {
 }
 
 // Recover returns a middleware that converts a panic in the wrapped handler
-// into a *PanicError, as RecoverPanic does. The runtime recovers panics
+// into a *PanicError, as recoverPanic does. The runtime recovers panics
 // anyway; use Recover when a Mux is used on its own or when an outer
 // middleware should see the panic as an error.
 func Recover() Middleware {
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, t *queue.Task) error {
-			return RecoverPanic(func() error { return next.ProcessTask(ctx, t) })
+			return recoverPanic(func() error { return next.ProcessTask(ctx, t) })
 		})
 	}
 }

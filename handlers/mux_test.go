@@ -64,7 +64,7 @@ func TestMuxUnknownType(t *testing.T) {
 	var nh *handlers.NoHandlerError
 	require.ErrorAs(t, err, &nh)
 	assert.Equal(t, "email", nh.Type)
-	assert.Equal(t, handlers.ActionDead, handlers.Classify(err).Action)
+	assert.ErrorIs(t, err, handlers.ErrSkipRetry) // dead-lettered, not retried
 }
 
 func TestMuxNilTask(t *testing.T) {

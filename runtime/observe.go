@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/outcome"
+
 	"context"
 	"errors"
 	"fmt"
@@ -150,7 +152,7 @@ func (o *observer) checkpointSaved(rn *run, size int, seq int64) {
 }
 
 // ended closes the run's span with its outcome and records run metrics.
-func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, note string) {
+func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, note string) {
 	ctx, span, l := context.WithoutCancel(rn.ctx), rn.span, o.labels(rn.t)
 	if span == nil {
 		return
@@ -163,20 +165,20 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 		span.SetStatus(codes.Error, note)
 		return
 	}
-	outcome := telemetry.OutcomeFailed
+	result := telemetry.OutcomeFailed
 	switch out.Action {
-	case handlers.ActionDone:
-		outcome = telemetry.OutcomeSucceeded
-	case handlers.ActionRequeue:
-		outcome = telemetry.OutcomePreempted
+	case outcome.ActionDone:
+		result = telemetry.OutcomeSucceeded
+	case outcome.ActionRequeue:
+		result = telemetry.OutcomePreempted
 	}
-	preempted := out.Action == handlers.ActionRequeue && errors.Is(context.Cause(rn.ctx), ErrPreempted)
-	span.SetAttributes(telemetry.OutcomeKey.String(outcome.String()), telemetry.RunPreemptedKey.Bool(preempted))
+	preempted := out.Action == outcome.ActionRequeue && errors.Is(context.Cause(rn.ctx), ErrPreempted)
+	span.SetAttributes(telemetry.OutcomeKey.String(result.String()), telemetry.RunPreemptedKey.Bool(preempted))
 	switch out.Action {
-	case handlers.ActionDone:
+	case outcome.ActionDone:
 		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomeSucceeded)
 		span.SetStatus(codes.Ok, "")
-	case handlers.ActionRequeue:
+	case outcome.ActionRequeue:
 		reason := "yield"
 		switch cause := context.Cause(rn.ctx); {
 		case errors.Is(cause, ErrPreempted):
@@ -187,7 +189,7 @@ func (o *observer) ended(rn *run, out handlers.Outcome, runTime time.Duration, n
 		telemetry.AddRequeued(span, reason)
 		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomePreempted)
 		o.metrics.RecordRequeued(ctx, l)
-	case handlers.ActionDead:
+	case outcome.ActionDead:
 		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 		telemetry.AddDead(span, out.Err.Error())

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/overtake/overtake/checkpoint"
-	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -70,7 +69,7 @@ func (r *Runtime) execute(rn *run) {
 	if rn.t.Timeout > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)
 	}
-	err := handlers.RecoverPanic(func() error { return r.h.ProcessTask(ctx, rn.t) })
+	err := r.h.ProcessTask(ctx, rn.t) // r.h recovers panics (handlers.Recover)
 	cancelTimeout()
 	r.mu.Lock()
 	rn.ending = true

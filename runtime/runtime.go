@@ -110,7 +110,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{
-		q: q, eng: engine.Of(q), h: h, cfg: cfg,
+		q: q, eng: engine.Of(q), h: handlers.Recover()(h), cfg: cfg,
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
 		kick:      make(chan struct{}, 1),

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/outcome"
+
 	"github.com/overtake/overtake/internal/engine"
 
 	"context"
@@ -21,7 +23,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	if err != nil && errors.Is(context.Cause(ctx), ErrTaskTimeout) && !errors.Is(err, ErrTaskTimeout) {
 		err = fmt.Errorf("%w after %v: %w", ErrTaskTimeout, t.Timeout, err)
 	}
-	out := handlers.ClassifyContext(ctx, err)
+	out := outcome.ClassifyContext(ctx, err)
 	runTime := time.Since(rn.started)
 	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		rn.log.Warn("lease lost while running; result dropped", zap.Error(err))
@@ -35,11 +37,11 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	r.stats.processed.Add(1)
 	var ferr error
 	switch out.Action {
-	case handlers.ActionDone:
+	case outcome.ActionDone:
 		r.count(t.Level, func(c *queue.LevelCounts) { c.Processed++ })
 		ferr = r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.eng.Ack(c, t) })
 		rn.log.Debug("task done", zap.Duration("run", runTime))
-	case handlers.ActionRequeue:
+	case outcome.ActionRequeue:
 		why := engine.RequeueYield
 		switch cause := context.Cause(ctx); {
 		case errors.Is(cause, ErrPreempted):
@@ -50,7 +52,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.eng.Requeue(c, t, why) })
 		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
-	case handlers.ActionDead:
+	case outcome.ActionDead:
 		r.count(t.Level, func(c *queue.LevelCounts) { c.Failed++ })
 		ferr = r.kill(rn, out.Err.Error())
 	default: // retry, retry after
@@ -61,7 +63,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 			break
 		}
 		delay := out.Delay
-		if out.Action == handlers.ActionRetry {
+		if out.Action == outcome.ActionRetry {
 			delay = r.q.Config().Backoff(t.Attempt + 1)
 		}
 		out.Delay = delay // for the span's retry event

@@ -1,9 +1,13 @@
-package handlers
+// Package outcome reads what the runtime does with a task from its
+// handler's error: ack, retry, retry after a delay, dead-letter or requeue.
+package outcome
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/overtake/overtake/handlers"
 )
 
 // Action is what the runtime does with a task after its handler returned.
@@ -50,8 +54,8 @@ type Outcome struct {
 }
 
 // Classify reads the steering from a handler's error. In order:
-// nil is ActionDone; ErrSkipRetry is ActionDead; ErrYield, ErrPreempted and
-// ErrShutdown are ActionRequeue; RetryAfter is ActionRetryAfter; anything
+// nil is ActionDone; handlers.ErrSkipRetry is ActionDead; handlers.ErrYield, handlers.ErrPreempted and
+// handlers.ErrShutdown are ActionRequeue; RetryAfter is ActionRetryAfter; anything
 // else, a *PanicError included, is ActionRetry.
 //
 // Classify sees only the error. The runtime should use ClassifyContext,
@@ -60,19 +64,19 @@ func Classify(err error) Outcome {
 	switch {
 	case err == nil:
 		return Outcome{Action: ActionDone}
-	case errors.Is(err, ErrSkipRetry):
+	case errors.Is(err, handlers.ErrSkipRetry):
 		return Outcome{Action: ActionDead, Err: err}
 	case isRequeue(err):
 		return Outcome{Action: ActionRequeue, Err: err}
 	}
-	if d, ok := RetryDelay(err); ok {
+	if d, ok := handlers.RetryDelay(err); ok {
 		return Outcome{Action: ActionRetryAfter, Delay: d, Err: err}
 	}
 	return Outcome{Action: ActionRetry, Err: err}
 }
 
 // ClassifyContext is Classify for an error returned by a handler that ran
-// with ctx. When ctx was cancelled with the cause ErrPreempted or ErrShutdown,
+// with ctx. When ctx was cancelled with the cause handlers.ErrPreempted or handlers.ErrShutdown,
 // a plain error (typically context.Canceled, or a failure caused by the
 // cancellation) becomes ActionRequeue: the runtime stopped the task, so the
 // failure is not the task's. Explicit steering (SkipRetry, RetryAfter) and a
@@ -86,5 +90,5 @@ func ClassifyContext(ctx context.Context, err error) Outcome {
 }
 
 func isRequeue(err error) bool {
-	return errors.Is(err, ErrYield) || errors.Is(err, ErrPreempted) || errors.Is(err, ErrShutdown)
+	return errors.Is(err, handlers.ErrYield) || errors.Is(err, handlers.ErrPreempted) || errors.Is(err, handlers.ErrShutdown)
 }
