@@ -1,6 +1,8 @@
 package bench_test
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"github.com/overtake/overtake/internal/engine"
 
 	"context"
@@ -10,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
@@ -112,7 +113,7 @@ func BenchmarkSaveCheckpoint1KiB(b *testing.B) {
 		if err != nil || len(res.Tasks) != 1 {
 			b.Fatalf("lease: %v", err)
 		}
-		h := checkpoint.New(engine.Of(q), res.Tasks[0])
+		h := ckpt.New(engine.Of(q), res.Tasks[0])
 		data := make([]byte, 1024)
 		b.ReportAllocs()
 		for b.Loop() {

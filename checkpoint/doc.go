@@ -1,9 +1,10 @@
-// Package checkpoint holds the checkpoint state of one run of a task: what the
-// task saved last, and a fenced Save that stores new state under the run's
-// lease. A preempted, shut down or crashed task resumes from its newest
-// checkpoint.
+// Package checkpoint is how a handler saves its progress and resumes from
+// it: Load the task's newest checkpoint, Save new state under the run's
+// lease, or keep a Cursor that saves at most once per interval. A
+// preempted, shut down or crashed task resumes from its newest checkpoint.
 //
-// The main flow, inside a handler (the runtime puts a *Handle in ctx):
+// The main flow, inside a handler (the runtime puts the run's checkpoint
+// in ctx; in tests, checkpointtest.Saver.Context does):
 //
 //	type progress struct{ Row int }
 //
@@ -26,18 +27,12 @@
 //		return nil
 //	}
 //
-// And in the runtime, for every leased task:
-//
-//	h := checkpoint.New(client, task, checkpoint.WithOnSave(onSave))
-//	err := mux.ProcessTask(checkpoint.NewContext(ctx, h), task)
-//
 // # Saving after cancellation
 //
 // A preempted handler saves its checkpoint after its context was cancelled,
 // so Save deliberately ignores the cancellation of the context it is given:
 // it runs under context.WithoutCancel(ctx), keeping the context's values
-// (trace spans), bounded by the save timeout (WithSaveTimeout, 5 s by
-// default). The runtime's grace period still bounds the handler as a whole.
+// (trace spans), bounded by a save timeout (the runtime's GracePeriod). The runtime's grace period still bounds the handler as a whole.
 //
 // # Fencing
 //
@@ -48,7 +43,7 @@
 //
 // # Typed state
 //
-// Load and Save encode a value with the Handle's Codec (JSON by default);
-// Cursor adds throttled saving for loops that advance a position often.
-// Handlers that manage bytes themselves use FromContext and Handle.Save.
+// Load and Save encode a value as JSON; Cursor adds throttled saving for
+// loops that advance a position often. A checkpoint larger than the
+// queue's MaxCheckpointBytes is refused with queue.ErrCheckpointTooLarge.
 package checkpoint

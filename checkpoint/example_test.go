@@ -13,11 +13,11 @@ import (
 var errPreempted = errors.New("preempted") // handlers.ErrPreempted in a real worker
 
 // sumTo adds 1..10, saving its progress when it is stopped.
-func sumTo(ctx context.Context, stopAt int) (int, error) {
+func sumTo(ctx context.Context, stopAt int) (sum int, resumed bool, err error) {
 	type state struct{ Next, Sum int }
 	s, resumed, err := checkpoint.Load[state](ctx)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if !resumed {
 		s.Next = 1
@@ -26,34 +26,38 @@ func sumTo(ctx context.Context, stopAt int) (int, error) {
 		if s.Next == stopAt {
 			// The runtime cancels the context to preempt; Save still works.
 			if err := checkpoint.Save(ctx, s); err != nil {
-				return 0, err
+				return 0, resumed, err
 			}
-			return 0, context.Cause(ctx)
+			return 0, resumed, context.Cause(ctx)
 		}
 		s.Sum += s.Next
 	}
-	return s.Sum, nil
+	return s.Sum, resumed, nil
 }
 
+// A handler preempted half-way resumes from its checkpoint under its next
+// lease. checkpointtest.Saver stands in for the queue, as in a handler's
+// unit test.
 func Example() {
-	saver := &checkpointtest.Saver{} // *queue.Client in a real worker
+	saver := &checkpointtest.Saver{}
 	task := queue.NewTask("sum", nil)
 	task.ID = "t1"
 
 	// First run: preempted before adding 6.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := checkpoint.New(saver, saver.Lease(task, "lease-1"))
+	run1 := saver.Lease(task, "lease-1")
 	cancel(errPreempted)
-	_, err := sumTo(checkpoint.NewContext(ctx, h), 6)
-	fmt.Println("run 1:", err, "- saved", string(h.Bytes()))
+	_, _, err := sumTo(saver.Context(ctx, run1), 6)
+	saved, _ := saver.Checkpoint(task.ID)
+	fmt.Println("run 1:", err, "- saved", string(saved))
 
 	// Second run, under a new lease: resumes where it stopped.
-	h2 := checkpoint.New(saver, saver.Lease(task, "lease-2"))
-	sum, err := sumTo(checkpoint.NewContext(context.Background(), h2), 0)
-	fmt.Println("run 2: resumed", h2.Resumed(), "sum", sum, err)
+	run2 := saver.Lease(task, "lease-2")
+	sum, resumed, err := sumTo(saver.Context(context.Background(), run2), 0)
+	fmt.Println("run 2: resumed", resumed, "sum", sum, err)
 
 	// The first run's lease is gone: it can no longer overwrite the state.
-	err = h.Save(context.Background(), []byte("stale"))
+	err = checkpoint.Save(saver.Context(context.Background(), run1), "stale")
 	fmt.Println(errors.Is(err, queue.ErrLeaseLost))
 	// Output:
 	// run 1: preempted - saved {"Next":6,"Sum":15}
@@ -64,27 +68,28 @@ func Example() {
 func ExampleCursor() {
 	saver := &checkpointtest.Saver{}
 	task := saver.Lease(&queue.Task{ID: "t2", Type: "scan"}, "lease-1")
-	h := checkpoint.New(saver, task)
-	ctx := checkpoint.NewContext(context.Background(), h)
+	ctx := saver.Context(context.Background(), task)
 
 	cur, _ := checkpoint.NewCursor[string](ctx, 0) // save on every Set
 	for _, key := range []string{"a", "b", "c"} {
 		_ = cur.Set(ctx, key)
 	}
-	fmt.Println(cur.Value(), h.SaveCount(), h.Seq())
+	saved, seq := saver.Checkpoint(task.ID)
+	fmt.Println(cur.Value(), string(saved), seq)
 	// Output:
-	// c 3 3
+	// c "c" 3
 }
 
-func ExampleWithMaxBytes() {
-	saver := &checkpointtest.Saver{}
+// A checkpoint over the queue's MaxCheckpointBytes is refused and changes
+// nothing.
+func ExampleSave_tooLarge() {
+	saver := &checkpointtest.Saver{MaxBytes: 8}
 	task := saver.Lease(&queue.Task{ID: "t3", Type: "big"}, "lease-1")
-	h := checkpoint.New(saver, task, checkpoint.WithMaxBytes(8))
 
-	err := h.Save(context.Background(), make([]byte, 20))
+	err := checkpoint.Save(saver.Context(context.Background(), task), make([]int, 20))
 	fmt.Println(errors.Is(err, queue.ErrCheckpointTooLarge))
 	fmt.Println(err)
 	// Output:
 	// true
-	// checkpoint: task t3: 20 bytes exceed the limit of 8: overtake: checkpoint too large
+	// checkpoint: save task t3: 41 bytes: overtake: checkpoint too large
 }

@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/overtake/overtake/internal/ckpt"
 )
 
 // Load decodes the newest checkpoint of the task running in ctx into a T,
-// using the Handle's Codec. It returns false, and the zero T, when there is
+// as JSON. It returns false, and the zero T, when there is
 // no checkpoint yet: the first run starts from the beginning. It fails with
-// ErrNoCheckpointer when ctx carries no Handle and with an error matching
+// ErrNoCheckpointer when ctx carries no checkpoint and with an error matching
 // ErrMalformedCheckpoint when the checkpoint does not decode.
 func Load[T any](ctx context.Context) (T, bool, error) {
 	var v T
-	h, ok := FromContext(ctx)
+	h, ok := ckpt.FromContext(ctx)
 	if !ok {
 		return v, false, ErrNoCheckpointer
 	}
@@ -22,29 +24,31 @@ func Load[T any](ctx context.Context) (T, bool, error) {
 	if len(data) == 0 {
 		return v, false, nil
 	}
-	if err := h.opts.codec.Unmarshal(data, &v); err != nil {
+	if err := h.Codec().Unmarshal(data, &v); err != nil {
 		var zero T
-		return zero, false, fmt.Errorf("%w: task %s: %w", ErrMalformedCheckpoint, h.taskID, err)
+		return zero, false, fmt.Errorf("%w: task %s: %w", ErrMalformedCheckpoint, h.TaskID(), err)
 	}
 	return v, true, nil
 }
 
-// Save encodes v with the Handle's Codec and saves it as the checkpoint of
-// the task running in ctx (see Handle.Save, which this calls once). Like
-// Handle.Save it works after ctx was cancelled. It fails with
-// ErrNoCheckpointer when ctx carries no Handle.
+// Save encodes v as JSON and saves it as the checkpoint of the task running
+// in ctx, in one round trip, fenced by the run's lease: once the lease is
+// lost it fails with an error matching queue.ErrLeaseLost and changes
+// nothing. It works after ctx was cancelled (a preempted handler saves on
+// its way out). It fails with ErrNoCheckpointer when ctx carries no
+// checkpoint.
 func Save[T any](ctx context.Context, v T) error {
-	h, ok := FromContext(ctx)
+	h, ok := ckpt.FromContext(ctx)
 	if !ok {
 		return ErrNoCheckpointer
 	}
 	return saveValue(ctx, h, v)
 }
 
-func saveValue(ctx context.Context, h *Handle, v any) error {
-	data, err := h.opts.codec.Marshal(v)
+func saveValue(ctx context.Context, h *ckpt.Handle, v any) error {
+	data, err := h.Codec().Marshal(v)
 	if err != nil {
-		return fmt.Errorf("checkpoint: encode task %s: %w", h.taskID, err)
+		return fmt.Errorf("checkpoint: encode task %s: %w", h.TaskID(), err)
 	}
 	return h.Save(ctx, data)
 }
@@ -55,7 +59,7 @@ func saveValue(ctx context.Context, h *Handle, v any) error {
 // at most one interval of progress; a preemption, if the handler flushes,
 // none. A Cursor is safe for concurrent use.
 type Cursor[T any] struct {
-	h     *Handle
+	h     *ckpt.Handle
 	every time.Duration
 
 	mu    sync.Mutex
@@ -72,7 +76,7 @@ func NewCursor[T any](ctx context.Context, every time.Duration) (*Cursor[T], err
 	if err != nil {
 		return nil, err
 	}
-	h, _ := FromContext(ctx)
+	h, _ := ckpt.FromContext(ctx)
 	return &Cursor[T]{h: h, every: every, v: v, last: time.Now()}, nil
 }
 

@@ -1,6 +1,8 @@
 package checkpoint_test
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"context"
 	"errors"
 	"testing"
@@ -21,14 +23,14 @@ type progress struct {
 func TestContext(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	h := checkpoint.New(s, task)
-	got, ok := checkpoint.FromContext(checkpoint.NewContext(context.Background(), h))
+	h := ckpt.New(s, task)
+	got, ok := ckpt.FromContext(ckpt.NewContext(context.Background(), h))
 	assert.True(t, ok)
 	assert.Same(t, h, got)
 
-	_, ok = checkpoint.FromContext(context.Background())
+	_, ok = ckpt.FromContext(context.Background())
 	assert.False(t, ok)
-	_, ok = checkpoint.FromContext(checkpoint.NewContext(context.Background(), nil))
+	_, ok = ckpt.FromContext(ckpt.NewContext(context.Background(), nil))
 	assert.False(t, ok)
 }
 
@@ -46,7 +48,7 @@ func TestNoCheckpointer(t *testing.T) {
 func TestLoadSave(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	ctx := checkpoint.NewContext(context.Background(), checkpoint.New(s, task))
+	ctx := ckpt.NewContext(context.Background(), ckpt.New(s, task))
 
 	p, ok, err := checkpoint.Load[progress](ctx)
 	require.NoError(t, err)
@@ -60,7 +62,7 @@ func TestLoadSave(t *testing.T) {
 	assert.Equal(t, progress{Row: 7, File: "a.csv"}, p)
 
 	// The next run sees it too.
-	next := checkpoint.NewContext(context.Background(), checkpoint.New(s, s.Lease(task, "lease-2")))
+	next := ckpt.NewContext(context.Background(), ckpt.New(s, s.Lease(task, "lease-2")))
 	p, ok, err = checkpoint.Load[progress](next)
 	require.NoError(t, err)
 	assert.True(t, ok)
@@ -98,8 +100,8 @@ func (upperCodec) Unmarshal(data []byte, v any) error {
 func TestWithCodec(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	h := checkpoint.New(s, task, checkpoint.WithCodec(upperCodec{}))
-	ctx := checkpoint.NewContext(context.Background(), h)
+	h := ckpt.New(s, task, ckpt.WithCodec(upperCodec{}))
+	ctx := ckpt.NewContext(context.Background(), h)
 	require.NoError(t, checkpoint.Save(ctx, "page-3"))
 	assert.Equal(t, []byte("S:page-3"), h.Bytes())
 	v, ok, err := checkpoint.Load[string](ctx)
@@ -122,8 +124,8 @@ func TestCursor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s, task := setup(t)
-			h := checkpoint.New(s, task)
-			ctx := checkpoint.NewContext(context.Background(), h)
+			h := ckpt.New(s, task)
+			ctx := ckpt.NewContext(context.Background(), h)
 			c, err := checkpoint.NewCursor[int](ctx, tt.every)
 			require.NoError(t, err)
 			assert.False(t, c.Resumed())
@@ -140,7 +142,7 @@ func TestCursor(t *testing.T) {
 			require.NoError(t, c.Flush(cctx))
 			assert.Equal(t, max(tt.wantSaves, 1), h.SaveCount())
 
-			resumed := checkpoint.NewContext(context.Background(), checkpoint.New(s, s.Lease(task, "lease-2")))
+			resumed := ckpt.NewContext(context.Background(), ckpt.New(s, s.Lease(task, "lease-2")))
 			c2, err := checkpoint.NewCursor[int](resumed, tt.every)
 			require.NoError(t, err)
 			assert.True(t, c2.Resumed())
@@ -152,7 +154,7 @@ func TestCursor(t *testing.T) {
 func TestCursorSaveFails(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	ctx := checkpoint.NewContext(context.Background(), checkpoint.New(s, task))
+	ctx := ckpt.NewContext(context.Background(), ckpt.New(s, task))
 	c, err := checkpoint.NewCursor[int](ctx, 0)
 	require.NoError(t, err)
 	s.Lease(task, "lease-2") // lost the lease
@@ -164,7 +166,7 @@ func TestCursorSaveFails(t *testing.T) {
 func TestCursorMalformed(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	ctx := checkpoint.NewContext(context.Background(), checkpoint.New(s, task))
+	ctx := ckpt.NewContext(context.Background(), ckpt.New(s, task))
 	require.NoError(t, checkpoint.Save(ctx, "text"))
 	_, err := checkpoint.NewCursor[int](ctx, 0)
 	assert.ErrorIs(t, err, checkpoint.ErrMalformedCheckpoint)

@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
-	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/console"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
@@ -47,7 +48,7 @@ func newFleet(t *testing.T, slots int, opts console.Options) *fleet {
 		quickRan: make(chan string, 64)}
 	mux := handlers.NewMux()
 	mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
-		h, _ := checkpoint.FromContext(ctx)
+		h, _ := ckpt.FromContext(ctx)
 		if tk.Preemptions > 0 {
 			return nil // resumed: done at once
 		}

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"github.com/overtake/overtake/internal/engine"
 
 	"context"
@@ -35,7 +37,7 @@ func ptCrashed(t *testing.T, q *queue.Client, typ string, level int, v any) ptCr
 	require.NoError(t, err)
 	require.Len(t, res.Tasks, 1)
 	require.Equal(t, id, res.Tasks[0].ID)
-	data, err := checkpoint.JSON.Marshal(v)
+	data, err := ckpt.JSON.Marshal(v)
 	require.NoError(t, err)
 	_, err = engine.Of(q).SaveCheckpoint(ctx, id, res.Tasks[0].Token, data)
 	require.NoError(t, err)

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"github.com/overtake/overtake/internal/engine"
 
 	"context"
@@ -19,7 +21,6 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/preempt"
@@ -119,7 +120,7 @@ func TestStateChangesLogged(t *testing.T) {
 		})
 		mux.HandleFunc("yield", func(ctx context.Context, tk *queue.Task) error {
 			if tk.CheckpointSeq == 0 {
-				h, _ := checkpoint.FromContext(ctx)
+				h, _ := ckpt.FromContext(ctx)
 				assert.NoError(t, h.Save(ctx, []byte("half")))
 				return handlers.Yield(nil)
 			}

@@ -1,18 +1,20 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/overtake/overtake/checkpoint"
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/require"
 )
 
 // pauseWorker runs "job" tasks: each reports its start (with the
@@ -31,7 +33,7 @@ func newPauseWorker() *pauseWorker {
 func (p *pauseWorker) mux() *handlers.Mux {
 	mux := handlers.NewMux()
 	mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
-		cp, _ := checkpoint.FromContext(ctx)
+		cp, _ := ckpt.FromContext(ctx)
 		p.started <- [2]string{tk.ID, string(cp.Bytes())}
 		if string(tk.Payload) == "quick" {
 			return nil

@@ -1,15 +1,17 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"context"
 	"slices"
 	"sync/atomic"
 	"time"
 
-	"github.com/overtake/overtake/checkpoint"
-	"github.com/overtake/overtake/queue"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/queue"
 )
 
 // run is one leased task held by this worker: running, winding down after
@@ -18,7 +20,7 @@ type run struct {
 	t       *queue.Task
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	cp      *checkpoint.Handle
+	cp      *ckpt.Handle
 	span    trace.Span
 	log     *zap.Logger
 	started time.Time
@@ -49,14 +51,14 @@ func (r *Runtime) newRun(t *queue.Task) *run {
 	ctx, cancel := context.WithCancelCause(r.baseCtx)
 	rn.cancel = cancel
 	rn.log = r.obs.taskLogger(t)
-	rn.cp = checkpoint.New(r.eng, t,
-		checkpoint.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
-		checkpoint.WithSaveTimeout(r.cfg.GracePeriod),
-		checkpoint.WithOnSave(func(size int, seq int64) {
+	rn.cp = ckpt.New(r.eng, t,
+		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
+		ckpt.WithSaveTimeout(r.cfg.GracePeriod),
+		ckpt.WithOnSave(func(size int, seq int64) {
 			rn.lastCheckpoint.Store(time.Now().UnixNano())
 			r.obs.checkpointSaved(rn, size, seq)
 		}))
-	rn.ctx = checkpoint.NewContext(ctx, rn.cp)
+	rn.ctx = ckpt.NewContext(ctx, rn.cp)
 	return rn
 }
 

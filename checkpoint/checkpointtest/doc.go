@@ -1,3 +1,5 @@
-// Package checkpointtest provides an in-memory checkpoint.Saver with the
-// fencing of the real queue, for tests of handlers and of the runtime.
+// Package checkpointtest provides an in-memory checkpoint store with the
+// fencing of the real queue, for tests of handlers that use package
+// checkpoint: lease a task from a Saver, run the handler with the Saver's
+// Context, and read what it saved with Checkpoint.
 package checkpointtest

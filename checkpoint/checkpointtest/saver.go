@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/overtake/overtake/internal/ckpt"
 	"github.com/overtake/overtake/queue"
 )
 
-// Saver is an in-memory checkpoint.Saver. Like the queue, it accepts a save
+// Saver is an in-memory checkpoint store. Like the queue, it accepts a save
 // only under the task's current lease token (queue.ErrLeaseLost otherwise),
 // numbers checkpoints from 1 and enforces MaxBytes. The zero value is ready
 // to use; it is safe for concurrent use.
@@ -59,7 +60,8 @@ func (s *Saver) Fail(err error) {
 	s.err = err
 }
 
-// SaveCheckpoint implements checkpoint.Saver.
+// SaveCheckpoint stores data as the checkpoint of the task, as the queue
+// does for a handler's checkpoint.Save.
 func (s *Saver) SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -72,10 +74,10 @@ func (s *Saver) SaveCheckpoint(ctx context.Context, taskID, token string, data [
 	}
 	r, ok := s.tasks[taskID]
 	if !ok || r.token != token {
-		return 0, fmt.Errorf("task %s: %w", taskID, queue.ErrLeaseLost)
+		return 0, queue.ErrLeaseLost // the caller names the task
 	}
 	if s.MaxBytes > 0 && len(data) > s.MaxBytes {
-		return 0, fmt.Errorf("task %s: %d bytes: %w", taskID, len(data), queue.ErrCheckpointTooLarge)
+		return 0, fmt.Errorf("%d bytes: %w", len(data), queue.ErrCheckpointTooLarge)
 	}
 	r.data = bytes.Clone(data)
 	r.seq++
@@ -98,4 +100,11 @@ func (s *Saver) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls
+}
+
+// Context returns ctx carrying the checkpoint of t, a task leased from s
+// (Lease), as the runtime gives it to a handler: checkpoint.Load, Save and
+// NewCursor in code run with it read and write s under t's lease token.
+func (s *Saver) Context(ctx context.Context, t *queue.Task) context.Context {
+	return ckpt.NewContext(ctx, ckpt.New(s, t))
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"github.com/overtake/overtake/internal/engine"
 
 	"context"
@@ -9,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -91,7 +92,7 @@ type cpResult struct {
 }
 
 // checkpointCost leases tasks and saves 1 KiB checkpoints through
-// checkpoint.Handle, the path a handler uses: ops one at a time, then from
+// ckpt.Handle, the path a handler uses: ops one at a time, then from
 // workers goroutines for d.
 func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Duration) (cpResult, error) {
 	res := cpResult{workers: workers}
@@ -123,7 +124,7 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	for i := range data {
 		data[i] = byte('a' + i%26)
 	}
-	h := checkpoint.New(engine.Of(p.rt), lr.Tasks[0])
+	h := ckpt.New(engine.Of(p.rt), lr.Tasks[0])
 	for i := range ops + ops/10 {
 		t0 := time.Now()
 		if err := h.Save(ctx, data); err != nil {
@@ -133,9 +134,9 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 			res.lat = append(res.lat, time.Since(t0))
 		}
 	}
-	hs := make([]*checkpoint.Handle, workers)
+	hs := make([]*ckpt.Handle, workers)
 	for i, t := range lr.Tasks {
-		hs[i] = checkpoint.New(engine.Of(p.rt), t)
+		hs[i] = ckpt.New(engine.Of(p.rt), t)
 	}
 	var next atomic.Int64
 	res.parallel, err = hammer(ctx, workers, d, func(ctx context.Context) error {
@@ -146,7 +147,7 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 
 // saveOn saves on the handles in turn; each Handle serializes its own
 // saves, so goroutines spread over them.
-func saveOn(ctx context.Context, hs []*checkpoint.Handle, next *atomic.Int64, data []byte) error {
+func saveOn(ctx context.Context, hs []*ckpt.Handle, next *atomic.Int64, data []byte) error {
 	h := hs[int(next.Add(1))%len(hs)]
 	return h.Save(ctx, data)
 }

@@ -1,17 +1,20 @@
 package main
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
 	otrt "github.com/overtake/overtake/runtime"
-	"go.uber.org/zap"
 )
 
 const sampleTimeout = 5 * time.Second
@@ -126,7 +129,7 @@ func (b *bench) preemption(ctx context.Context, samples int, resumeLong bool) (p
 	state := make([]byte, 1024)
 	mux := handlers.NewMux()
 	mux.HandleFunc("low", func(ctx context.Context, _ *queue.Task) error {
-		if h, ok := checkpoint.FromContext(ctx); ok && h.Resumed() && !resumeLong {
+		if h, ok := ckpt.FromContext(ctx); ok && h.Resumed() && !resumeLong {
 			resumed <- struct{}{}
 			return nil
 		}

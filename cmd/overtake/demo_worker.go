@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"context"
 	"errors"
 	"time"
@@ -46,7 +48,7 @@ func (d *demo) process(ctx context.Context, t *queue.Task, a demoArgs) error {
 	if err != nil {
 		return handlers.SkipRetry(err)
 	}
-	h, _ := checkpoint.FromContext(ctx)
+	h, _ := ckpt.FromContext(ctx)
 	step := cur.Value().Step
 	switch {
 	case cur.Resumed():
@@ -110,7 +112,7 @@ func (d *demo) process(ctx context.Context, t *queue.Task, a demoArgs) error {
 
 // stopped handles a cancelled run: it saves the position reached and
 // returns the cause, which requeues the task at the head of its level.
-func (d *demo) stopped(ctx context.Context, t *queue.Task, a demoArgs, cur *checkpoint.Cursor[demoProgress], h *checkpoint.Handle) error {
+func (d *demo) stopped(ctx context.Context, t *queue.Task, a demoArgs, cur *checkpoint.Cursor[demoProgress], h *ckpt.Handle) error {
 	cause := context.Cause(ctx)
 	if err := cur.Flush(ctx); err != nil { // a no-op here: every step was saved
 		return err

@@ -1,4 +1,7 @@
-package checkpoint
+// Package ckpt is the checkpoint of one run of a task as the runtime
+// manages it: a Handle per run, fenced by the run's lease, carried in the
+// handler's context for package checkpoint's Load, Save and Cursor.
+package ckpt
 
 import (
 	"bytes"
@@ -131,3 +134,7 @@ func (h *Handle) Save(ctx context.Context, data []byte) error {
 	}
 	return nil
 }
+
+// Codec returns the codec of the typed helpers (checkpoint.Load, Save,
+// Cursor) for this handle: JSON unless WithCodec chose another.
+func (h *Handle) Codec() Codec { return h.opts.codec }

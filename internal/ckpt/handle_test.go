@@ -1,6 +1,8 @@
-package checkpoint_test
+package ckpt_test
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,14 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/queue"
 )
 
 func TestHandleFresh(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	h := checkpoint.New(s, task)
+	h := ckpt.New(s, task)
 	assert.Equal(t, task.ID, h.TaskID())
 	assert.False(t, h.Resumed())
 	assert.Nil(t, h.Bytes())
@@ -30,7 +31,7 @@ func TestHandleRoundTrip(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
 	ctx := context.Background()
-	h := checkpoint.New(s, task)
+	h := ckpt.New(s, task)
 
 	buf := []byte("row=10")
 	require.NoError(t, h.Save(ctx, buf))
@@ -41,7 +42,7 @@ func TestHandleRoundTrip(t *testing.T) {
 	assert.Equal(t, 2, h.SaveCount())
 
 	// The next run, under a new lease, resumes from the newest checkpoint.
-	next := checkpoint.New(s, s.Lease(task, "lease-2"))
+	next := ckpt.New(s, s.Lease(task, "lease-2"))
 	assert.True(t, next.Resumed())
 	assert.Equal(t, []byte("row=20"), next.Bytes())
 	assert.EqualValues(t, 2, next.Seq())
@@ -51,18 +52,18 @@ func TestHandleRoundTrip(t *testing.T) {
 	require.NoError(t, next.Save(ctx, nil))
 	assert.Empty(t, next.Bytes())
 	assert.EqualValues(t, 3, next.Seq())
-	assert.False(t, checkpoint.New(s, s.Lease(task, "lease-3")).Resumed())
+	assert.False(t, ckpt.New(s, s.Lease(task, "lease-3")).Resumed())
 }
 
 func TestHandleFencing(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
 	ctx := context.Background()
-	stale := checkpoint.New(s, task)
+	stale := ckpt.New(s, task)
 	require.NoError(t, stale.Save(ctx, []byte("old")))
 
 	// The lease expires and another worker leases the task.
-	fresh := checkpoint.New(s, s.Lease(task, "lease-2"))
+	fresh := ckpt.New(s, s.Lease(task, "lease-2"))
 	require.NoError(t, fresh.Save(ctx, []byte("new")))
 
 	err := stale.Save(ctx, []byte("stale overwrite"))
@@ -98,7 +99,7 @@ func TestHandleMaxBytes(t *testing.T) {
 			t.Parallel()
 			s, task := setup(t)
 			s.MaxBytes = tt.serverMax
-			h := checkpoint.New(s, task, checkpoint.WithMaxBytes(tt.clientMax))
+			h := ckpt.New(s, task, ckpt.WithMaxBytes(tt.clientMax))
 			err := h.Save(context.Background(), make([]byte, tt.size))
 			assert.Equal(t, tt.wantCalls, s.Calls())
 			if tt.wantErr == "" {
@@ -138,7 +139,7 @@ func TestHandleSaveAfterCancel(t *testing.T) {
 	cancel(errors.New("preempted"))
 
 	p := &probeSaver{}
-	h := checkpoint.New(p, queue.NewTask("x", nil))
+	h := ckpt.New(p, queue.NewTask("x", nil))
 	require.NoError(t, h.Save(ctx, []byte("state")))
 	assert.False(t, p.err, "the saver must see a live context")
 	assert.True(t, p.deadlineSet, "the save timeout bounds the call")
@@ -146,13 +147,13 @@ func TestHandleSaveAfterCancel(t *testing.T) {
 
 	// Also through the fencing fake, which refuses cancelled contexts.
 	s, task := setup(t)
-	require.NoError(t, checkpoint.New(s, task).Save(ctx, []byte("state")))
+	require.NoError(t, ckpt.New(s, task).Save(ctx, []byte("state")))
 }
 
 func TestHandleSaveTimeout(t *testing.T) {
 	t.Parallel()
 	p := &probeSaver{block: true}
-	h := checkpoint.New(p, queue.NewTask("x", nil), checkpoint.WithSaveTimeout(10*time.Millisecond))
+	h := ckpt.New(p, queue.NewTask("x", nil), ckpt.WithSaveTimeout(10*time.Millisecond))
 	err := h.Save(context.Background(), []byte("state"))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, h.Bytes())
@@ -163,9 +164,9 @@ func TestHandleOnSave(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
 	var got []string
-	h := checkpoint.New(s, task, checkpoint.WithOnSave(func(size int, seq int64) {
+	h := ckpt.New(s, task, ckpt.WithOnSave(func(size int, seq int64) {
 		got = append(got, fmt.Sprintf("%d@%d", size, seq))
-	}), checkpoint.WithSaveTimeout(0), checkpoint.WithCodec(nil))
+	}), ckpt.WithSaveTimeout(0), ckpt.WithCodec(nil))
 	ctx := context.Background()
 	require.NoError(t, h.Save(ctx, []byte("abc")))
 	require.NoError(t, h.Save(ctx, []byte("abcdef")))
@@ -177,7 +178,7 @@ func TestHandleOnSave(t *testing.T) {
 func TestHandleConcurrentSaves(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	h := checkpoint.New(s, task)
+	h := ckpt.New(s, task)
 	const writers, saves = 8, 25
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -203,6 +204,6 @@ func TestHandleConcurrentSaves(t *testing.T) {
 func TestNewPanics(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	assert.PanicsWithValue(t, "checkpoint: nil Saver", func() { checkpoint.New(nil, task) })
-	assert.PanicsWithValue(t, "checkpoint: nil task", func() { checkpoint.New(s, nil) })
+	assert.PanicsWithValue(t, "checkpoint: nil Saver", func() { ckpt.New(nil, task) })
+	assert.PanicsWithValue(t, "checkpoint: nil task", func() { ckpt.New(s, nil) })
 }

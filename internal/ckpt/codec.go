@@ -1,4 +1,4 @@
-package checkpoint
+package ckpt
 
 import "encoding/json"
 

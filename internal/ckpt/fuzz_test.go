@@ -1,12 +1,12 @@
-package checkpoint_test
+package ckpt_test
 
 import (
+	"github.com/overtake/overtake/internal/ckpt"
+
 	"bytes"
 	"math"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/overtake/overtake/checkpoint"
 )
 
 type fuzzState struct {
@@ -28,7 +28,7 @@ func FuzzJSONRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string, row int64, ratio float64, blob []byte, raw string) {
 		if utf8.ValidString(name) && !math.IsNaN(ratio) { // JSON keeps valid UTF-8 only, no NaN
 			in := fuzzState{Name: name, Row: row, Ratio: ratio, Blob: blob, Done: map[string]bool{name: true}}
-			data, err := checkpoint.JSON.Marshal(in)
+			data, err := ckpt.JSON.Marshal(in)
 			if err != nil {
 				if math.IsInf(ratio, 0) {
 					return
@@ -36,7 +36,7 @@ func FuzzJSONRoundTrip(f *testing.F) {
 				t.Fatalf("marshal %+v: %v", in, err)
 			}
 			var out fuzzState
-			if err := checkpoint.JSON.Unmarshal(data, &out); err != nil {
+			if err := ckpt.JSON.Unmarshal(data, &out); err != nil {
 				t.Fatalf("unmarshal %q: %v", data, err)
 			}
 			if out.Name != in.Name || out.Row != in.Row || out.Ratio != in.Ratio ||
@@ -48,18 +48,18 @@ func FuzzJSONRoundTrip(f *testing.F) {
 		// Arbitrary input: decoding may fail but must not panic, and what
 		// decodes re-encodes to something that decodes to the same bytes.
 		var v fuzzState
-		if checkpoint.JSON.Unmarshal([]byte(raw), &v) != nil {
+		if ckpt.JSON.Unmarshal([]byte(raw), &v) != nil {
 			return
 		}
-		again, err := checkpoint.JSON.Marshal(v)
+		again, err := ckpt.JSON.Marshal(v)
 		if err != nil {
 			return // e.g. an infinite float cannot come from JSON, but be lenient
 		}
 		var w fuzzState
-		if err := checkpoint.JSON.Unmarshal(again, &w); err != nil {
+		if err := ckpt.JSON.Unmarshal(again, &w); err != nil {
 			t.Fatalf("re-decode %q: %v", again, err)
 		}
-		third, _ := checkpoint.JSON.Marshal(w)
+		third, _ := ckpt.JSON.Marshal(w)
 		if !bytes.Equal(again, third) {
 			t.Fatalf("not stable: %q then %q", again, third)
 		}
