@@ -137,8 +137,3 @@ func TestNewOptions(t *testing.T) {
 	_, err = console.New(e.q, console.Options{AllowActions: true})
 	require.ErrorContains(t, err, "Token")
 }
-
-func TestJaegerSearch(t *testing.T) {
-	require.Equal(t, `http://j:16686/search?lookback=2d&tags=%7B%22messaging.message.id%22%3A%22a%5C%22b%22%7D`,
-		console.JaegerSearch("http://j:16686/", "", `a"b`))
-}

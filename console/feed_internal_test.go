@@ -62,3 +62,8 @@ func TestFormat(t *testing.T) {
 		require.Equal(t, want, backTo(in), in)
 	}
 }
+
+func TestJaegerSearch(t *testing.T) {
+	require.Equal(t, `http://j:16686/search?lookback=2d&tags=%7B%22messaging.message.id%22%3A%22a%5C%22b%22%7D`,
+		jaegerSearch("http://j:16686/", "", `a"b`))
+}

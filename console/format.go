@@ -107,14 +107,14 @@ type taskRef struct {
 func (c *Console) ref(id string) taskRef {
 	r := taskRef{ID: id}
 	if c.opts.JaegerURL != "" && id != "" {
-		r.Trace = JaegerSearch(c.opts.JaegerURL, c.opts.JaegerService, id)
+		r.Trace = jaegerSearch(c.opts.JaegerURL, c.opts.JaegerService, id)
 	}
 	return r
 }
 
-// JaegerSearch returns the URL of a Jaeger UI search for the spans of task
+// jaegerSearch returns the URL of a Jaeger UI search for the spans of task
 // id (attribute messaging.message.id), in service when not empty.
-func JaegerSearch(base, service, id string) string {
+func jaegerSearch(base, service, id string) string {
 	v := url.Values{}
 	if service != "" {
 		v.Set("service", service)

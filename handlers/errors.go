@@ -75,9 +75,8 @@ func (e *markedError) Error() string        { return e.err.Error() }
 func (e *markedError) Unwrap() error        { return e.err }
 func (e *markedError) Is(target error) bool { return target == e.mark }
 
-// RetryAfterError is the error returned by RetryAfter. Use RetryDelay to read
-// the delay from a possibly wrapped error; the type is exported for tests
-// and errors.As.
+// RetryAfterError is the error returned by RetryAfter; errors.As reads
+// the delay from a possibly wrapped error.
 type RetryAfterError struct {
 	// Delay is how long to wait before the next attempt; never negative.
 	Delay time.Duration
@@ -102,16 +101,6 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 // d is treated as zero.
 func RetryAfter(d time.Duration, err error) error {
 	return &RetryAfterError{Delay: max(d, 0), Err: err}
-}
-
-// RetryDelay reports the delay requested with RetryAfter anywhere in err's
-// chain, and whether there was one.
-func RetryDelay(err error) (time.Duration, bool) {
-	var ra *RetryAfterError
-	if errors.As(err, &ra) {
-		return ra.Delay, true
-	}
-	return 0, false
 }
 
 // PreemptedError is the cause of a handler's context cancelled for more

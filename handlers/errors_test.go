@@ -53,9 +53,12 @@ func TestSteeringErrors(t *testing.T) {
 			for _, target := range tt.isNot {
 				assert.NotErrorIs(t, tt.err, target)
 			}
-			d, ok := handlers.RetryDelay(tt.err)
+			var ra *handlers.RetryAfterError
+			ok := errors.As(tt.err, &ra)
 			assert.Equal(t, tt.delayOK, ok)
-			assert.Equal(t, tt.delay, d)
+			if ok {
+				assert.Equal(t, tt.delay, ra.Delay)
+			}
 		})
 	}
 }
@@ -68,9 +71,7 @@ func TestRetryAfterErrorAs(t *testing.T) {
 		assert.Equal(t, 5*time.Second, ra.Delay)
 		assert.NoError(t, ra.Err)
 	}
-	d, ok := handlers.RetryDelay(nil)
-	assert.False(t, ok)
-	assert.Zero(t, d)
+	assert.False(t, errors.As(nil, &ra))
 }
 
 func TestPreemptedError(t *testing.T) {

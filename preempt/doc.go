@@ -2,33 +2,17 @@
 // in a saturated worker process and the level of an arriving task, it
 // decides which running task, if any, gives way.
 //
-// It is pure policy. It speaks to no Redis, starts no goroutines, keeps no
-// global state and does not allocate on the hot path; the runtime owns
-// reservation, cancellation and requeueing.
+// It is pure configuration: a plain value set as runtime.Config.Preemption.
+// The runtime applies it when a worker is saturated and more urgent work
+// arrives (see "Preemption protocol" in DESIGN.md):
 //
-// The main flow, as the runtime uses it (see "Preemption protocol" in
-// DESIGN.md):
+//	cfg := runtime.Config{Preemption: preempt.Policy{
+//		MinRunTime:     2 * time.Second, // let short tasks finish
+//		NeverPreempted: []int{0},        // level 0 always runs to completion
+//	}}
 //
-//	pol := preempt.Policy{MinRunTime: 2 * time.Second}.WithDefaults()
-//	if err := pol.Validate(); err != nil {
-//		return err // errors.Is(err, preempt.ErrInvalidPolicy)
-//	}
-//
-//	// Saturated: which task would give way to urgent enough work?
-//	victim, ok := pol.Victim(running, time.Now())
-//	if !ok {
-//		return // nothing is preemptible: wait for a free slot
-//	}
-//	// Reserve only a task urgent enough to preempt it.
-//	task, _, err := q.Reserve(ctx, queue.ReserveRequest{
-//		VictimID: victim.ID, VictimLevel: victim.Level,
-//		MinLevel: pol.MinPreemptingLevel(victim.Level), // ...
-//	})
-//
-//	// Got one: confirm the victim and cancel it with ErrPreempted.
-//	if v, ok := pol.Choose(running, task.Level, time.Now()); ok {
-//		cancel[v.ID](ErrPreempted)
-//	}
+// runtime.New validates it; a policy that does not validate is an error
+// matching ErrInvalidPolicy.
 //
 // # Rules
 //
@@ -42,7 +26,7 @@
 //     times, has run at least MinRunTime, and its level is not in
 //     NeverPreempted.
 //
-// Among the victims, Choose takes the lowest level, then the one that
-// loses the least work (Candidate.WorkLost: time since its last
-// checkpoint in this run, or since its start), then the smallest ID.
+// Among the victims, the runtime takes the lowest level, then the one that
+// loses the least work (the time since its last checkpoint in this run, or
+// since its start), then the smallest ID.
 package preempt

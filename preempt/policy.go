@@ -37,15 +37,14 @@ const DeferForever time.Duration = -1
 const Unlimited = -1
 
 // Policy decides which running task, if any, gives way to an arriving
-// task. The zero Policy is the default policy: every method applies
-// WithDefaults first, so zero fields mean "use the default".
+// task. The zero Policy is the default policy: zero fields mean "use the
+// default" (WithDefaults shows them).
 //
 // A Policy is a plain value: it holds no state, starts no goroutines and is
 // safe for concurrent use as long as its slices are not modified.
 //
-// Call Validate when the policy is configured. Eligible, Choose and
-// LowestEligibleLevel fail safe on a policy that does not validate: they
-// treat no task as preemptible.
+// runtime.New validates it; were an invalid policy applied anyway, no task
+// would be treated as preemptible.
 type Policy struct {
 	// MinRunTime is how long a task must have run in its current lease
 	// before it can be preempted. Zero means DefaultMinRunTime (also
@@ -53,7 +52,7 @@ type Policy struct {
 	MinRunTime time.Duration
 
 	// MaxPreemptions is how many times one task can be preempted; a task
-	// with Candidate.Preemptions >= MaxPreemptions runs to completion.
+	// preempted MaxPreemptions times runs to completion.
 	// Zero means DefaultMaxPreemptions (3). Unlimited (-1) removes the
 	// bound. Other negative values are invalid. To stop preemption
 	// altogether, set Disabled; for one task, make it not Preemptible.
@@ -141,31 +140,4 @@ func (p Policy) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// valid reports whether p (with defaults applied) validates, without
-// allocating.
-func (p Policy) valid() bool {
-	if p.MinRunTime < 0 || p.MaxPreemptions < Unlimited || p.MinLevelGap < 1 || p.FleetDeferral < DeferForever {
-		return false
-	}
-	return !hasNegative(p.NeverPreempt) && !hasNegative(p.NeverPreempted)
-}
-
-func hasNegative(levels []int) bool {
-	for _, l := range levels {
-		if l < 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(levels []int, level int) bool {
-	for _, l := range levels {
-		if l == level {
-			return true
-		}
-	}
-	return false
 }

@@ -76,18 +76,3 @@ func TestValidateDoesNotAllocate(t *testing.T) {
 	p := preempt.Policy{NeverPreempt: []int{1, 2}, NeverPreempted: []int{0}}
 	require.Zero(t, testing.AllocsPerRun(100, func() { _ = p.Validate() }))
 }
-
-// An invalid policy fails safe: nothing is ever preempted.
-func TestInvalidPolicyPreemptsNothing(t *testing.T) {
-	now := time.Unix(1_000, 0)
-	p := preempt.Policy{MinLevelGap: -1}
-	c := preempt.Candidate{ID: "a", Level: 0, StartedAt: now.Add(-time.Hour), Preemptible: true}
-	require.False(t, p.Eligible(c, now))
-	require.False(t, p.Preempts(5, 0))
-	_, ok := p.Choose([]preempt.Candidate{c}, 5, now)
-	require.False(t, ok)
-	_, ok = p.LowestEligibleLevel([]preempt.Candidate{c}, now)
-	require.False(t, ok)
-	_, ok = p.Victim([]preempt.Candidate{c}, now)
-	require.False(t, ok)
-}

@@ -14,27 +14,19 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/engine"
 	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
 )
 
-// Causes of a handler's cancelled context, matched with
-// errors.Is(context.Cause(ctx), ...).
+// Errors of the runtime, matched with errors.Is. A handler's context is
+// cancelled with the cause handlers.ErrPreempted (more urgent work took its
+// slot), handlers.ErrShutdown (the worker is shutting down),
+// ErrTaskTimeout, or an error matching queue.ErrLeaseLost (the worker lost
+// the task's lease; another worker may run it now).
 var (
-	// ErrPreempted: more urgent work took the task's slot. Save a
-	// checkpoint and return; the task is requeued at the head of its level.
-	// The cause is a *handlers.PreemptedError naming the urgent task.
-	ErrPreempted = handlers.ErrPreempted
-	// ErrShutdown: the worker is shutting down. Save a checkpoint and
-	// return; the task is requeued at the head of its level.
-	ErrShutdown = handlers.ErrShutdown
 	// ErrTaskTimeout: the task ran past its Timeout; the attempt failed.
 	ErrTaskTimeout = errors.New("overtake: task timeout")
-	// ErrLeaseLost: the worker lost the task's lease (Redis unreachable for
-	// longer than the lease); another worker may run it now.
-	ErrLeaseLost = queue.ErrLeaseLost
 	// ErrInvalidConfig is wrapped by every configuration error of New.
 	ErrInvalidConfig = errors.New("overtake: invalid runtime config")
 	// ErrNotStarted is returned by Shutdown before Start.

@@ -34,7 +34,7 @@
 // level is announced, the runtime first RESERVES it (leases it with a
 // minimum level, in a script that refuses while any live worker of the fleet
 // has a free slot or runs a lower eligible victim), and only then cancels its
-// victim with context.WithCancelCause and a cause matching ErrPreempted. So
+// victim with context.WithCancelCause and a cause matching handlers.ErrPreempted. So
 // preemptions never exceed urgent tasks taken. The victim has GracePeriod to
 // save its checkpoint and return; it is then requeued at the head of its
 // level, counting a preemption but not an attempt. A handler that ignores
@@ -59,7 +59,7 @@
 // # Shutdown
 //
 // Shutdown stops leasing, tells the fleet it has no capacity and preempts
-// every running task with the cause ErrShutdown: each checkpoints and is
+// every running task with the cause handlers.ErrShutdown: each checkpoints and is
 // requeued, so a rolling deploy loses no progress. A crashed worker's leases
 // expire and its tasks resume elsewhere from their last checkpoint.
 package runtime

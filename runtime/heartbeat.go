@@ -32,7 +32,7 @@ func (r *Runtime) heartbeatLoop() {
 }
 
 // heartbeat sends one heartbeat. Leases reported lost are cancelled with
-// ErrLeaseLost: another worker may already run those tasks.
+// queue.ErrLeaseLost: another worker may already run those tasks.
 func (r *Runtime) heartbeat(ctx context.Context) error {
 	r.mu.Lock()
 	leases := make([]*queue.Task, 0, len(r.runs))
@@ -75,7 +75,7 @@ func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capac
 		if rn != nil && rn.t.Token == sent[id] {
 			// r.log, not rn.log: the dispatcher may be setting that up.
 			r.log.Error("lease lost; cancelling the task", telemetry.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
-			rn.cancel(ErrLeaseLost)
+			rn.cancel(queue.ErrLeaseLost)
 		}
 	}
 	return nil

@@ -45,6 +45,6 @@ func TestStaleHeartbeatSparesNewLease(t *testing.T) {
 		// The run whose token went out is cancelled.
 		rt.runs[cur.ID] = &run{t: old, log: rt.log, cancel: func(err error) { cause = err }}
 		require.NoError(t, rt.sendHeartbeat(ctx, []*queue.Task{old}, 1))
-		require.True(t, errors.Is(cause, ErrLeaseLost))
+		require.True(t, errors.Is(cause, queue.ErrLeaseLost))
 	})
 }

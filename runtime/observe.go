@@ -172,7 +172,7 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 	case outcome.ActionRequeue:
 		result = telemetry.OutcomePreempted
 	}
-	preempted := out.Action == outcome.ActionRequeue && errors.Is(context.Cause(rn.ctx), ErrPreempted)
+	preempted := out.Action == outcome.ActionRequeue && errors.Is(context.Cause(rn.ctx), handlers.ErrPreempted)
 	span.SetAttributes(telemetry.OutcomeKey.String(result.String()), telemetry.RunPreemptedKey.Bool(preempted))
 	switch out.Action {
 	case outcome.ActionDone:
@@ -181,9 +181,9 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 	case outcome.ActionRequeue:
 		reason := "yield"
 		switch cause := context.Cause(rn.ctx); {
-		case errors.Is(cause, ErrPreempted):
+		case errors.Is(cause, handlers.ErrPreempted):
 			reason = "preempted"
-		case errors.Is(cause, ErrShutdown):
+		case errors.Is(cause, handlers.ErrShutdown):
 			reason = "shutdown"
 		}
 		telemetry.AddRequeued(span, reason)

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/handlers"
+
 	"fmt"
 	"maps"
 	"slices"
@@ -65,7 +67,7 @@ func (r *Runtime) setPaused(m map[int]queue.PauseMode) {
 // PausePreempt): they save their checkpoint and are requeued at the head of
 // their level, where they wait for Resume.
 func (r *Runtime) preemptLevel(l int) {
-	cause := fmt.Errorf("%w: level %d paused", ErrPreempted, l)
+	cause := fmt.Errorf("%w: level %d paused", handlers.ErrPreempted, l)
 	r.mu.Lock()
 	var victims []*run
 	for _, rn := range r.runs {

@@ -40,7 +40,7 @@ func (p *pauseWorker) mux() *handlers.Mux {
 		}
 		<-ctx.Done()
 		err := context.Cause(ctx)
-		if errors.Is(err, runtime.ErrPreempted) {
+		if errors.Is(err, handlers.ErrPreempted) {
 			if serr := cp.Save(context.WithoutCancel(ctx), []byte("saved")); serr != nil {
 				err = serr
 			}
@@ -112,7 +112,7 @@ func TestPausePreemptsRunningTasks(t *testing.T) {
 		require.Zero(t, rt.Stats().Preempted)
 
 		require.NoError(t, q.Pause(ctx, 0, queue.PausePreempt))
-		require.ErrorIs(t, waitFor(t, w.ended, "the preempted task's end"), runtime.ErrPreempted)
+		require.ErrorIs(t, waitFor(t, w.ended, "the preempted task's end"), handlers.ErrPreempted)
 		require.Eventually(t, func() bool {
 			tk, err := q.Inspect(ctx, low)
 			return err == nil && tk.State == queue.StatePending && tk.CheckpointSeq == 1

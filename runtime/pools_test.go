@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/require"
 )
 
 // poolJobs runs "block" tasks until released or cancelled (returning the
@@ -162,7 +163,7 @@ func TestPoolsBorrowAndGiveBack(t *testing.T) {
 				}
 				if mode == runtime.ReclaimPreempt {
 					err := waitFor(t, j.ended, "the borrowed task's end")
-					require.ErrorIs(t, err, runtime.ErrPreempted)
+					require.ErrorIs(t, err, handlers.ErrPreempted)
 					require.True(t, strings.Contains(err.Error(), "takes back"), err.Error())
 					require.EqualValues(t, 1, rt.Stats().Preempted)
 					close(j.release)

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"github.com/overtake/overtake/handlers"
+
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/require"
 )
 
 // Helpers of the preemption tests (preempt_*_test.go, fleet, storm, crash,
@@ -180,7 +183,7 @@ func ptGone(t *testing.T, q *queue.Client, id string) {
 // ptPreempted reports whether a handler's context ended because of a
 // preemption.
 func ptPreempted(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), runtime.ErrPreempted)
+	return errors.Is(context.Cause(ctx), handlers.ErrPreempted)
 }
 
 // ptRecv receives from ch or fails after ptLong.

@@ -5,14 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Tests that the runtime does NOT preempt when the policy or the situation
@@ -189,7 +190,7 @@ func TestNoPreemptionPastMaxPreemptions(t *testing.T) {
 		require.Equal(t, 0, ptRecv(t, lowStarts, "low start"))
 		u1 := enqueue(t, q, "urgent", "", 2)
 		require.Equal(t, u1, ptRecv(t, urgentStarted, "first urgent task"))
-		require.ErrorIs(t, ptRecv(t, lowCancelled, "first preemption"), runtime.ErrPreempted)
+		require.ErrorIs(t, ptRecv(t, lowCancelled, "first preemption"), handlers.ErrPreempted)
 		require.Equal(t, 1, ptRecv(t, lowStarts, "low resume"), "preemptions seen on resume")
 
 		u2 := enqueue(t, q, "urgent", "", 2)
@@ -241,7 +242,7 @@ func TestPreemptionWaitsForMinRunTime(t *testing.T) {
 		urgentID := enqueue(t, q, "urgent", "", 2)
 		at := ptRecv(t, urgentAt, "urgent start")
 		require.GreaterOrEqual(t, at.Sub(before), minRun, "urgent task preempted a task younger than MinRunTime")
-		require.ErrorIs(t, ptRecv(t, lowCancelled, "preemption"), runtime.ErrPreempted)
+		require.ErrorIs(t, ptRecv(t, lowCancelled, "preemption"), handlers.ErrPreempted)
 		ptRecv(t, lowStarts, "low resume")
 		ptGone(t, q, lowID)
 		ptGone(t, q, urgentID)

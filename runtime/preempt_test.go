@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
-	"github.com/stretchr/testify/require"
 )
 
 // A saturated worker preempts its low task for an urgent one; the low task
@@ -49,7 +50,7 @@ func TestPreemptAndResume(t *testing.T) {
 		urgentID := enqueue(t, q, "urgent", "", 2)
 		require.Equal(t, urgentID, waitFor(t, urgentRan, "urgent run"))
 		cause := waitFor(t, lowCause, "cause")
-		require.True(t, errors.Is(cause, runtime.ErrPreempted))
+		require.True(t, errors.Is(cause, handlers.ErrPreempted))
 		var pe *handlers.PreemptedError
 		require.ErrorAs(t, cause, &pe)
 		require.Equal(t, urgentID, pe.ByID)

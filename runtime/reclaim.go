@@ -1,13 +1,16 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/handlers"
+
 	"context"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/overtake/overtake/queue"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/queue"
 )
 
 // announcedIn returns the highest level of pool p's band announced since
@@ -106,7 +109,7 @@ func (r *Runtime) reclaim(p int, announced int, polled bool) bool {
 		}
 		return b.started.Compare(a.started)
 	})
-	cause := fmt.Errorf("%w: pool %q takes back the slot its task borrowed", ErrPreempted, pl.name)
+	cause := fmt.Errorf("%w: pool %q takes back the slot its task borrowed", handlers.ErrPreempted, pl.name)
 	taken := 0
 	for _, v := range borrowed[:n] {
 		r.mu.Lock()

@@ -32,7 +32,7 @@ type recoveredRun struct {
 // sent a heartbeat again) loses the task when its lease expires: an idle
 // runtime wakes at that deadline (not at its slow poll), recovers the task
 // and resumes it from the checkpoint. The crashed worker's late writes are
-// fenced off with ErrLeaseLost.
+// fenced off with queue.ErrLeaseLost.
 func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		ctx := context.Background()
@@ -81,7 +81,7 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 // hour behind, so every deadline it writes is already past, as if its
 // heartbeats never arrived). Runtime B recovers the task and runs it from
 // A's checkpoint; A's heartbeat learns that the lease was lost and cancels
-// its handler with ErrLeaseLost; A's late save and ack are fenced off, and
+// its handler with queue.ErrLeaseLost; A's late save and ack are fenced off, and
 // its result is dropped.
 func TestLeaseLostToAnotherRuntime(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
@@ -121,7 +121,7 @@ func TestLeaseLostToAnotherRuntime(t *testing.T) {
 		startRuntime(t, q, mux, runtime.Config{Concurrency: 1})
 		require.Equal(t, recoveredRun{id, recProgress{Step: 1}, 1, 0}, waitFor(t, resumed, "B to resume the task"))
 		waitGone(t, q, id)
-		require.ErrorIs(t, waitFor(t, aCause, "A's handler to be cancelled"), runtime.ErrLeaseLost)
+		require.ErrorIs(t, waitFor(t, aCause, "A's handler to be cancelled"), queue.ErrLeaseLost)
 		require.ErrorIs(t, engine.Of(qA).Ack(ctx, stale), queue.ErrLeaseLost)
 
 		close(release)

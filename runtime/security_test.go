@@ -36,7 +36,7 @@ func TestRuntimeWithACLOverTLS(t *testing.T) {
 			return nil
 		}
 		<-ctx.Done()
-		if !errors.Is(context.Cause(ctx), runtime.ErrPreempted) {
+		if !errors.Is(context.Cause(ctx), handlers.ErrPreempted) {
 			return context.Cause(ctx)
 		}
 		if err := checkpoint.Save(ctx, n+1); err != nil {

@@ -25,7 +25,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	}
 	out := outcome.ClassifyContext(ctx, err)
 	runTime := time.Since(rn.started)
-	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+	if errors.Is(context.Cause(ctx), queue.ErrLeaseLost) {
 		rn.log.Warn("lease lost while running; result dropped", zap.Error(err))
 		r.obs.ended(rn, out, runTime, "lease lost")
 		return
@@ -44,9 +44,9 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	case outcome.ActionRequeue:
 		why := engine.RequeueYield
 		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, ErrPreempted):
+		case errors.Is(cause, handlers.ErrPreempted):
 			why = engine.RequeuePreempted
-		case errors.Is(cause, ErrShutdown):
+		case errors.Is(cause, handlers.ErrShutdown):
 			why = engine.RequeueShutdown
 		}
 		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.eng.Requeue(c, t, why) })
@@ -88,7 +88,7 @@ func (r *Runtime) kill(rn *run, reason string) error {
 
 // finishWithRetry runs a transition, retrying with backoff while Redis is
 // unreachable, for at most one lease duration: after that the lease has
-// expired and recovery owns the task. ErrLeaseLost is final.
+// expired and recovery owns the task. queue.ErrLeaseLost is final.
 func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context) error) error {
 	deadline := time.Now().Add(r.q.Config().LeaseDuration)
 	if by := r.shutdownBy.Load(); by != 0 && time.Unix(0, by).Before(deadline) {

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/handlers"
+
 	"github.com/overtake/overtake/internal/engine"
 
 	"context"
@@ -12,7 +14,7 @@ import (
 )
 
 // Shutdown stops leasing, reports no free capacity to the fleet, and
-// preempts every running task with the cause ErrShutdown (after
+// preempts every running task with the cause handlers.ErrShutdown (after
 // Config.DrainTimeout, if set): each saves its checkpoint and is requeued at
 // the head of its level without counting an attempt, so a rolling deploy
 // loses no progress. Every Redis call it makes, the requeues included, is
@@ -71,7 +73,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	n := len(r.runs)
 	for _, rn := range r.runs {
-		rn.cancel(fmt.Errorf("%w: worker %s", ErrShutdown, r.cfg.WorkerID))
+		rn.cancel(fmt.Errorf("%w: worker %s", handlers.ErrShutdown, r.cfg.WorkerID))
 	}
 	r.mu.Unlock()
 	r.log.Info("shutting down: preempting running tasks", zap.Int("running", n))

@@ -29,7 +29,7 @@ type resumedRun struct {
 	Preemptions int
 }
 
-// Shutdown preempts every running task with the cause ErrShutdown: each
+// Shutdown preempts every running task with the cause handlers.ErrShutdown: each
 // saves its checkpoint and is requeued at the head of its level with its
 // attempt and preemption counts unchanged; a new runtime resumes them from
 // their checkpoints. Shutdown twice is safe.
@@ -77,7 +77,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 		require.NoError(t, rt.Shutdown(ctx))
 		require.NoError(t, rt.Shutdown(ctx), "second Shutdown")
 		for i := 0; i < running; i++ {
-			require.ErrorIs(t, waitFor(t, causes, "cancellation causes"), runtime.ErrShutdown)
+			require.ErrorIs(t, waitFor(t, causes, "cancellation causes"), handlers.ErrShutdown)
 		}
 		require.Empty(t, laterRan, "a waiting task ran during shutdown")
 
@@ -113,7 +113,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 
 // With a DrainTimeout, Shutdown lets running tasks finish on their own
 // first: one that finishes in time is acked; one still running when the
-// drain ends is preempted with ErrShutdown and requeued.
+// drain ends is preempted with handlers.ErrShutdown and requeued.
 func TestShutdownDrainTimeout(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		const drain = time.Second
@@ -168,7 +168,7 @@ func TestShutdownDrainTimeout(t *testing.T) {
 		require.Empty(t, shortCancelled, "the short task was cancelled instead of drained")
 		waitGone(t, q, short)
 		c := waitFor(t, longCancelled, "the long task's cancellation")
-		require.ErrorIs(t, c.cause, runtime.ErrShutdown)
+		require.ErrorIs(t, c.cause, handlers.ErrShutdown)
 		require.GreaterOrEqual(t, c.at.Sub(shutStart), drain, "cancelled before the drain ended")
 		tk, err := q.Inspect(context.Background(), long)
 		require.NoError(t, err)

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/victim"
+
 	"github.com/overtake/overtake/internal/engine"
 
 	"context"
@@ -11,7 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -21,15 +22,15 @@ func (r *Runtime) canPreempt() bool { return !r.cfg.Preemption.Disabled }
 // candidates returns the running tasks that could give way to urgent work
 // of pool p: those in p's slots, and p's tasks running in slots they
 // borrowed from other pools.
-func (r *Runtime) candidates(p int) []preempt.Candidate {
+func (r *Runtime) candidates(p int) []victim.Candidate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]preempt.Candidate, 0, len(r.runs))
+	out := make([]victim.Candidate, 0, len(r.runs))
 	for _, rn := range r.runs {
 		if !rn.running || rn.givingWay != nil || !rn.holdsSlot || (rn.slot != p && r.bandOf(rn.t.Level) != p) {
 			continue
 		}
-		c := preempt.Candidate{ID: rn.t.ID, Level: rn.t.Level, StartedAt: rn.startedAt(),
+		c := victim.Candidate{ID: rn.t.ID, Level: rn.t.Level, StartedAt: rn.startedAt(),
 			Preemptions: rn.t.Preemptions, Preemptible: !rn.t.NotPreemptible}
 		if ns := rn.lastCheckpoint.Load(); ns > 0 {
 			c.LastCheckpoint = time.Unix(0, ns)
@@ -50,7 +51,7 @@ func (r *Runtime) candidates(p int) []preempt.Candidate {
 // next slow poll: when the first victim that lacks only the policy's
 // MinRunTime becomes eligible, or when the fleet deferral's bound expires.
 func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Time, err error) {
-	pol := r.cfg.Preemption
+	pol := victim.Policy{Policy: r.cfg.Preemption}
 	band := r.pools[p].levels
 	arriving := band[len(band)-1]
 	if announced >= 0 {
@@ -64,21 +65,21 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 	}
 	now := time.Now()
 	cands := r.candidates(p)
-	victim, ok := pol.Choose(cands, arriving, now)
+	vic, ok := pol.Choose(cands, arriving, now)
 	if !ok {
 		r.endDeferral()
 		return false, r.firstEligible(cands, arriving, now), nil
 	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
-	minLevel := victim.Level + pol.MinLevelGap
+	minLevel := vic.Level + pol.MinLevelGap
 	ignore, idle, err := r.deferralDue(ctx, p, minLevel, now)
 	if err != nil || idle {
 		return false, time.Time{}, err
 	}
-	slot := r.slotOf(victim.ID, p)
+	slot := r.slotOf(vic.ID, p)
 	t, res, err := r.eng.Reserve(ctx, engine.ReserveRequest{
-		Worker: r.cfg.WorkerID, VictimID: victim.ID, VictimLevel: victim.Level,
+		Worker: r.cfg.WorkerID, VictimID: vic.ID, VictimLevel: vic.Level,
 		MinLevel: minLevel, MinRunTime: pol.MinRunTime,
 		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
 		IgnoreFleet: ignore, Skip: r.notLeasable(p), Pool: r.poolNumber(slot),
@@ -86,7 +87,7 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 	if res != nil {
 		r.killMalformed(res)
 		if len(res.Malformed) > 0 && errors.Is(err, engine.ErrNoTask) {
-			r.rejoinRun(victim.ID) // the reservation took only a malformed record
+			r.rejoinRun(vic.ID) // the reservation took only a malformed record
 		}
 	}
 	switch {
@@ -108,14 +109,14 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 	r.stats.reserved.Add(1)
 	urgent := r.newRun(t)
 	urgent.slot = slot
-	r.preempt(victim.ID, urgent)
+	r.preempt(vic.ID, urgent)
 	return true, time.Time{}, nil
 }
 
 // firstEligible returns when the first candidate below arriving that only
 // lacks MinRunTime becomes eligible, or zero.
-func (r *Runtime) firstEligible(cands []preempt.Candidate, arriving int, now time.Time) time.Time {
-	pol := r.cfg.Preemption
+func (r *Runtime) firstEligible(cands []victim.Candidate, arriving int, now time.Time) time.Time {
+	pol := victim.Policy{Policy: r.cfg.Preemption}
 	if pol.MinRunTime <= 0 {
 		return time.Time{}
 	}

@@ -107,7 +107,7 @@ func handle(ctx context.Context, rdb *redis.Client, t *queue.Task) error {
 		select {
 		case <-ctx.Done():
 			_ = checkpoint.Save(ctx, step) // allowed within the grace period
-			if errors.Is(context.Cause(ctx), runtime.ErrPreempted) {
+			if errors.Is(context.Cause(ctx), handlers.ErrPreempted) {
 				rdb.HIncrBy(bg, kStats, "preempted (checkpointed, requeued)", 1)
 			}
 			return context.Cause(ctx)

@@ -10,7 +10,6 @@ import (
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
-	"github.com/overtake/overtake/runtime"
 )
 
 // demoArgs is the payload of every demo task: simulated work in steps.
@@ -119,14 +118,14 @@ func (d *demo) stopped(ctx context.Context, t *queue.Task, a demoArgs, cur *chec
 	}
 	pct := a.percent(cur.Value().Step)
 	switch {
-	case errors.Is(cause, runtime.ErrPreempted):
+	case errors.Is(cause, handlers.ErrPreempted):
 		d.mu.Lock()
 		d.preemptions++
 		by := d.urgentID
 		d.mu.Unlock()
 		d.p.task(t.ID, t.Level, t.Type, "preempted at %d%% (checkpoint seq %d) for %s; back to the head of %s",
 			pct, h.Seq(), short(by), d.p.level(t.Level))
-	case errors.Is(cause, runtime.ErrShutdown):
+	case errors.Is(cause, handlers.ErrShutdown):
 		d.p.task(t.ID, t.Level, t.Type, "stopped by shutdown at %d%% (checkpoint seq %d)", pct, h.Seq())
 	default:
 		d.p.task(t.ID, t.Level, t.Type, "stopped at %d%%: %v", pct, cause)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/overtake/overtake/handlers"
+
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/queue"
-	"github.com/overtake/overtake/runtime"
 )
 
 // Task types of this example.
@@ -91,9 +92,9 @@ func (tc *Transcoder) stop(ctx context.Context, a TranscodeArgs, cur *checkpoint
 	}
 	cause := context.Cause(ctx)
 	switch {
-	case errors.Is(cause, runtime.ErrPreempted):
+	case errors.Is(cause, handlers.ErrPreempted):
 		tc.printf("%s %s: preempted after %d/%d segments, checkpoint saved", TypeTranscode, a.Video, cur.Value().Segments, a.Segments)
-	case errors.Is(cause, runtime.ErrShutdown):
+	case errors.Is(cause, handlers.ErrShutdown):
 		tc.printf("%s %s: worker stopping after %d/%d segments, checkpoint saved", TypeTranscode, a.Video, cur.Value().Segments, a.Segments)
 	}
 	return cause

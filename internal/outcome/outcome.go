@@ -69,7 +69,7 @@ func Classify(err error) Outcome {
 	case isRequeue(err):
 		return Outcome{Action: ActionRequeue, Err: err}
 	}
-	if d, ok := handlers.RetryDelay(err); ok {
+	if d, ok := retryDelay(err); ok {
 		return Outcome{Action: ActionRetryAfter, Delay: d, Err: err}
 	}
 	return Outcome{Action: ActionRetry, Err: err}
@@ -91,4 +91,14 @@ func ClassifyContext(ctx context.Context, err error) Outcome {
 
 func isRequeue(err error) bool {
 	return errors.Is(err, handlers.ErrYield) || errors.Is(err, handlers.ErrPreempted) || errors.Is(err, handlers.ErrShutdown)
+}
+
+// retryDelay reports the delay requested with RetryAfter anywhere in err's
+// chain, and whether there was one.
+func retryDelay(err error) (time.Duration, bool) {
+	var ra *handlers.RetryAfterError
+	if errors.As(err, &ra) {
+		return ra.Delay, true
+	}
+	return 0, false
 }

@@ -98,7 +98,7 @@ func main() {
 		fmt.Printf("%-26s %5d %12d\n", k, counts[k], counts[k]+fields[k])
 	}
 	fmt.Printf("%-26s %5d %12d exported identifiers (target: names <= %d)\n", "total", tot, totFields, limit)
-	if tot > limit && os.Getenv("EXPORTED_STRICT") != "" {
+	if tot > limit {
 		fmt.Fprintf(os.Stderr, "exported: %d exported names, over the limit of %d\n", tot, limit)
 		os.Exit(1)
 	}

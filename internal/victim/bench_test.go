@@ -1,6 +1,8 @@
-package preempt_test
+package victim_test
 
 import (
+	"github.com/overtake/overtake/internal/victim"
+
 	"fmt"
 	"testing"
 	"time"
@@ -10,10 +12,10 @@ import (
 	"github.com/overtake/overtake/preempt"
 )
 
-func benchRunning() []preempt.Candidate {
-	running := make([]preempt.Candidate, 64)
+func benchRunning() []victim.Candidate {
+	running := make([]victim.Candidate, 64)
 	for i := range running {
-		running[i] = preempt.Candidate{
+		running[i] = victim.Candidate{
 			ID:          fmt.Sprintf("task-%02d", i),
 			Level:       i % 4,
 			StartedAt:   t0.Add(-time.Duration(i%7) * time.Minute),
@@ -32,7 +34,7 @@ func BenchmarkChoose64(b *testing.B) {
 	running := benchRunning()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := p.Choose(running, 5, t0); !ok {
+		if _, ok := vp(p).Choose(running, 5, t0); !ok {
 			b.Fatal("no victim")
 		}
 	}
@@ -41,7 +43,7 @@ func BenchmarkChoose64(b *testing.B) {
 func TestChooseDoesNotAllocate(t *testing.T) {
 	p := preempt.Policy{MinRunTime: time.Second, NeverPreempted: []int{7}, NeverPreempt: []int{9}}
 	running := benchRunning()
-	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = p.Choose(running, 5, t0) }))
-	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = p.LowestEligibleLevel(running, t0) }))
-	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = p.Victim(running, t0) }))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = vp(p).Choose(running, 5, t0) }))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = vp(p).LowestEligibleLevel(running, t0) }))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = vp(p).Victim(running, t0) }))
 }

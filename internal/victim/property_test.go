@@ -1,6 +1,8 @@
-package preempt_test
+package victim_test
 
 import (
+	"github.com/overtake/overtake/internal/victim"
+
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -16,7 +18,7 @@ import (
 // scenario builds a policy, a running set and an arrival from fuzz input.
 // Values are coarse on purpose so that ties on level and work lost are
 // frequent; IDs are unique.
-func scenario(seed uint64, n uint8, arriving int8, minRun int8, maxPre int8, gap int8, flags uint16) (preempt.Policy, []preempt.Candidate, int) {
+func scenario(seed uint64, n uint8, arriving int8, minRun int8, maxPre int8, gap int8, flags uint16) (preempt.Policy, []victim.Candidate, int) {
 	rng := rand.New(rand.NewPCG(seed, uint64(flags)))
 	p := preempt.Policy{
 		MinRunTime:     time.Duration(minRun) * time.Second,
@@ -32,9 +34,9 @@ func scenario(seed uint64, n uint8, arriving int8, minRun int8, maxPre int8, gap
 			p.NeverPreempted = append(p.NeverPreempted, l)
 		}
 	}
-	running := make([]preempt.Candidate, int(n)%65)
+	running := make([]victim.Candidate, int(n)%65)
 	for i := range running {
-		c := preempt.Candidate{
+		c := victim.Candidate{
 			ID:          fmt.Sprintf("t%03d", rng.IntN(1000)*100+i),
 			Level:       rng.IntN(8),
 			StartedAt:   t0.Add(-time.Duration(rng.IntN(14)-2) * 10 * time.Second),
@@ -50,7 +52,7 @@ func scenario(seed uint64, n uint8, arriving int8, minRun int8, maxPre int8, gap
 }
 
 // reference restates the rules of the package independently of its code.
-func reference(p preempt.Policy, running []preempt.Candidate, arriving int, now time.Time) (eligible, victims []preempt.Candidate) {
+func reference(p preempt.Policy, running []victim.Candidate, arriving int, now time.Time) (eligible, victims []victim.Candidate) {
 	if p.Validate() != nil {
 		return nil, nil
 	}
@@ -66,14 +68,14 @@ func reference(p preempt.Policy, running []preempt.Candidate, arriving int, now 
 			victims = append(victims, c)
 		}
 	}
-	lost := func(c preempt.Candidate) time.Duration {
+	lost := func(c victim.Candidate) time.Duration {
 		since := c.StartedAt
 		if c.LastCheckpoint.After(since) {
 			since = c.LastCheckpoint
 		}
 		return max(now.Sub(since), 0)
 	}
-	slices.SortFunc(victims, func(a, b preempt.Candidate) int {
+	slices.SortFunc(victims, func(a, b victim.Candidate) int {
 		if a.Level != b.Level {
 			return a.Level - b.Level
 		}
@@ -85,30 +87,30 @@ func reference(p preempt.Policy, running []preempt.Candidate, arriving int, now 
 	return eligible, victims
 }
 
-func checkChoose(t *testing.T, p preempt.Policy, running []preempt.Candidate, arriving int) {
+func checkChoose(t *testing.T, p preempt.Policy, running []victim.Candidate, arriving int) {
 	t.Helper()
 	eligible, victims := reference(p, running, arriving, t0)
-	victim, ok := p.Choose(running, arriving, t0)
+	victim, ok := vp(p).Choose(running, arriving, t0)
 	if len(victims) == 0 {
 		require.False(t, ok, "chose %+v, reference found none", victim)
 		return
 	}
 	require.True(t, ok, "chose none, reference found %+v", victims[0])
 	// Never an ineligible candidate, and always the best one.
-	require.True(t, p.Eligible(victim, t0))
-	require.True(t, p.Preempts(arriving, victim.Level))
+	require.True(t, vp(p).Eligible(victim, t0))
+	require.True(t, vp(p).Preempts(arriving, victim.Level))
 	require.Contains(t, running, victim)
 	require.Equal(t, victims[0], victim)
 
 	// The choice does not depend on the order of running.
 	shuffled := slices.Clone(running)
 	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	again, ok := p.Choose(shuffled, arriving, t0)
+	again, ok := vp(p).Choose(shuffled, arriving, t0)
 	require.True(t, ok)
 	require.Equal(t, victim, again)
 
 	// LowestEligibleLevel agrees with Eligible.
-	low, ok := p.LowestEligibleLevel(running, t0)
+	low, ok := vp(p).LowestEligibleLevel(running, t0)
 	require.True(t, ok)
 	for _, c := range eligible {
 		require.LessOrEqual(t, low, c.Level)
@@ -116,11 +118,11 @@ func checkChoose(t *testing.T, p preempt.Policy, running []preempt.Candidate, ar
 	require.LessOrEqual(t, low, victim.Level)
 
 	// Victim is the one Choose takes for any arrival urgent enough.
-	v, ok := p.Victim(running, t0)
+	v, ok := vp(p).Victim(running, t0)
 	require.True(t, ok)
 	require.Equal(t, low, v.Level)
-	if l := p.MinPreemptingLevel(v.Level); p.Preempts(l, v.Level) {
-		got, ok := p.Choose(running, l, t0)
+	if l := vp(p).MinPreemptingLevel(v.Level); vp(p).Preempts(l, v.Level) {
+		got, ok := vp(p).Choose(running, l, t0)
 		require.True(t, ok)
 		require.Equal(t, v, got)
 	}

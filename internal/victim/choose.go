@@ -1,6 +1,25 @@
-package preempt
+// Package victim picks the running task that gives way to more urgent
+// work, by a preempt.Policy: the runtime's side of the policy, kept out of
+// the public API (users configure a preempt.Policy; the runtime asks
+// Policy here which task it preempts).
+package victim
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/overtake/overtake/preempt"
+)
+
+// Policy is a preempt.Policy with the runtime's questions: which tasks are
+// eligible, which arrival preempts which level, and which task gives way.
+type Policy struct{ preempt.Policy }
+
+// prepared returns p with its defaults, and whether it validates.
+func (p Policy) prepared() (Policy, bool) {
+	p.Policy = p.WithDefaults()
+	return p, p.Validate() == nil
+}
 
 // Candidate is a running task, as the runtime sees it when it looks for a
 // victim.
@@ -45,8 +64,8 @@ func (c Candidate) WorkLost(now time.Time) time.Duration {
 // MinRunTime, and its level is not in NeverPreempted. It is false for
 // every task if p does not validate.
 func (p Policy) Eligible(c Candidate, now time.Time) bool {
-	p = p.WithDefaults()
-	return p.valid() && p.eligible(&c, now)
+	p, ok := p.prepared()
+	return ok && p.eligible(&c, now)
 }
 
 // eligible is Eligible for a policy with defaults that validates.
@@ -54,12 +73,12 @@ func (p *Policy) eligible(c *Candidate, now time.Time) bool {
 	switch {
 	case p.Disabled, !c.Preemptible:
 		return false
-	case p.MaxPreemptions != Unlimited && c.Preemptions >= p.MaxPreemptions:
+	case p.MaxPreemptions != preempt.Unlimited && c.Preemptions >= p.MaxPreemptions:
 		return false
 	case c.RunTime(now) < p.MinRunTime:
 		return false
 	}
-	return !contains(p.NeverPreempted, c.Level)
+	return !slices.Contains(p.NeverPreempted, c.Level)
 }
 
 // Preempts reports whether a task arriving at level arriving may displace
@@ -67,12 +86,12 @@ func (p *Policy) eligible(c *Candidate, now time.Time) bool {
 // arriving is not in NeverPreempt, and arriving exceeds victim by at
 // least MinLevelGap. It is false if p does not validate.
 func (p Policy) Preempts(arriving, victim int) bool {
-	p = p.WithDefaults()
-	return p.valid() && p.arrivalMayPreempt(arriving) && p.gapOK(arriving, victim)
+	p, ok := p.prepared()
+	return ok && p.arrivalMayPreempt(arriving) && p.gapOK(arriving, victim)
 }
 
 func (p *Policy) arrivalMayPreempt(arriving int) bool {
-	return !p.Disabled && !contains(p.NeverPreempt, arriving)
+	return !p.Disabled && !slices.Contains(p.NeverPreempt, arriving)
 }
 
 // gapOK reports arriving-victim >= MinLevelGap without overflowing.
@@ -95,8 +114,8 @@ func (p *Policy) gapOK(arriving, victim int) bool {
 //
 // Choose does not allocate and does not modify running.
 func (p Policy) Choose(running []Candidate, arriving int, now time.Time) (victim Candidate, ok bool) {
-	p = p.WithDefaults()
-	if !p.valid() || !p.arrivalMayPreempt(arriving) {
+	p, ok = p.prepared()
+	if !ok || !p.arrivalMayPreempt(arriving) {
 		return Candidate{}, false
 	}
 	return p.pick(running, now, arriving, true)
@@ -109,8 +128,8 @@ func (p Policy) Choose(running []Candidate, arriving int, now time.Time) (victim
 // for any arriving level that Preempts(arriving, victim.Level), Choose
 // with the same now returns this victim.
 func (p Policy) Victim(running []Candidate, now time.Time) (victim Candidate, ok bool) {
-	p = p.WithDefaults()
-	if !p.valid() {
+	p, ok = p.prepared()
+	if !ok {
 		return Candidate{}, false
 	}
 	return p.pick(running, now, 0, false)
@@ -120,7 +139,7 @@ func (p Policy) Victim(running []Candidate, now time.Time) (victim Candidate, ok
 // at level victim: victim+MinLevelGap. Levels in NeverPreempt at or above
 // it still never preempt.
 func (p Policy) MinPreemptingLevel(victim int) int {
-	return victim + p.WithDefaults().MinLevelGap
+	return victim + p.Policy.WithDefaults().MinLevelGap
 }
 
 // pick returns the best eligible candidate; with byLevel, only those that
@@ -163,8 +182,8 @@ func better(a *Candidate, lostA time.Duration, b *Candidate, lostB time.Duration
 // an arriving task only if its level would preempt at this level (see
 // Preempts); with the default gap, that is any level above it.
 func (p Policy) LowestEligibleLevel(running []Candidate, now time.Time) (level int, ok bool) {
-	p = p.WithDefaults()
-	if !p.valid() {
+	p, valid := p.prepared()
+	if !valid {
 		return 0, false
 	}
 	for i := range running {
