@@ -2,6 +2,7 @@ package preempt_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/overtake/overtake/preempt"
 )
@@ -11,4 +12,15 @@ func ExamplePolicy_Validate() {
 	fmt.Println(err)
 	// Output:
 	// overtake: invalid preemption policy: MinLevelGap is -1, must be at least 1
+}
+
+// A policy is plain configuration (runtime.Config.Preemption); zero fields
+// take their defaults.
+func ExamplePolicy() {
+	p := preempt.Policy{
+		MinRunTime:     2 * time.Second, // let short tasks finish
+		NeverPreempted: []int{0},        // level 0 always runs to completion
+	}.WithDefaults()
+	fmt.Println(p.MinRunTime, p.MinLevelGap, p.MaxPreemptions, p.Validate())
+	// Output: 2s 1 3 <nil>
 }

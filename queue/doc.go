@@ -1,14 +1,14 @@
-// Package queue is the Redis data model of Overtake: keys, Lua scripts, the
-// task record codec, and the transitions of a task (enqueue, lease, ack,
-// retry, dead-letter, requeue, recover, inspect). It is the only code that
-// speaks to Redis about tasks.
+// Package queue is Overtake's Redis queue as producers and operators use
+// it: enqueue tasks with a priority level (one at a time or in batches),
+// inspect them, read stats, rates and the preemption feed, pause and resume
+// levels, and administer dead letters. Workers run the tasks with package
+// runtime, which uses the same Client.
 //
-// The main flow:
+// The main flow (see Example):
 //
-//	c, _ := queue.New(rdb, queue.Config{Name: "default"})
-//	t, _ := c.Enqueue(ctx, queue.NewTask("email", payload), queue.Level(2))
-//	res, _ := c.Lease(ctx, wire.LeaseRequest{Worker: "w1", Count: 1})
-//	_ = c.Ack(ctx, res.Tasks[0])
+//	q, err := queue.New(rdb, queue.Config{Name: "default"}) // levels low, normal, high
+//	t, err := q.Enqueue(ctx, queue.NewTask("email", payload), queue.LevelNamed("high"))
+//	info, err := q.Inspect(ctx, t.ID) // state, level, attempts, checkpoint, last error
 //
 // Every key of one queue shares the hash tag {<ns>:<queue>}, so each script
 // touches one slot and runs unchanged on Redis Cluster. The data model is

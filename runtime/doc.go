@@ -3,7 +3,7 @@
 // priority lists, highest level first, and preempts running lower-priority
 // tasks when urgent work arrives and no worker in the fleet is free.
 //
-// The main flow:
+// The main flow (see Example):
 //
 //	q, _ := queue.New(rdb, queue.Config{Name: "default"})
 //	mux := handlers.NewMux()
