@@ -18,7 +18,7 @@ import (
 //	ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] retention ms
 //	then per op: id, token, mode (ack | retry | dead | requeue), a, b, run spans
 //	retry: a = delay ms, b = error; dead: b = reason;
-//	requeue: a = "preempt" counts a preemption
+//	requeue: a = "preempted" counts a preemption
 //
 // Returns one entry per op: 1, "L" (lease lost) or a CORRUPT message.
 var finishScript = newScript(luaFastAcks + `
@@ -72,7 +72,7 @@ for i = 1, nops do
       s.att = tostring(num(s.att) + 1)
       to_dead(id, s, lvl or level_of(s, hdr_of(id)), now, reason)
     else
-      if a == 'preempt' then
+      if a == 'preempted' then
         s.pre = tostring(num(s.pre) + 1)
         feed('gave_way', now, 'id', id, 'l', lvl or '0', 'w', ow or '', 'ran', math.max(now - num(ostt), 0),
           'cps', s.cps or '0')

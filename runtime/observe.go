@@ -165,35 +165,28 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 		span.SetStatus(codes.Error, note)
 		return
 	}
-	result := telemetry.OutcomeFailed
+	result := telemetry.RunFailed
 	switch out.Action {
 	case outcome.ActionDone:
-		result = telemetry.OutcomeSucceeded
+		result = telemetry.RunSucceeded
 	case outcome.ActionRequeue:
-		result = telemetry.OutcomePreempted
+		result = telemetry.RunPreempted
 	}
 	preempted := out.Action == outcome.ActionRequeue && errors.Is(context.Cause(rn.ctx), handlers.ErrPreempted)
 	span.SetAttributes(telemetry.OutcomeKey.String(result.String()), telemetry.RunPreemptedKey.Bool(preempted))
 	switch out.Action {
 	case outcome.ActionDone:
-		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomeSucceeded)
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunSucceeded)
 		span.SetStatus(codes.Ok, "")
 	case outcome.ActionRequeue:
-		reason := "yield"
-		switch cause := context.Cause(rn.ctx); {
-		case errors.Is(cause, handlers.ErrPreempted):
-			reason = "preempted"
-		case errors.Is(cause, handlers.ErrShutdown):
-			reason = "shutdown"
-		}
-		telemetry.AddRequeued(span, reason)
-		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomePreempted)
+		telemetry.AddRequeued(span, string(requeueReason(rn.ctx)))
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunPreempted)
 		o.metrics.RecordRequeued(ctx, l)
 	case outcome.ActionDead:
 		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 		telemetry.AddDead(span, out.Err.Error())
-		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomeFailed)
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunFailed)
 		o.metrics.RecordDead(ctx, l)
 	default:
 		recordError(span, out.Err)
@@ -205,7 +198,7 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 			telemetry.AddRetry(span, rn.t.Attempt+1, out.Delay)
 			o.metrics.RecordRetried(ctx, l)
 		}
-		o.metrics.RecordRun(ctx, l, runTime, telemetry.OutcomeFailed)
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunFailed)
 	}
 }
 

@@ -79,7 +79,7 @@ type counters struct {
 
 // RunStats are cumulative counts of one runtime since it started.
 type RunStats struct {
-	Processed  int64 // runs that ended, whatever the outcome
+	Processed  int64 // runs that succeeded or failed, as the overtake.task.processed metric (requeued runs are not)
 	Failed     int64 // runs that failed (retry or dead)
 	Dead       int64 // tasks dead-lettered by this runtime
 	Preempted  int64 // victims this runtime cancelled for urgent work

@@ -34,7 +34,9 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 	if errors.As(err, &perr) {
 		rn.log.Error("handler panicked", zap.Any("panic", perr.Value), zap.ByteString("stack", perr.Stack))
 	}
-	r.stats.processed.Add(1)
+	if out.Action != outcome.ActionRequeue {
+		r.stats.processed.Add(1) // as the overtake.task.processed metric
+	}
 	var ferr error
 	switch out.Action {
 	case outcome.ActionDone:
@@ -42,13 +44,7 @@ func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
 		ferr = r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.eng.Ack(c, t) })
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 	case outcome.ActionRequeue:
-		why := engine.RequeueYield
-		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, handlers.ErrPreempted):
-			why = engine.RequeuePreempted
-		case errors.Is(cause, handlers.ErrShutdown):
-			why = engine.RequeueShutdown
-		}
+		why := requeueReason(ctx)
 		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.eng.Requeue(c, t, why) })
 		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
@@ -115,4 +111,17 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 		time.Sleep(backoff)
 		backoff = min(2*backoff, r.cfg.MaxRedisBackoff)
 	}
+}
+
+// requeueReason says why a run that ended in a requeue stopped, from the
+// cause of its context: preempted, shutdown, or yield (the handler asked).
+// The requeue script, the log line and the span's requeued event all use it.
+func requeueReason(ctx context.Context) engine.RequeueReason {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, handlers.ErrPreempted):
+		return engine.RequeuePreempted
+	case errors.Is(cause, handlers.ErrShutdown):
+		return engine.RequeueShutdown
+	}
+	return engine.RequeueYield
 }

@@ -57,7 +57,7 @@ func ExampleNewMetrics() {
 	ctx := context.Background()
 	high := telemetry.Labels{Queue: "default", Level: 2, LevelName: "high"}
 	m.RecordWait(ctx, high, 40*time.Millisecond)
-	m.RecordRun(ctx, high, 2*time.Second, telemetry.OutcomeSucceeded)
+	m.RecordRun(ctx, high, 2*time.Second, telemetry.RunSucceeded)
 	m.RecordCheckpoint(ctx, high, 512)
 
 	var rm metricdata.ResourceMetrics

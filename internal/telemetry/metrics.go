@@ -60,27 +60,27 @@ type Labels struct {
 	LevelName string
 }
 
-// Outcome is how one run of a handler ended.
-type Outcome int
+// RunResult is how one run of a handler ended.
+type RunResult int
 
 // The outcomes of a run.
 const (
-	// OutcomeSucceeded means the handler returned nil; counts as processed.
-	OutcomeSucceeded Outcome = iota
-	// OutcomeFailed means the handler failed; counts as processed and failed.
-	OutcomeFailed
-	// OutcomePreempted means the task gave way; counts as preempted only.
-	OutcomePreempted
+	// RunSucceeded means the handler returned nil; counts as processed.
+	RunSucceeded RunResult = iota
+	// RunFailed means the handler failed; counts as processed and failed.
+	RunFailed
+	// RunPreempted means the task gave way; counts as preempted only.
+	RunPreempted
 )
 
 // String returns "succeeded", "failed" or "preempted".
-func (o Outcome) String() string {
+func (o RunResult) String() string {
 	switch o {
-	case OutcomeSucceeded:
+	case RunSucceeded:
 		return "succeeded"
-	case OutcomeFailed:
+	case RunFailed:
 		return "failed"
-	case OutcomePreempted:
+	case RunPreempted:
 		return "preempted"
 	}
 	return "unknown"
@@ -103,7 +103,7 @@ type Metrics struct {
 // runKey selects the cached attribute set of a run: labels and outcome.
 type runKey struct {
 	l Labels
-	o Outcome
+	o RunResult
 }
 
 // NewMetrics creates the instruments on mp's meter [InstrumentationName].
@@ -160,7 +160,7 @@ func (m *Metrics) set(l Labels) attribute.Set {
 }
 
 // runSet returns the cached attribute set of l plus the outcome o.
-func (m *Metrics) runSet(l Labels, o Outcome, base attribute.Set) attribute.Set {
+func (m *Metrics) runSet(l Labels, o RunResult, base attribute.Set) attribute.Set {
 	k := runKey{l, o}
 	if s, ok := m.runSets.Load(k); ok {
 		return s.(attribute.Set)
@@ -183,19 +183,19 @@ func (m *Metrics) RecordWait(ctx context.Context, l Labels, wait time.Duration) 
 
 // RecordRun records one run of a handler: its duration (with
 // overtake.outcome) and the processed, failed or preempted counter.
-func (m *Metrics) RecordRun(ctx context.Context, l Labels, run time.Duration, o Outcome) {
+func (m *Metrics) RecordRun(ctx context.Context, l Labels, run time.Duration, o RunResult) {
 	if m == nil {
 		return
 	}
 	s := m.set(l)
 	m.run.Record(ctx, run.Seconds(), metric.WithAttributeSet(m.runSet(l, o, s)))
 	switch o {
-	case OutcomeSucceeded:
+	case RunSucceeded:
 		m.processed.Add(ctx, 1, metric.WithAttributeSet(s))
-	case OutcomeFailed:
+	case RunFailed:
 		m.processed.Add(ctx, 1, metric.WithAttributeSet(s))
 		m.failed.Add(ctx, 1, metric.WithAttributeSet(s))
-	case OutcomePreempted:
+	case RunPreempted:
 		m.preempted.Add(ctx, 1, metric.WithAttributeSet(s))
 	}
 }

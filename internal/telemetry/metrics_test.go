@@ -16,9 +16,9 @@ func TestMetricNamesAndUnits(t *testing.T) {
 	ctx := context.Background()
 	l := Labels{Queue: "q", Level: 1, LevelName: "normal"}
 	m.RecordWait(ctx, l, time.Second)
-	m.RecordRun(ctx, l, time.Second, OutcomeSucceeded)
-	m.RecordRun(ctx, l, time.Second, OutcomeFailed)
-	m.RecordRun(ctx, l, time.Second, OutcomePreempted)
+	m.RecordRun(ctx, l, time.Second, RunSucceeded)
+	m.RecordRun(ctx, l, time.Second, RunFailed)
+	m.RecordRun(ctx, l, time.Second, RunPreempted)
 	m.RecordRetried(ctx, l)
 	m.RecordRequeued(ctx, l)
 	m.RecordDead(ctx, l)
@@ -74,10 +74,10 @@ func TestRecordRunOutcomes(t *testing.T) {
 	m, r := newManualMetrics(t)
 	ctx := context.Background()
 	hi, lo := Labels{Queue: "q", Level: 2, LevelName: "high"}, Labels{Queue: "q", Level: 0}
-	m.RecordRun(ctx, hi, 10*time.Millisecond, OutcomeSucceeded)
-	m.RecordRun(ctx, hi, 20*time.Millisecond, OutcomeFailed)
-	m.RecordRun(ctx, lo, 3*time.Second, OutcomePreempted)
-	m.RecordRun(ctx, lo, time.Second, OutcomeSucceeded)
+	m.RecordRun(ctx, hi, 10*time.Millisecond, RunSucceeded)
+	m.RecordRun(ctx, hi, 20*time.Millisecond, RunFailed)
+	m.RecordRun(ctx, lo, 3*time.Second, RunPreempted)
+	m.RecordRun(ctx, lo, time.Second, RunSucceeded)
 
 	got := collect(t, r)
 	check := func(name string, want map[int64]int64) {
@@ -221,7 +221,7 @@ func TestNilMetricsIsNoop(t *testing.T) {
 	var m *Metrics
 	ctx, l := context.Background(), Labels{}
 	m.RecordWait(ctx, l, time.Second)
-	m.RecordRun(ctx, l, time.Second, OutcomeFailed)
+	m.RecordRun(ctx, l, time.Second, RunFailed)
 	m.RecordRetried(ctx, l)
 	m.RecordRequeued(ctx, l)
 	m.RecordDead(ctx, l)
@@ -239,12 +239,12 @@ func TestNilMetricsIsNoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noop.RecordRun(ctx, l, time.Second, OutcomeSucceeded)
+	noop.RecordRun(ctx, l, time.Second, RunSucceeded)
 }
 
 func TestOutcomeString(t *testing.T) {
 	t.Parallel()
-	for o, want := range map[Outcome]string{OutcomeSucceeded: "succeeded", OutcomeFailed: "failed", OutcomePreempted: "preempted", 9: "unknown"} {
+	for o, want := range map[RunResult]string{RunSucceeded: "succeeded", RunFailed: "failed", RunPreempted: "preempted", 9: "unknown"} {
 		if o.String() != want {
 			t.Errorf("%d = %q, want %q", o, o.String(), want)
 		}

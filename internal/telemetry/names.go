@@ -144,7 +144,7 @@ const (
 	WaitMsKey = attribute.Key("overtake.wait_ms")
 	// SLAMsKey is overtake.sla_ms: the longest wait its level's SLA allows.
 	SLAMsKey = attribute.Key("overtake.sla_ms")
-	// OutcomeKey is overtake.outcome: how a run ended (see [Outcome]).
+	// OutcomeKey is overtake.outcome: how a run ended (see [RunResult]).
 	OutcomeKey = attribute.Key("overtake.outcome")
 )
 

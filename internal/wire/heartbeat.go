@@ -58,9 +58,9 @@ type RequeueReason string
 // Reasons for Requeue. Only RequeuePreempted counts a preemption; none
 // counts a failed attempt.
 const (
-	RequeuePreempted RequeueReason = "preempt"  // gave way to more urgent work
-	RequeueShutdown  RequeueReason = "shutdown" // its worker is shutting down
-	RequeueYield     RequeueReason = "yield"    // the handler asked to be requeued
+	RequeuePreempted RequeueReason = "preempted" // gave way to more urgent work
+	RequeueShutdown  RequeueReason = "shutdown"  // its worker is shutting down
+	RequeueYield     RequeueReason = "yield"     // the handler asked to be requeued
 )
 
 // MaxRunSpans bounds Task.RunSpans: a record remembers the process spans
