@@ -1,10 +1,6 @@
 package checkpoint_test
 
 import (
-	"github.com/overtake/overtake/internal/ckpt"
-
-	"github.com/overtake/overtake/internal/engine"
-
 	"testing"
 
 	"go.uber.org/goleak"
@@ -12,9 +8,6 @@ import (
 	"github.com/overtake/overtake/checkpoint/checkpointtest"
 	"github.com/overtake/overtake/queue"
 )
-
-// The engine of a queue.Client is the Saver the runtime uses.
-var _ ckpt.Saver = engine.Queue(nil)
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)

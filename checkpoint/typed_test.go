@@ -20,20 +20,6 @@ type progress struct {
 	File string `json:"file"`
 }
 
-func TestContext(t *testing.T) {
-	t.Parallel()
-	s, task := setup(t)
-	h := ckpt.New(s, task)
-	got, ok := ckpt.FromContext(ckpt.NewContext(context.Background(), h))
-	assert.True(t, ok)
-	assert.Same(t, h, got)
-
-	_, ok = ckpt.FromContext(context.Background())
-	assert.False(t, ok)
-	_, ok = ckpt.FromContext(ckpt.NewContext(context.Background(), nil))
-	assert.False(t, ok)
-}
-
 func TestNoCheckpointer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -48,7 +34,7 @@ func TestNoCheckpointer(t *testing.T) {
 func TestLoadSave(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	ctx := ckpt.NewContext(context.Background(), ckpt.New(s, task))
+	ctx := s.Context(context.Background(), task)
 
 	p, ok, err := checkpoint.Load[progress](ctx)
 	require.NoError(t, err)
@@ -62,7 +48,7 @@ func TestLoadSave(t *testing.T) {
 	assert.Equal(t, progress{Row: 7, File: "a.csv"}, p)
 
 	// The next run sees it too.
-	next := ckpt.NewContext(context.Background(), ckpt.New(s, s.Lease(task, "lease-2")))
+	next := s.Context(context.Background(), s.Lease(task, "lease-2"))
 	p, ok, err = checkpoint.Load[progress](next)
 	require.NoError(t, err)
 	assert.True(t, ok)
@@ -142,7 +128,7 @@ func TestCursor(t *testing.T) {
 			require.NoError(t, c.Flush(cctx))
 			assert.Equal(t, max(tt.wantSaves, 1), h.SaveCount())
 
-			resumed := ckpt.NewContext(context.Background(), ckpt.New(s, s.Lease(task, "lease-2")))
+			resumed := s.Context(context.Background(), s.Lease(task, "lease-2"))
 			c2, err := checkpoint.NewCursor[int](resumed, tt.every)
 			require.NoError(t, err)
 			assert.True(t, c2.Resumed())
@@ -154,7 +140,7 @@ func TestCursor(t *testing.T) {
 func TestCursorSaveFails(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	ctx := ckpt.NewContext(context.Background(), ckpt.New(s, task))
+	ctx := s.Context(context.Background(), task)
 	c, err := checkpoint.NewCursor[int](ctx, 0)
 	require.NoError(t, err)
 	s.Lease(task, "lease-2") // lost the lease
@@ -166,7 +152,7 @@ func TestCursorSaveFails(t *testing.T) {
 func TestCursorMalformed(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	ctx := ckpt.NewContext(context.Background(), ckpt.New(s, task))
+	ctx := s.Context(context.Background(), task)
 	require.NoError(t, checkpoint.Save(ctx, "text"))
 	_, err := checkpoint.NewCursor[int](ctx, 0)
 	assert.ErrorIs(t, err, checkpoint.ErrMalformedCheckpoint)

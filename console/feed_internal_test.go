@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
+	"github.com/overtake/overtake/internal/testredis"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/queue"
@@ -14,10 +14,7 @@ import (
 // joinFeed makes one row per preemption from the three events, and leaves
 // a row open while its victim has not given way or resumed.
 func TestJoinFeed(t *testing.T) {
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	q, err := queue.New(rdb, queue.Config{Name: "q"})
+	q, err := queue.New(testredis.Mini(t).Client, queue.Config{Name: "q"})
 	require.NoError(t, err)
 	c, err := New(q, Options{})
 	require.NoError(t, err)

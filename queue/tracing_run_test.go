@@ -1,8 +1,7 @@
 package queue_test
 
 import (
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
+	"github.com/overtake/overtake/internal/testredis"
 
 	"github.com/overtake/overtake/internal/engine"
 	"github.com/overtake/overtake/internal/wire"
@@ -16,10 +15,7 @@ import (
 // RunNumber counts the runs a record knows of: those that ended in a
 // transition (RunSpans) and those recovered after their worker was lost.
 func TestRunNumber(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	q, err := queue.New(rdb, queue.Config{})
+	q, err := queue.New(testredis.Mini(t).Client, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -207,3 +207,17 @@ func TestNewPanics(t *testing.T) {
 	assert.PanicsWithValue(t, "checkpoint: nil Saver", func() { ckpt.New(nil, task) })
 	assert.PanicsWithValue(t, "checkpoint: nil task", func() { ckpt.New(s, nil) })
 }
+
+func TestContext(t *testing.T) {
+	t.Parallel()
+	s, task := setup(t)
+	h := ckpt.New(s, task)
+	got, ok := ckpt.FromContext(ckpt.NewContext(context.Background(), h))
+	assert.True(t, ok)
+	assert.Same(t, h, got)
+
+	_, ok = ckpt.FromContext(context.Background())
+	assert.False(t, ok)
+	_, ok = ckpt.FromContext(ckpt.NewContext(context.Background(), nil))
+	assert.False(t, ok)
+}

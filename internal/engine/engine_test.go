@@ -3,8 +3,7 @@ package engine_test
 import (
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
+	"github.com/overtake/overtake/internal/testredis"
 
 	"github.com/overtake/overtake/internal/engine"
 	"github.com/overtake/overtake/queue"
@@ -13,9 +12,7 @@ import (
 // Of opens every queue.Client: the engine's method set matches Queue (a
 // mismatch would panic here, not in a worker).
 func TestOf(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testredis.Mini(t).Client
 	q, err := queue.New(rdb, queue.Config{})
 	if err != nil {
 		t.Fatal(err)

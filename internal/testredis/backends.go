@@ -76,6 +76,13 @@ func ForEach(t *testing.T, fn func(t *testing.T, b Backend)) {
 	}
 }
 
+// Mini returns a miniredis backend alone, for a test that needs a Redis
+// but none of a real server's behaviour.
+func Mini(t testing.TB) Backend {
+	t.Helper()
+	return miniBackend(t, uniquePrefix(t))
+}
+
 func miniBackend(t testing.TB, prefix string) Backend {
 	m := miniredis.NewMiniRedis()
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
