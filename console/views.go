@@ -56,7 +56,7 @@ func (c *Console) queueView(ctx context.Context, _ url.Values) (any, error) {
 	n := c.q.Levels()
 	d.Charts = []chart{
 		newChart("Pending", ss, n, c.q.LevelName, func(s sample, l int) float64 { return float64(s.Pending[l]) },
-			func(v float64) string { return fmtCount(v) }),
+			fmtCount),
 		newChart("Processed", ss, n, c.q.LevelName, func(s sample, l int) float64 { return s.Rate[l] }, fmtRate),
 	}
 	return d, nil

@@ -28,11 +28,11 @@ const (
 	DefaultFleetDeferral = 100 * time.Millisecond
 )
 
-// DeferForever, as Policy.FleetDeferral, makes a worker defer to the fleet
+// DeferForever as Policy.FleetDeferral makes a worker defer to the fleet
 // for as long as the fleet looks able to take the urgent task.
 const DeferForever time.Duration = -1
 
-// Unlimited, as Policy.MaxPreemptions, lets a task be preempted any number
+// Unlimited as Policy.MaxPreemptions lets a task be preempted any number
 // of times.
 const Unlimited = -1
 

@@ -97,8 +97,8 @@ func (c *Client) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []
 	if nt.Level < 0 || nt.Level >= c.cfg.Levels {
 		return nil, nil, nil, nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
 	}
-	if max := c.cfg.MaxPayloadBytes; max >= 0 && len(nt.Payload) > max {
-		return nil, nil, nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), max)
+	if limit := c.cfg.MaxPayloadBytes; limit >= 0 && len(nt.Payload) > limit {
+		return nil, nil, nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), limit)
 	}
 	if nt.ID == "" {
 		nt.ID = newID()

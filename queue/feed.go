@@ -20,11 +20,11 @@ import (
 type FeedKind string
 
 const (
-	// FeedPreempt: a worker reserved urgent task ID for victim Victim.
+	// FeedPreempt means a worker reserved urgent task ID for victim Victim.
 	FeedPreempt FeedKind = "preempt"
-	// FeedGaveWay: the preempted task ID was requeued after running Ran.
+	// FeedGaveWay means the preempted task ID was requeued after running Ran.
 	FeedGaveWay FeedKind = "gave_way"
-	// FeedResumed: the preempted task ID was leased again.
+	// FeedResumed means the preempted task ID was leased again.
 	FeedResumed FeedKind = "resumed"
 )
 

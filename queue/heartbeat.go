@@ -203,8 +203,8 @@ return seq
 // The checkpoint survives retries, preemptions, crashes and shutdowns and
 // is deleted when the task is done.
 func (c engine) SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (int64, error) {
-	if max := c.cfg.MaxCheckpointBytes; max >= 0 && len(data) > max {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), max)
+	if limit := c.cfg.MaxCheckpointBytes; limit >= 0 && len(data) > limit {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), limit)
 	}
 	seq, err := checkpointScript.Run(ctx, c.rdb, []string{c.keys.state(taskID)},
 		c.keys.prefix, taskID, token, data, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds()).Int64()

@@ -75,8 +75,8 @@ func TestLeaseMinLevel(t *testing.T) {
 		for l := range 3 {
 			e.enqueue("", ID(fmt.Sprint("l", l)), Level(l))
 		}
-		lease := func(min int) []string {
-			res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 3, MinLevel: min})
+		lease := func(minLevel int) []string {
+			res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 3, MinLevel: minLevel})
 			require.NoError(t, err)
 			return ids(res.Tasks)
 		}
@@ -203,11 +203,11 @@ func TestLeaseRecovery(t *testing.T) {
 	})
 }
 
-// leaseMin leases only at min or above, so a call can recover without
+// leaseMin leases only at minLevel or above, so a call can recover without
 // taking level-1 tasks.
-func (e *env) leaseMin(w string, min int) []*Task {
+func (e *env) leaseMin(w string, minLevel int) []*Task {
 	e.t.Helper()
-	res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: w, MinLevel: min})
+	res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: w, MinLevel: minLevel})
 	require.NoError(e.t, err)
 	return res.Tasks
 }

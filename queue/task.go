@@ -103,7 +103,7 @@ func NewTask(typ string, payload []byte) *Task {
 // DefaultMaxRetries is the retry budget of a task enqueued without MaxRetries.
 const DefaultMaxRetries = 25
 
-// NoRetries, as Task.MaxRetries, dead-letters a task at its first failure.
+// NoRetries as Task.MaxRetries dead-letters a task at its first failure.
 const NoRetries = -1
 
 // retries returns the task's retry budget (0 for NoRetries).

@@ -45,7 +45,7 @@ func newAsJobs(t *testing.T) (*asJobs, *handlers.Mux) {
 	mux.HandleFunc("job", func(ctx context.Context, _ *queue.Task) error {
 		n := j.running.Add(1)
 		defer j.running.Add(-1)
-		for p := j.peak.Load(); n > p && !j.peak.CompareAndSwap(p, n); p = j.peak.Load() {
+		for p := j.peak.Load(); n > p && !j.peak.CompareAndSwap(p, n); p = j.peak.Load() { //nolint:revive // a CAS loop: the condition does the work
 		}
 		select {
 		case <-j.release:

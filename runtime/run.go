@@ -76,7 +76,7 @@ func (r *Runtime) execute(rn *run) {
 	r.mu.Lock()
 	rn.ending = true
 	r.mu.Unlock()
-	r.settle(rn, ctx, err)
+	r.settle(ctx, rn, err)
 	r.finished(rn)
 }
 

@@ -18,7 +18,7 @@ import (
 
 // settle decides the task's next state from the handler's error and writes
 // it to Redis: ack, retry, dead-letter or requeue.
-func (r *Runtime) settle(rn *run, ctx context.Context, err error) {
+func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	t := rn.t
 	if err != nil && errors.Is(context.Cause(ctx), ErrTaskTimeout) && !errors.Is(err, ErrTaskTimeout) {
 		err = fmt.Errorf("%w after %v: %w", ErrTaskTimeout, t.Timeout, err)

@@ -37,6 +37,12 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.Parse()
+	os.Exit(runSuite(o))
+}
+
+// runSuite runs the suite within o.timeout, prints its table and returns the
+// exit code: 1 on an error or a breached invariant.
+func runSuite(o options) int {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	rep, err := run(ctx, o)
@@ -45,12 +51,13 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
-		os.Exit(1)
+		return 1
 	}
 	if rep.breached() {
 		fmt.Fprintln(os.Stderr, "chaos: FAILED: an invariant was breached (see the table)")
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func run(ctx context.Context, o options) (*report, error) {

@@ -99,9 +99,9 @@ func handle(ctx context.Context, rdb *redis.Client, t *queue.Task) error {
 	// if it can commit: a stale run (its lease was lost before its handler
 	// started) is fenced off at its first save.
 	behind := ""
-	if max, err := rdb.ZScore(bg, kMaxCP, t.ID).Result(); err == nil && float64(step) < max {
+	if best, err := rdb.ZScore(bg, kMaxCP, t.ID).Result(); err == nil && float64(step) < best {
 		behind = fmt.Sprintf("%s: loaded step %d, saved up to %.0f; worker %s, attempt %d, preemptions %d, recoveries %d, seq %d",
-			t.ID, step, max, t.Worker, t.Attempt, t.Preemptions, t.Recoveries, t.CheckpointSeq)
+			t.ID, step, best, t.Worker, t.Attempt, t.Preemptions, t.Recoveries, t.CheckpointSeq)
 	}
 	for step < j.Steps {
 		select {

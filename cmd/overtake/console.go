@@ -65,13 +65,13 @@ func cmdConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return withQueue(ctx, rf, func(q *queue.Client) error { return serveConsole(ctx, q, o, stdout) })
 }
 
-// checkListen refuses an address that is not loopback, unless any is set.
-func checkListen(addr string, any bool) error {
+// checkListen refuses an address that is not loopback, unless anyHost is set.
+func checkListen(addr string, anyHost bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usageErr("--addr %q: %v", addr, err)
 	}
-	if any || host == "localhost" {
+	if anyHost || host == "localhost" {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {

@@ -20,7 +20,6 @@ import (
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
-	"github.com/overtake/overtake/internal/telemetry"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 	"github.com/overtake/overtake/tracing/otlp"
@@ -51,6 +50,14 @@ type config struct {
 }
 
 func main() {
+	if err := runMain(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// runMain is main with an error, so that its deferred calls run before
+// the process exits.
+func runMain() error {
 	rounds := flag.Int("rounds", 0, "rounds to run; 0 runs until SIGINT/SIGTERM")
 	interval := flag.Duration("interval", 10*time.Second, "pause between rounds")
 	step := flag.Duration("step", 250*time.Millisecond, "duration of one report step")
@@ -60,7 +67,7 @@ func main() {
 	defer stop()
 	p, err := otlp.Setup(ctx, otlp.WithServiceName("overtake-example"), otlp.WithoutMetrics())
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -71,26 +78,27 @@ func main() {
 	}()
 	logger, err := zap.NewProduction() // JSON lines with task_id, task_type, task_level, trace_id
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer func() { _ = logger.Sync() }()
 
 	opt, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379"))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	if err := waitForRedis(ctx, rdb); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	// The worker's ID is the resource's service.instance.id: one name in
 	// Redis, in the logs and on the spans.
 	cfg := config{rounds: *rounds, interval: *interval, step: *step, tp: p.TracerProvider, worker: p.InstanceID,
 		log: logger, out: os.Stdout}
 	if err := run(ctx, rdb, cfg); err != nil && !errors.Is(err, context.Canceled) {
-		log.Fatal(err)
+		return err
 	}
+	return nil
 }
 
 // waitForRedis pings until Redis answers (it may still be starting).
@@ -163,7 +171,7 @@ func (ex *example) printf(format string, a ...any) {
 // a report, an urgent alert; it returns when all four are done. Its span is
 // the parent of the four enqueue spans, so the round is one trace.
 func (ex *example) round(ctx context.Context, n int) error {
-	ctx, span := telemetry.Tracer(ex.cfg.tp).Start(ctx, fmt.Sprintf("round %d", n))
+	ctx, span := ex.cfg.tp.Tracer("examples/jaeger").Start(ctx, fmt.Sprintf("round %d", n))
 	defer span.End()
 	ex.printf("round %d: trace %s", n, span.SpanContext().TraceID())
 	steps, ms := 8, int(ex.cfg.step.Milliseconds())

@@ -27,6 +27,14 @@ func enqueue(ctx context.Context, q *queue.Client, to, level string) (*queue.Tas
 }
 
 func main() {
+	if err := runMain(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// runMain is main with an error, so that its deferred calls run before
+// the process exits.
+func runMain() error {
 	to, level := "ada@example.com", "normal"
 	if len(os.Args) > 1 {
 		to = os.Args[1]
@@ -36,17 +44,18 @@ func main() {
 	}
 	opt, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379"))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	q, err := queue.New(rdb, queue.Config{}) // levels low, normal, high
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	t, err := enqueue(context.Background(), q, to, level)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	fmt.Printf("enqueued %s: welcome email to %s at level %s\n", t.ID, to, level)
+	return nil
 }

@@ -26,15 +26,23 @@ func newMux(tc *Transcoder) *handlers.Mux {
 }
 
 func main() {
+	if err := runMain(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// runMain is main with an error, so that its deferred calls run before
+// the process exits.
+func runMain() error {
 	opt, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379"))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	q, err := queue.New(rdb, queue.Config{Name: "media"})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -48,22 +56,23 @@ func main() {
 		case TypeThumbnail:
 			t, err = q.Enqueue(ctx, queue.NewTask(TypeThumbnail, []byte(video)), queue.LevelNamed("high"))
 		default:
-			log.Fatalf("usage: %s [transcode|thumbnail VIDEO]", os.Args[0])
+			return fmt.Errorf("usage: %s [transcode|thumbnail VIDEO]", os.Args[0])
 		}
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		fmt.Printf("enqueued %s %s at level %s\n", t.Type, t.ID, q.LevelName(t.Level))
-		return
+		return nil
 	}
 
 	tc := &Transcoder{SegmentTime: 500 * time.Millisecond, CheckpointEvery: 2 * time.Second, Out: os.Stdout}
 	rt, err := runtime.New(q, newMux(tc), runtime.Config{Concurrency: 1})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	log.Printf("transcode worker %s: one slot, Ctrl-C to stop", rt.WorkerID())
 	if err := rt.Run(ctx); err != nil {
-		log.Fatal(err)
+		return err
 	}
+	return nil
 }

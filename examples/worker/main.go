@@ -30,23 +30,32 @@ func register(mux *handlers.Mux, q *queue.Client, out io.Writer) {
 }
 
 func main() {
+	if err := runMain(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// runMain is main with an error, so that its deferred calls run before
+// the process exits.
+func runMain() error {
 	opt, err := redis.ParseURL(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379"))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	q, err := queue.New(redis.NewClient(opt), queue.Config{}) // levels low, normal, high
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	mux := handlers.NewMux()
 	register(mux, q, os.Stdout)
 	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 4})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := rt.Run(ctx); err != nil {
-		log.Fatal(err)
+		return err
 	}
+	return nil
 }

@@ -1,3 +1,7 @@
+// Package telemetry is how Overtake traces and measures itself: the names
+// of spans, events, attributes and metrics (documented for users in package
+// tracing), span helpers, trace-context propagation in task headers and the
+// metric instruments. It depends on the OpenTelemetry API only.
 package telemetry
 
 import (

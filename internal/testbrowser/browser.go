@@ -21,9 +21,14 @@ const EnvChromium = "OVERTAKE_CHROMIUM"
 // Names are the Chromium binaries looked for on $PATH.
 var Names = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
 
-// Width and Height are the browser's viewport, so that screenshots are
-// alike wherever they are taken.
-const Width, Height = 1280, 800
+// The browser's viewport, so that screenshots are alike wherever they are
+// taken.
+const (
+	// Width is the viewport's width in CSS pixels.
+	Width = 1280
+	// Height is the viewport's height in CSS pixels.
+	Height = 800
+)
 
 // Chromium returns the path of the Chromium binary, skipping the test when
 // there is none.

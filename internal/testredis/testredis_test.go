@@ -53,7 +53,7 @@ func TestForEachPing(t *testing.T) {
 
 func TestPrefixUniqueAndCleaned(t *testing.T) {
 	var leftover string
-	var real redis.UniversalClient
+	var realClient redis.UniversalClient
 	t.Run("sub/with spaces{}", func(t *testing.T) {
 		a, b := testredis.Backends(t), testredis.Backends(t)
 		if a[0].Prefix == b[0].Prefix {
@@ -72,10 +72,10 @@ func TestPrefixUniqueAndCleaned(t *testing.T) {
 	}
 	for _, b := range testredis.Backends(t) {
 		if !b.IsMini() {
-			real = b.Client
+			realClient = b.Client
 		}
 	}
-	if n := real.Exists(ctx(t), leftover).Val(); n != 0 {
+	if n := realClient.Exists(ctx(t), leftover).Val(); n != 0 {
 		t.Fatalf("key %s of a finished test still exists", leftover)
 	}
 }

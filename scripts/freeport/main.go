@@ -8,7 +8,11 @@ import (
 	"strconv"
 )
 
-func main() {
+func main() { os.Exit(runMain()) }
+
+// runMain is main with an exit code, so that its deferred calls run
+// before the process exits.
+func runMain() int {
 	n := flag.Int("n", 1, "number of distinct ports")
 	bus := flag.Bool("bus", false, "also require port+10000 to be free")
 	flag.Parse()
@@ -22,12 +26,12 @@ func main() {
 	for tries := 0; len(ports) < *n; tries++ {
 		if tries > 100**n {
 			fmt.Fprintln(os.Stderr, "freeport: no free loopback ports found")
-			os.Exit(1)
+			return 1
 		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "freeport:", err)
-			os.Exit(1)
+			return 1
 		}
 		held = append(held, l)
 		p := l.Addr().(*net.TCPAddr).Port
@@ -46,4 +50,5 @@ func main() {
 	for _, p := range ports {
 		fmt.Println(p)
 	}
+	return 0
 }

@@ -14,7 +14,11 @@ type event struct {
 	Output  string
 }
 
-func main() {
+func main() { os.Exit(runMain()) }
+
+// runMain is main with an exit code, so that its deferred calls run
+// before the process exits.
+func runMain() int {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	buf := map[string][]string{} // output of running tests, shown if they fail
@@ -71,6 +75,7 @@ func main() {
 	}
 	if failed > 0 || pkgFailed {
 		out.Flush()
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
