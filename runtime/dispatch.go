@@ -62,7 +62,7 @@ func (r *Runtime) raiseWake(l int64) {
 func (r *Runtime) dispatch() {
 	defer r.loops.Done()
 	defer r.dispatchWG.Done()
-	backoff := time.Duration(0)
+	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	// polled: the last wait ended on the timer (or this is the first
@@ -135,18 +135,17 @@ func (r *Runtime) dispatch() {
 			continue
 		}
 		if err != nil {
-			backoff = min(max(2*backoff, 10*time.Millisecond), r.cfg.MaxRedisBackoff)
+			wait = bo.next()
 			if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) {
 				// Not an outage: a key of the queue holds the wrong type (or
 				// data of another schema). Nothing was changed; an operator
 				// must fix it, and the worker keeps trying.
-				r.log.Error("corrupt queue data; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+				r.log.Error("corrupt queue data; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			} else {
-				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			}
-			wait = backoff
 		} else {
-			backoff = 0
+			bo.reset()
 		}
 		timer.Reset(wait)
 		polled = false

@@ -92,7 +92,7 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 		// that the failure is recorded before Shutdown reports.
 		deadline = time.Unix(0, by).Add(-100 * time.Millisecond)
 	}
-	backoff := 10 * time.Millisecond
+	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	for {
 		attempt := time.Now().Add(5 * time.Second)
 		if deadline.Before(attempt) {
@@ -101,15 +101,15 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 		ctx, cancel := context.WithDeadline(context.Background(), attempt)
 		err := fn(ctx)
 		cancel()
-		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(backoff).After(deadline) {
+		wait := bo.next()
+		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(deadline) {
 			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 				r.noteUnsettled(rn.t.ID, err)
 			}
 			return err
 		}
-		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", backoff))
-		time.Sleep(backoff)
-		backoff = min(2*backoff, r.cfg.MaxRedisBackoff)
+		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", wait))
+		time.Sleep(wait)
 	}
 }
 
