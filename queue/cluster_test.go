@@ -149,8 +149,8 @@ func clusterPatternScenario(t *testing.T, e *env) {
 	require.Equal(t, []int{1, 1}, res.GroupCounts)
 	_, err = eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "pw", Capacity: 3, Leases: res.Tasks,
 		Pools:      []wire.PoolLayout{{Pool: 1, Name: "high", Size: 1, Levels: []int{2}}, {Pool: 2, Name: "bulk", Size: 2, Levels: []int{0, 1}}},
-		Counts:     map[int]LevelCounts{2: {Processed: 6}},
-		PoolCounts: map[string]LevelCounts{"high": {Processed: 6}}})
+		Counts:     map[int]wire.LevelCounts{2: {Processed: 6}},
+		PoolCounts: map[string]wire.LevelCounts{"high": {Processed: 6}}})
 	require.NoError(t, err)
 	ws, err := e.c.Workers(e.ctx)
 	require.NoError(t, err)

@@ -16,7 +16,7 @@ type engine struct{ *Client }
 type (
 	leaseResult    = wire.LeaseResult[*Task]
 	malformedTask  = wire.Malformed[*Task]
-	heartbeat      = wire.Heartbeat[*Task, LevelCounts]
+	heartbeat      = wire.Heartbeat[*Task]
 	heartbeatReply = wire.HeartbeatReply[PauseMode]
 )
 

@@ -131,9 +131,9 @@ func TestRatesFromHeartbeats(t *testing.T) {
 		require.Empty(t, keys(), "an idle heartbeat writes no counter")
 
 		for _, w := range []string{"w1", "w2"} {
-			_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: w, Capacity: 1, Counts: map[int]LevelCounts{
+			_, err := eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: w, Capacity: 1, Counts: map[int]wire.LevelCounts{
 				0: {Processed: 30, Failed: 6}, 2: {Processed: 60, Preempted: 12, SLABreaches: 3}, 1: {}},
-				PoolCounts: map[string]LevelCounts{"bulk": {Processed: 30, Failed: 6}, "bad name": {Processed: 1}}})
+				PoolCounts: map[string]wire.LevelCounts{"bulk": {Processed: 30, Failed: 6}, "bad name": {Processed: 1}}})
 			require.NoError(t, err)
 		}
 		require.Len(t, keys(), 1)
@@ -153,7 +153,7 @@ func TestRatesFromHeartbeats(t *testing.T) {
 		// A wrong-typed bucket loses that heartbeat's counts, not the beat.
 		k := e.c.keys.prefix + "r:" + strconv.FormatInt(e.clk.Now().UnixMilli()/rateBucket.Milliseconds(), 10)
 		require.NoError(t, e.rdb.LPush(e.ctx, k, "x").Err())
-		_, err = eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1, Counts: map[int]LevelCounts{0: {Processed: 1}}})
+		_, err = eng(e.c).Heartbeat(e.ctx, heartbeat{Worker: "w", Capacity: 1, Counts: map[int]wire.LevelCounts{0: {Processed: 1}}})
 		require.NoError(t, err)
 		e.clk.Advance(rateBucket)
 		require.Zero(t, e.stats().Levels[0].Rates)

@@ -30,17 +30,6 @@ const (
 // complete 10-second buckets of Redis's clock.
 const RateWindow = rateBuckets * rateBucket
 
-// LevelCounts are outcomes at one level.
-type LevelCounts struct {
-	Processed   int64 // tasks that succeeded
-	Failed      int64 // failed runs (retried or dead-lettered)
-	Preempted   int64 // runs preempted for more urgent work
-	SLABreaches int64 // tasks leased after waiting longer than their SLA
-}
-
-// IsZero reports whether every count is zero.
-func (c LevelCounts) IsZero() bool { return c == LevelCounts{} }
-
 // Rates are fleet-wide outcomes per second at one level over RateWindow.
 type Rates struct {
 	Processed   float64
@@ -80,9 +69,9 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 // encodeCounts writes non-zero counts for countsLua, by level and by pool
 // (pool names that are not wire.ValidPoolName are left out); "" when there are
 // none.
-func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
+func encodeCounts(m map[int]wire.LevelCounts, pools map[string]wire.LevelCounts) string {
 	var b strings.Builder
-	put := func(key string, c LevelCounts) {
+	put := func(key string, c wire.LevelCounts) {
 		b.WriteString(key)
 		for _, v := range []int64{c.Processed, c.Failed, c.Preempted, c.SLABreaches} {
 			b.WriteByte(':')

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"github.com/overtake/overtake/handlers"
 
 	"fmt"
@@ -79,7 +81,7 @@ func (r *Runtime) preemptLevel(l int) {
 	r.mu.Unlock()
 	slices.SortFunc(victims, func(a, b *run) int { return a.started.Compare(b.started) })
 	for _, v := range victims {
-		r.count(v.t.Level, func(c *queue.LevelCounts) { c.Preempted++ })
+		r.count(v.t.Level, func(c *engine.LevelCounts) { c.Preempted++ })
 		r.stats.preempted.Add(1)
 		v.log.Info("preempting the task: its level was paused")
 		v.cancel(cause)

@@ -1,9 +1,9 @@
 package runtime
 
 import (
-	"sync"
+	"github.com/overtake/overtake/internal/engine"
 
-	"github.com/overtake/overtake/queue"
+	"sync"
 )
 
 // outcomeCounts accumulates this worker's outcomes per level (and per pool,
@@ -12,17 +12,17 @@ import (
 // task.
 type outcomeCounts struct {
 	mu     sync.Mutex
-	levels map[int]queue.LevelCounts
-	pools  map[string]queue.LevelCounts
+	levels map[int]engine.LevelCounts
+	pools  map[string]engine.LevelCounts
 }
 
 // count applies f to the counts of level l and of its pool.
-func (r *Runtime) count(l int, f func(*queue.LevelCounts)) {
+func (r *Runtime) count(l int, f func(*engine.LevelCounts)) {
 	o := &r.outcomes
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.levels == nil {
-		o.levels, o.pools = map[int]queue.LevelCounts{}, map[string]queue.LevelCounts{}
+		o.levels, o.pools = map[int]engine.LevelCounts{}, map[string]engine.LevelCounts{}
 	}
 	c := o.levels[l]
 	f(&c)
@@ -36,7 +36,7 @@ func (r *Runtime) count(l int, f func(*queue.LevelCounts)) {
 }
 
 // takeCounts returns the counts since the last take and starts afresh.
-func (r *Runtime) takeCounts() (levels map[int]queue.LevelCounts, pools map[string]queue.LevelCounts) {
+func (r *Runtime) takeCounts() (levels map[int]engine.LevelCounts, pools map[string]engine.LevelCounts) {
 	o := &r.outcomes
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -46,12 +46,12 @@ func (r *Runtime) takeCounts() (levels map[int]queue.LevelCounts, pools map[stri
 }
 
 // restoreCounts adds back counts a failed heartbeat could not deliver.
-func (r *Runtime) restoreCounts(levels map[int]queue.LevelCounts, pools map[string]queue.LevelCounts) {
+func (r *Runtime) restoreCounts(levels map[int]engine.LevelCounts, pools map[string]engine.LevelCounts) {
 	o := &r.outcomes
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.levels == nil {
-		o.levels, o.pools = map[int]queue.LevelCounts{}, map[string]queue.LevelCounts{}
+		o.levels, o.pools = map[int]engine.LevelCounts{}, map[string]engine.LevelCounts{}
 	}
 	for l, c := range levels {
 		o.levels[l] = addCounts(o.levels[l], c)
@@ -61,7 +61,7 @@ func (r *Runtime) restoreCounts(levels map[int]queue.LevelCounts, pools map[stri
 	}
 }
 
-func addCounts(a, b queue.LevelCounts) queue.LevelCounts {
-	return queue.LevelCounts{Processed: a.Processed + b.Processed, Failed: a.Failed + b.Failed,
+func addCounts(a, b engine.LevelCounts) engine.LevelCounts {
+	return engine.LevelCounts{Processed: a.Processed + b.Processed, Failed: a.Failed + b.Failed,
 		Preempted: a.Preempted + b.Preempted, SLABreaches: a.SLABreaches + b.SLABreaches}
 }

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"github.com/overtake/overtake/handlers"
 
 	"context"
@@ -9,8 +11,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/overtake/overtake/queue"
 )
 
 // announcedIn returns the highest level of pool p's band announced since
@@ -122,7 +122,7 @@ func (r *Runtime) reclaim(p int, announced int, polled bool) bool {
 			continue
 		}
 		taken++
-		r.count(v.t.Level, func(c *queue.LevelCounts) { c.Preempted++ })
+		r.count(v.t.Level, func(c *engine.LevelCounts) { c.Preempted++ })
 		r.stats.preempted.Add(1)
 		v.log.Info("preempting a task in a borrowed slot: its pool's work arrived", zap.String("slot_pool", pl.name))
 		v.cancel(cause)

@@ -40,7 +40,7 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	var ferr error
 	switch out.Action {
 	case outcome.ActionDone:
-		r.count(t.Level, func(c *queue.LevelCounts) { c.Processed++ })
+		r.count(t.Level, func(c *engine.LevelCounts) { c.Processed++ })
 		ferr = r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.eng.Ack(c, t) })
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 	case outcome.ActionRequeue:
@@ -49,11 +49,11 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 	case outcome.ActionDead:
-		r.count(t.Level, func(c *queue.LevelCounts) { c.Failed++ })
+		r.count(t.Level, func(c *engine.LevelCounts) { c.Failed++ })
 		ferr = r.kill(rn, out.Err.Error())
 	default: // retry, retry after
 		r.stats.failed.Add(1)
-		r.count(t.Level, func(c *queue.LevelCounts) { c.Failed++ })
+		r.count(t.Level, func(c *engine.LevelCounts) { c.Failed++ })
 		if !t.RetriesLeft() {
 			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err))
 			break

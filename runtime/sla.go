@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/engine"
+
 	"context"
 	"fmt"
 	"maps"
@@ -10,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/internal/telemetry"
-	"github.com/overtake/overtake/queue"
 )
 
 // validateSLA checks Config.SLA against the queue's levels: every key is a
@@ -39,7 +40,7 @@ func (o *observer) checkSLA(ctx context.Context, rn *run, wait time.Duration) {
 		return
 	}
 	o.r.stats.slaBreaches.Add(1)
-	o.r.count(t.OriginalLevel, func(c *queue.LevelCounts) { c.SLABreaches++ })
+	o.r.count(t.OriginalLevel, func(c *engine.LevelCounts) { c.SLABreaches++ })
 	o.metrics.RecordSLABreach(ctx, telemetry.Labels{Queue: o.r.q.Name(), Level: t.OriginalLevel,
 		LevelName: o.r.q.LevelName(t.OriginalLevel)})
 	if rn.span != nil {

@@ -185,7 +185,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 	r.mu.Unlock()
 
 	r.stats.preempted.Add(1)
-	r.count(v.t.Level, func(c *queue.LevelCounts) { c.Preempted++ })
+	r.count(v.t.Level, func(c *engine.LevelCounts) { c.Preempted++ })
 	r.obs.preempted(v, urgent, r.cfg.GracePeriod)
 	v.cancel(cause)
 	if immediate {

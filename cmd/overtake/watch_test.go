@@ -133,7 +133,7 @@ func seedWatch(t *testing.T, b testredis.Backend, q *queue.Client) {
 		t.Fatal(err)
 	}
 	_, err = engine.Of(qc).Heartbeat(ctx, engine.Heartbeat{Worker: "w-rates", Capacity: 2, TTL: 10 * time.Minute,
-		Counts: map[int]queue.LevelCounts{
+		Counts: map[int]engine.LevelCounts{
 			2: {Processed: 120, Failed: 6, SLABreaches: 3},
 			0: {Processed: 30, Preempted: 15},
 		}})

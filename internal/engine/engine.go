@@ -31,7 +31,9 @@ type (
 	// ReserveRequest asks to lease one urgent task for a saturated worker.
 	ReserveRequest = wire.ReserveRequest
 	// Heartbeat is one worker's periodic report.
-	Heartbeat = wire.Heartbeat[*queue.Task, queue.LevelCounts]
+	Heartbeat = wire.Heartbeat[*queue.Task]
+	// LevelCounts are a worker's outcomes at one level, for the rates.
+	LevelCounts = wire.LevelCounts
 	// HeartbeatReply is what a heartbeat learns.
 	HeartbeatReply = wire.HeartbeatReply[queue.PauseMode]
 	// PoolLayout is one slot pool of a worker.

@@ -2,9 +2,8 @@ package wire
 
 import "time"
 
-// Heartbeat is one worker's periodic report; T is *queue.Task and C
-// queue.LevelCounts.
-type Heartbeat[T, C any] struct {
+// Heartbeat is one worker's periodic report; T is *queue.Task.
+type Heartbeat[T any] struct {
 	// Worker is the worker's ID, unique in the fleet.
 	Worker string
 	// Capacity is how many tasks the worker runs at once; free slots are
@@ -18,10 +17,10 @@ type Heartbeat[T, C any] struct {
 	Leases []T
 	// Counts are the worker's outcomes per level since its previous
 	// heartbeat, added to the fleet's processing rates (Stats).
-	Counts map[int]C
+	Counts map[int]LevelCounts
 	// PoolCounts are the same outcomes by slot pool name (ValidPoolName),
 	// for per-pool rates (Stats.PoolRates).
-	PoolCounts map[string]C
+	PoolCounts map[string]LevelCounts
 	// Pools describe the worker's slot pools, if it has several (a
 	// runtime's Config.Pools): reservations of other workers then count
 	// its free slots and lower tasks only where an urgent task of theirs
@@ -82,3 +81,14 @@ func ValidPoolName(name string) bool {
 	}
 	return true
 }
+
+// LevelCounts are outcomes at one level.
+type LevelCounts struct {
+	Processed   int64 // tasks that succeeded
+	Failed      int64 // failed runs (retried or dead-lettered)
+	Preempted   int64 // runs preempted for more urgent work
+	SLABreaches int64 // tasks leased after waiting longer than their SLA
+}
+
+// IsZero reports whether every count is zero.
+func (c LevelCounts) IsZero() bool { return c == LevelCounts{} }
