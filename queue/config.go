@@ -32,7 +32,8 @@ type Config struct {
 	// MaxPayloadBytes is the largest payload Enqueue accepts. Defaults to
 	// 1 MiB; a negative value means no limit.
 	MaxPayloadBytes int
-	// MaxCheckpointBytes is the largest checkpoint SaveCheckpoint accepts.
+	// MaxCheckpointBytes is the largest checkpoint a handler may save
+	// (checkpoint.Save); a larger one fails with ErrCheckpointTooLarge.
 	// Defaults to 1 MiB; a negative value means no limit.
 	MaxCheckpointBytes int
 	// Retention is how long a completed task's record is kept. Defaults to
@@ -58,7 +59,7 @@ type Config struct {
 	// one. Left nil, the default, every script reads Redis's TIME, so a
 	// worker whose clock is off changes nothing; Config().Clock then
 	// returns time.Now, used only to turn absolute times of the API
-	// (ProcessAt, Retry's at) into delays and for display.
+	// (ProcessAt, a retry's time) into delays and for display.
 	Clock func() time.Time
 	// TracerProvider makes the producer span "enqueue <queue>" of every
 	// Enqueue. Defaults to the otel global (otel.GetTracerProvider), a no-op

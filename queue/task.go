@@ -90,7 +90,7 @@ type Task struct {
 	// RunSpans holds the W3C traceparent of the process span of each of
 	// the task's earlier runs (the last wire.MaxRunSpans, oldest first), so a
 	// run after a preemption or a retry links to them. The runtime adds the
-	// running span with AddRunSpan; Retry, DeadLetter and Requeue store the list.
+	// running span; a retry, a dead letter and a requeue store the list.
 	RunSpans []string
 }
 

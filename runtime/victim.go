@@ -234,7 +234,7 @@ func (r *Runtime) rejoinRun(id string) {
 	}
 }
 
-// rejoin puts t back in the fleet's running set (see queue.Client.Rejoin).
+// rejoin puts t back in the fleet's running set (the engine's Rejoin).
 func (r *Runtime) rejoin(t *queue.Task) {
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
