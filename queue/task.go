@@ -88,7 +88,7 @@ type Task struct {
 	// injected Config.Clock): with ReadyAt, the task's wait.
 	LeasedAt time.Time
 	// RunSpans holds the W3C traceparent of the process span of each of
-	// the task's earlier runs (the last wire.MaxRunSpans, oldest first), so a
+	// the task's earlier runs (the last 16, oldest first), so a
 	// run after a preemption or a retry links to them. The runtime adds the
 	// running span; a retry, a dead letter and a requeue store the list.
 	RunSpans []string
