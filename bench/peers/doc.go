@@ -14,5 +14,6 @@
 //	cd bench/peers && go run . -rounds 5 -out '' -charts /tmp/c
 //
 // It is a module of its own so that asynq never enters Overtake's go.mod;
-// it uses Overtake's public API only (queue, handlers, runtime, preempt).
+// it uses Overtake's public API only (queue, handlers, runtime, preempt),
+// and internal/redisproc to start the redis-server.
 package main

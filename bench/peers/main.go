@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 // options are the sizes and outputs of a run, from the flags.
@@ -129,22 +131,23 @@ func must[T any](v T, err error) T {
 // run starts the redis-server, measures every round of every system, and
 // writes the table and the charts.
 func run(o options, command string) error {
-	srv, err := startServer(o.redisServer, o.lifetime)
+	srv, err := redisproc.Start(redisproc.Options{Bin: o.redisServer, Lifetime: o.lifetime,
+		Args: []string{"--loglevel", "warning"}})
 	if err != nil {
 		return err
 	}
 	cleanupMu.Lock()
-	cleanup = srv.stop
+	cleanup = func() { _ = srv.Close() }
 	cleanupMu.Unlock()
-	defer srv.stop()
+	defer srv.Close()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() { die(fmt.Errorf("%v", <-sig)) }()
 
 	ctx := context.Background()
-	adm := newAdmin(srv.addr)
+	adm := newAdmin(srv.Addr())
 	defer adm.Close()
-	systems := []system{newAQ(srv.addr, o.lowFor), newOT(srv.addr)}
+	systems := []system{newAQ(srv.Addr(), o.lowFor), newOT(srv.Addr())}
 	res := newResults(systems)
 	load := loadAvg()
 	for r := 1; r <= o.rounds; r++ {
@@ -153,7 +156,7 @@ func run(o options, command string) error {
 			res.add(s, measureOnce(ctx, adm, s, o))
 		}
 	}
-	env := runEnv{addr: srv.addr, redis: adm.version(ctx), machine: machine(), command: command,
+	env := runEnv{addr: srv.Addr(), redis: adm.version(ctx), machine: machine(), command: command,
 		asynq: moduleVersion("github.com/hibiken/asynq"), overtake: treeVersion(),
 		load: [2]string{load, loadAvg()}}
 	table := res.table(o, env)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 // options are the command-line flags.
@@ -106,12 +108,13 @@ func run(o options) error {
 		if !o.startRedis {
 			return errors.New("no --redis address and --start-redis=false")
 		}
-		srv, err := startServer(o.redisServer, o.timeout+time.Minute)
+		srv, err := redisproc.Start(redisproc.Options{Bin: o.redisServer, Lifetime: o.timeout + time.Minute,
+			Args: []string{"--loglevel", "warning"}})
 		if err != nil {
 			return err
 		}
-		defer srv.stop()
-		addr, source = srv.addr, "started"
+		defer srv.Close()
+		addr, source = srv.Addr(), "started"
 	}
 	b := &bench{addr: addr, ns: "overtake-bench-" + randHex(4), poolSize: o.poolSize, opts: o}
 	b.prod = newClient(addr, o.poolSize)

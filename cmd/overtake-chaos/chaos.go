@@ -6,13 +6,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 // chaos injects the faults until ctx ends and returns what it did: a worker
 // SIGKILLed (and restarted) every killEvery; once, a worker SIGSTOPped past
 // its lease and resumed; once, Redis SIGKILLed and restarted from its AOF;
 // once, the network to Redis cut for o.cut.
-func chaos(ctx context.Context, o options, fl *fleet, rs *redisProc, px *proxy) []string {
+func chaos(ctx context.Context, o options, fl *fleet, rs *redisproc.Server, px *proxy) []string {
 	var log []string
 	var mu sync.Mutex
 	note := func(start time.Time, format string, a ...any) {
@@ -51,9 +53,12 @@ func chaos(ctx context.Context, o options, fl *fleet, rs *redisProc, px *proxy) 
 					fl.signal(0, syscall.SIGCONT)
 				}()
 			case !redisDone && el >= redisAt:
-				rs.kill()
-				note(start, "SIGKILL redis-server")
-				if err := rs.start(); err != nil {
+				if err := rs.Kill(); err != nil {
+					note(start, "SIGKILL redis-server FAILED: %v", err)
+				} else {
+					note(start, "SIGKILL redis-server")
+				}
+				if err := rs.Restart(); err != nil {
 					note(start, "redis-server restart FAILED: %v", err)
 				} else {
 					note(start, "redis-server restarted from its AOF")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 type options struct {
@@ -61,12 +63,15 @@ func runSuite(o options) int {
 }
 
 func run(ctx context.Context, o options) (*report, error) {
-	rs, err := startRedis(o.redisServer)
+	// Redis with its AOF fsynced on every write, so that it can be killed and
+	// restarted from it on the same port.
+	rs, err := redisproc.Start(redisproc.Options{Bin: o.redisServer, Persistent: true,
+		Lifetime: o.timeout + time.Minute, Args: []string{"--loglevel", "warning"}})
 	if err != nil {
 		return nil, err
 	}
-	defer rs.stop()
-	px, err := startProxy(rs.addr())
+	defer rs.Close()
+	px, err := startProxy(rs.Addr())
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +91,7 @@ func run(ctx context.Context, o options) (*report, error) {
 		}
 	}
 	defer fl.stopAll()
-	pr := newProducer(rs.addr())
+	pr := newProducer(rs.Addr())
 	defer pr.close()
 	rep := &report{logs: logs}
 	start := time.Now()

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 // EnvRedisAddr names the environment variable holding the address of a real
@@ -169,25 +170,16 @@ func uniquePrefix(t testing.TB) string {
 // The shared per-binary server, started on first use and stopped by Main.
 var shared struct {
 	once sync.Once
-	addr string
+	srv  *redisproc.Server
 	err  error
-	dir  string
 }
 
 func sharedAddr(bin string) (string, error) {
 	shared.once.Do(func() {
-		dir, err := os.MkdirTemp("", "overtake-testredis-")
-		if err != nil {
-			shared.err = err
-			return
-		}
-		shared.dir = dir
-		p, err := startOnFreePort(bin, filepath.Join(dir, "shared"), false, []string{"--save", "", "--appendonly", "no"})
-		if err != nil {
-			shared.err = err
-			return
-		}
-		shared.addr = p.addr()
+		shared.srv, shared.err = redisproc.Start(redisproc.Options{Bin: bin})
 	})
-	return shared.addr, shared.err
+	if shared.err != nil {
+		return "", shared.err
+	}
+	return shared.srv.Addr(), nil
 }

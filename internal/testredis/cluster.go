@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 const clusterTimeout = 60 * time.Second
@@ -35,21 +37,16 @@ func StartCluster(t testing.TB) *Cluster {
 	if err != nil {
 		t.Skipf("testredis: skipping, needs a real Redis Cluster: %v", err)
 	}
-	args := []string{
-		"--cluster-enabled", "yes",
-		"--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "5000",
-		"--save", "", "--appendonly", "no",
-	}
 	dir := t.TempDir()
 	c := &Cluster{}
 	for i := range 3 {
-		p, err := startOnFreePort(bins["redis-server"], filepath.Join(dir, fmt.Sprintf("node-%d", i)), true, args)
+		n, err := redisproc.Start(redisproc.Options{Bin: bins["redis-server"], Cluster: true,
+			Dir: filepath.Join(dir, fmt.Sprintf("node-%d", i)), Args: []string{"--cluster-node-timeout", "5000"}})
 		if err != nil {
 			t.Fatalf("testredis: cluster node %d: %v", i, err)
 		}
-		t.Cleanup(func() { p.stop(false) })
-		c.addrs = append(c.addrs, p.addr())
+		t.Cleanup(func() { _ = n.Kill() })
+		c.addrs = append(c.addrs, n.Addr())
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)

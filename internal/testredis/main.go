@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 // Main is the body of TestMain for packages that use testredis:
@@ -20,9 +22,9 @@ import (
 func Main(m *testing.M, opts ...goleak.Option) {
 	opts = append(IgnoreAnts(), opts...)
 	code := m.Run()
-	stopAll()
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
+	redisproc.KillAll()
+	if shared.srv != nil {
+		_ = shared.srv.Close() // removes its data directory
 	}
 	if code == 0 {
 		if err := goleak.Find(opts...); err != nil {

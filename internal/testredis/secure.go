@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 // ACL is the rule a deployment gives Overtake's Redis user (README,
@@ -48,7 +50,7 @@ func StartSecure(t testing.TB, ns string) *SecureServer {
 	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tlsPort, err := freePort(false)
+	tlsPort, err := redisproc.FreePort(false)
 	if err != nil {
 		t.Fatal(err)
 	}
