@@ -132,7 +132,7 @@ func (o *ot) urgent(ctx context.Context, samples int, opt options) ([]time.Durat
 		select {
 		case <-lowStarted:
 		case <-time.After(opt.limit):
-			return nil, 0, errors.New("Overtake urgent: the low tasks did not start")
+			return nil, 0, errors.New("overtake urgent: the low tasks did not start")
 		}
 	}
 	out := make([]time.Duration, 0, samples)
@@ -150,7 +150,7 @@ func (o *ot) urgent(ctx context.Context, samples int, opt options) ([]time.Durat
 		select {
 		case <-lowStarted:
 		case <-time.After(opt.limit):
-			return nil, 0, errors.New("Overtake urgent: the preempted low task did not restart")
+			return nil, 0, errors.New("overtake urgent: the preempted low task did not restart")
 		}
 	}
 	return out, capped, nil
