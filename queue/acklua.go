@@ -2,29 +2,44 @@ package queue
 
 // luaFastAcks is the common case of finishScript: a batch of acks without
 // retention. It costs a fixed number of commands whatever the batch size:
-// one MGET of the states, one ZMSCORE of the leases (a read that also checks
-// the key's type and keeps the deadlines for an undo), then one write per
-// shared key and counter. Writes are ordered so that the first write to
-// each key not yet checked is the one a wrong type would fail, and a
-// failure undoes every write before it: a corrupt key changes nothing and
-// is reported by name. No clock is read.
+// one MGET of the states, one ZSCORE of one member (a read that checks the
+// type of leases, written last, so no deadline need be kept for an undo),
+// then one write per shared key and counter. Writes are ordered so that the
+// first write to each key not yet checked is the one a wrong type would
+// fail, and a failure undoes every write before it: a corrupt key changes
+// nothing and is reported by name. No clock is read. fast_acks(base, stride, nops)
+// reads op i's ID and token at ARGV[base + stride*(i-1) + 1] and + 2; the
+// lease script runs it too, for the acks a lease call carries.
 const luaFastAcks = `
 local function corrupt(suffix, want)
   local k = P .. suffix
   return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
 end
 
-local function fast_acks(nops)
+local function fast_acks(base, stride, nops)
   local ids, sk = {}, {}
-  for i = 1, nops do ids[i] = ARGV[3 + 6 * (i - 1) + 1]; sk[i] = skey(ids[i]) end
+  for i = 1, nops do ids[i] = ARGV[base + stride * (i - 1) + 1]; sk[i] = skey(ids[i]) end
   local raws = redis.call('MGET', unpack(sk))
-  local ok, dls = pcall(redis.call, 'ZMSCORE', P .. 'leases', unpack(ids))
-  if not ok then return corrupt('leases', 'zset') end
-  local res, rm, rmdl, busy, acnt, dels = {}, {}, {}, {}, {}, {}
+  -- A read of one member checks the type of leases, written last.
+  if not pcall(redis.call, 'ZSCORE', P .. 'leases', ids[1]) then return corrupt('leases', 'zset') end
+  local res, rm, busy, acnt, dels = {}, {}, {}, {}, {}
   for i = 1, nops do
     local s
     local raw = raws[i]
-    if raw and not string.find(raw, '\\', 1, true) then
+    if raw then
+      -- The state as the lease wrote it (the common case): one anchored
+      -- match reads the fields needed, the optional slot pool after them.
+      local al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
+      if al then
+        s = {tk = tk, w = w, al = al}
+        if string.byte(raw, e) ~= 125 then
+          s.b = string.match(raw, '^,"b":"(%d+)"}$', e)
+          if not s.b then s = nil end
+        end
+      end
+    end
+    if s then
+    elseif raw and not string.find(raw, '\\', 1, true) then
       -- No escapes: read the three fields needed without a JSON decode.
       s = {tk = string.match(raw, '"tk":"([^"]*)"'), w = string.match(raw, '"w":"([^"]*)"'),
         al = string.match(raw, '"al":"([^"]*)"'), b = string.match(raw, '"b":"([^"]*)"')}
@@ -33,12 +48,11 @@ local function fast_acks(nops)
     end
     if not raws[i] and typeof(sk[i]) ~= 'none' then
       res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
-    elseif not s or s.tk ~= ARGV[3 + 6 * (i - 1) + 2] then
+    elseif not s or s.tk ~= ARGV[base + stride * (i - 1) + 2] then
       res[i] = 'L'
     else
       res[i] = 1
       rm[#rm + 1] = ids[i]
-      if dls[i] then rmdl[#rmdl + 1] = dls[i]; rmdl[#rmdl + 1] = ids[i] end
       if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
       if s.w and s.b then busy[s.w .. '|' .. s.b] = (busy[s.w .. '|' .. s.b] or 0) - 1 end
       if s.al then acnt[s.al] = (acnt[s.al] or 0) - 1 end
@@ -63,10 +77,9 @@ local function fast_acks(nops)
     if not ok2 then return fail('n', 'hash') end
     undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -d) end
   end
-  redis.call('ZREM', P .. 'leases', unpack(rm))
-  if #rmdl > 0 then undo[#undo + 1] = function() redis.call('ZADD', P .. 'leases', unpack(rmdl)) end end
   local ok3 = pcall(redis.call, 'ZREM', P .. 'running', unpack(rm))
   if not ok3 then return fail('running', 'zset') end
+  redis.call('ZREM', P .. 'leases', unpack(rm)) -- its type was checked: cannot fail
   redis.call('DEL', unpack(dels))
   -- A departed worker's last lease takes its busy field with it; a slot
   -- pool's count ("worker|pool") goes at zero.

@@ -27,6 +27,7 @@ if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local nows = tostring(now) -- once, not per task
 local function wrong(k, want)
   local t = redis.call('TYPE', k)
   if type(t) == 'table' then t = t.ok end
@@ -41,7 +42,7 @@ for i = 1, n do
   local bad = mode == 's' and (wrong(P .. 'scheduled', 'zset') or wrong(P .. 'n', 'hash'))
   if bad then
     res[i] = bad
-  elseif not redis.call('SET', key, '2|' .. lvl .. '|' .. prb .. '|' .. now .. '|' .. body, 'NX') then
+  elseif not redis.call('SET', key, '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
     res[i] = 0
   elseif mode == 'p' then
     res[i] = 1

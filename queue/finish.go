@@ -26,7 +26,7 @@ local ret = tonumber(ARGV[3])
 local nops = (#ARGV - 3) / 6
 local onlyacks = ret <= 0
 for i = 1, nops do if ARGV[3 + 6 * (i - 1) + 3] ~= 'ack' then onlyacks = false end end
-if onlyacks then return fast_acks(nops) end
+if onlyacks then return fast_acks(3, 6, nops) end
 local now = clock(ARGV[2])
 local g = shared() or guard('scheduled', 'zset')
 if not g and ret > 0 then g = guard('done', 'zset') end
@@ -170,8 +170,13 @@ func (c *Client) finishBatch(ctx context.Context, ops []finishOp) []error {
 		}
 		args = append(args, op.t.ID, op.t.Token, op.mode, a, op.b, encodeRunSpans(op.t.RunSpans))
 	}
-	errs := make([]error, len(ops))
 	raw, err := finishScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+	return finishResults(ops, raw, err)
+}
+
+// finishResults maps a finish call's reply (or error) to one error per op.
+func finishResults(ops []finishOp, raw []any, err error) []error {
+	errs := make([]error, len(ops))
 	for i, op := range ops {
 		var e error
 		switch {
@@ -195,4 +200,13 @@ func (c *Client) finishBatch(ctx context.Context, ops []finishOp) []error {
 		}
 	}
 	return errs
+}
+
+// ackResults is finishResults for the acks a lease call carried.
+func ackResults(acks []*groupWait[finishOp], raw []any, err error) []error {
+	ops := make([]finishOp, len(acks))
+	for i, w := range acks {
+		ops[i] = w.item
+	}
+	return finishResults(ops, raw, err)
 }

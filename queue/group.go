@@ -25,7 +25,7 @@ type groupCommit[T any] struct {
 }
 
 // maxFlushers bounds the grouped calls in flight at once.
-const maxFlushers = 4
+const maxFlushers = 1
 
 // groupTimeout bounds a batch's call: it is not tied to one caller's
 // context, since it carries the items of others.
@@ -61,6 +61,27 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 		// lost, the caller retries (an enqueue with the same ID gets
 		// ErrDuplicateTask if it was stored).
 		return ctx.Err()
+	}
+}
+
+// take removes up to n queued items, for a caller that sends them in a
+// call of its own (a lease carries the queued acks) and answers each with
+// answer.
+func (g *groupCommit[T]) take(n int) []*groupWait[T] {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	batch := g.queued
+	if len(batch) > n {
+		batch = batch[:n]
+	}
+	g.queued = g.queued[len(batch):]
+	return batch
+}
+
+// answer gives each taken item its error.
+func answer[T any](batch []*groupWait[T], errs []error) {
+	for i, w := range batch {
+		w.done <- errs[i]
 	}
 }
 

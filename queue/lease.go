@@ -93,7 +93,30 @@ func (c *Client) lease(ctx context.Context, req wire.LeaseRequest, rv *wire.Rese
 	}
 	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore, c.sweep.due(c.now()),
 		encodeGroups(req.Groups, req.Skip, c.cfg.Levels), pool)
+	// The call carries the Acks queued meanwhile (group commit): they need
+	// no call of their own. Not with Retention (acks keep records then) nor
+	// in a reservation (refused ones return early).
+	var acks []*groupWait[finishOp]
+	if rv == nil && c.cfg.Retention <= 0 {
+		acks = c.acks.take(maxAckBatch)
+		for _, w := range acks {
+			args = append(args, w.item.t.ID, w.item.t.Token)
+		}
+	}
+	if len(acks) > 0 {
+		// Like a grouped call, not tied to one caller's context.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
+		defer cancel()
+	}
 	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+	if len(acks) > 0 {
+		var res []any
+		if err == nil && len(raw) > 5 {
+			res, _ = raw[5].([]any)
+		}
+		answer(acks, ackResults(acks, res, err))
+	}
 	if err != nil {
 		return nil, 0, wrapf(scriptErr(err), "lease")
 	}
@@ -107,7 +130,7 @@ func (c *Client) lease(ctx context.Context, req wire.LeaseRequest, rv *wire.Rese
 	case -2:
 		return &leaseResult{}, 0, wire.ErrLowerVictimElsewhere
 	}
-	if len(raw) < 5 {
+	if len(raw) < 6 {
 		return nil, 0, errors.New("overtake: lease: short reply")
 	}
 	res := &leaseResult{}
@@ -130,7 +153,7 @@ func (c *Client) lease(ctx context.Context, req wire.LeaseRequest, rv *wire.Rese
 		}
 	}
 	n := 0
-	for i := 5; i+3 < len(raw); i += 4 {
+	for i := 6; i+3 < len(raw); i += 4 {
 		id, _ := raw[i].(string)
 		t, err := decodeTask(id, raw[i+1], raw[i+2], raw[i+3])
 		t.LeasedAt, t.LeaseDeadline = msTime(started), msTime(deadline)

@@ -22,11 +22,13 @@ package queue
 //	"" for none), or ""  ARGV[20] the slot pool of a lease without groups
 //	(a reservation), or ""
 //
-// Returns {code, now, deadline, {corrupt...}, {taken per group}, id, record,
-// state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
+//	ARGV[21..] the acks the call carries: id, token, ... (see Client.lease)
+//
+// Returns {code, now, deadline, {corrupt...}, {taken per group}, {ack
+// results, as finishScript's}, id, record, state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
 // expires when nothing was leased (0: none), or -1 / -2 when a reservation
 // is refused (free slot / lower victim elsewhere).
-var leaseScript = newScript(`
+var leaseScript = newScript(luaFastAcks + `
 local now = clock(ARGV[2])
 local dl, w = now + tonumber(ARGV[3]), ARGV[4]
 local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
@@ -114,18 +116,37 @@ if ARGV[9] == '1' and ARGV[17] ~= '1' then
     end
   end
 end
+-- The acks this call carries (ARGV[21..]: id, token) end their leases
+-- first, so their slots' counts are settled before new leases count.
+local acked = {}
+if #ARGV > 20 and ARGV[9] ~= '1' then
+  acked = fast_acks(20, 2, (#ARGV - 20) / 2)
+  if acked.err then return acked end
+end
 -- Pop IDs, highest level first; a wrong-typed list fails its LPOP, which
 -- writes nothing: that level is reported and the others go on. IDs that
 -- yield no task (a record deleted or set aside) are replaced by popping
 -- again, so they delay nothing.
 local skip = ARGV[15] or ','
 local taken = {}
-local out = {0, now, dl, bad, taken}
+local out = {0, now, dl, bad, taken, acked}
 local set, lz, rz, acnt, out_ids, out_ids_list = {}, {}, {}, {}, {}, {}
 local ids, lvls = {}, {}
 local n, popped, stuck = 0, 0, false
 local first -- the first task leased: the urgent one of a reservation
-local wj = cjson.encode(w)
+-- Numbers turned into strings once per call, not once per task (each
+-- conversion is a sprintf); a plain worker ID is quoted without cjson.
+local nows, dls, LS = tostring(now), tostring(dl), {}
+for l = 0, maxl do LS[l] = tostring(l) end
+local wj = '"' .. w .. '"'
+if string.find(w, '[%c"\\/]') then wj = cjson.encode(w) end
+-- prb0 says whether a record's header marks it not preemptible
+-- ("2|<level>|0|"), without parsing the rest of it.
+local function prb0(rec)
+  if string.byte(rec, 1) ~= 50 or string.byte(rec, 2) ~= 124 then return false end
+  local p = string.find(rec, '|', 3, true)
+  return p ~= nil and string.byte(rec, p + 1) == 48 and string.byte(rec, p + 2) == 124
+end
 local broken = {}
 -- Groups (wire.LeaseRequest.Groups): each takes up to its count from its levels,
 -- in order; a spare group ("b") takes what earlier counted groups left.
@@ -221,6 +242,7 @@ for gi, g in ipairs(groups) do
     for i = from, #ids do
       if not held[i] then
         local id, lvl = ids[i], lvls[i]
+        local ls = LS[lvl] or tostring(lvl)
         local j = 3 * (i - from)
         local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
         local s = decode(raw)
@@ -252,18 +274,20 @@ for gi, g in ipairs(groups) do
           if band then bcnt[band] = (bcnt[band] or 0) + 1 end
           if not raw then
             -- A fresh task (the common case): its state written by hand.
-            js = '{"st":"active","l":"' .. lvl .. '","al":"' .. lvl .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. now .. '"'
+            js = '{"st":"active","l":"' .. ls .. '","al":"' .. ls .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. nows .. '"'
             if band then js = js .. ',"b":"' .. band .. '"' end
             js = js .. '}'
           else
-            s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', tostring(lvl), w, tok .. '.' .. n, tostring(now), tostring(lvl), band
+            s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', ls, w, tok .. '.' .. n, nows, ls, band
             js = cjson.encode(s)
           end
           set[#set + 1] = skey(id); set[#set + 1] = js
-          lz[#lz + 1] = dl; lz[#lz + 1] = id
-          local h = header(rec)
-          if not h or h.prb ~= '0' then rz[#rz + 1] = lvl; rz[#rz + 1] = id end
-          if n == 1 then first = {id = id, lvl = lvl, rdy = num(s.rdy or (h and h.enq))} end
+          lz[#lz + 1] = dls; lz[#lz + 1] = id
+          if not prb0(rec) then rz[#rz + 1] = ls; rz[#rz + 1] = id end
+          if n == 1 then
+            local h = header(rec)
+            first = {id = id, lvl = lvl, rdy = num(s.rdy or (h and h.enq))}
+          end
           if raw and num(s.pre) > 0 then
             -- A preempted task resumes: the preemption feed says where.
             feed('resumed', now, 'id', id, 'l', lvl, 'w', w, 'pre', s.pre, 'cps', s.cps or '0')
