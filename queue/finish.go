@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -20,8 +21,12 @@ import (
 //	retry: a = delay ms, b = error; dead: b = reason;
 //	requeue: a = "preempted" counts a preemption
 //
+// A batch of acks without retention comes compact: ARGV[4] "" (no ID is
+// empty), then id, token per ack.
+//
 // Returns one entry per op: 1, "L" (lease lost) or a CORRUPT message.
 var finishScript = newScript(luaFastAcks + `
+if ARGV[4] == '' then return fast_acks(4, 2, (#ARGV - 4) / 2) end
 local ret = tonumber(ARGV[3])
 local nops = (#ARGV - 3) / 6
 local onlyacks = ret <= 0
@@ -161,8 +166,16 @@ func (c *Client) finishOne(ctx context.Context, op finishOp) error {
 
 // finishBatch runs ops in one script call and returns one error per op.
 func (c *Client) finishBatch(ctx context.Context, ops []finishOp) []error {
-	args := make([]any, 0, 3+6*len(ops))
+	args := make([]any, 0, 4+6*len(ops))
 	args = append(args, c.keys.prefix, c.scriptNow(), c.cfg.Retention.Milliseconds())
+	if c.cfg.Retention <= 0 && !slices.ContainsFunc(ops, func(op finishOp) bool { return op.mode != "ack" }) {
+		args = append(args, "") // compact: id, token per ack
+		for _, op := range ops {
+			args = append(args, op.t.ID, op.t.Token)
+		}
+		raw, err := finishScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+		return finishResults(ops, raw, err)
+	}
 	for _, op := range ops {
 		a := op.a
 		if a == nil {

@@ -132,7 +132,7 @@ local taken = {}
 local out = {0, now, dl, bad, taken, acked}
 local set, lz, rz, acnt, out_ids, out_ids_list = {}, {}, {}, {}, {}, {}
 local ids, lvls = {}, {}
-local n, popped, stuck = 0, 0, false
+local n, popped, stuck, drained = 0, 0, false, false
 local first -- the first task leased: the urgent one of a reservation
 -- Numbers turned into strings once per call, not once per task (each
 -- conversion is a sprintf); a plain worker ID is quoted without cjson.
@@ -192,6 +192,7 @@ for gi, g in ipairs(groups) do
       if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then levels[#levels + 1] = lvl end
     end
     local at = 1
+    local ask = count - n
     while at <= #levels and #ids - from + 1 + n < count do
       local args = {'LMPOP', #levels - at + 1}
       for j = at, #levels do args[#args + 1] = P .. 'p:' .. levels[j] end
@@ -221,6 +222,9 @@ for gi, g in ipairs(groups) do
       at = j + 1
     end
     if #ids < from then break end
+    -- Fewer than asked: every list popped is empty now, so popping again
+    -- (to replace IDs that yield no task) would find nothing.
+    drained = #ids - from + 1 < ask
     popped = #ids
     local mk = {}
     for i = from, #ids do
@@ -298,7 +302,7 @@ for gi, g in ipairs(groups) do
         end
       end
     end
-  until n >= count or stuck
+  until n >= count or stuck or drained
   end
   taken[gi] = n - n0
   if g.c == 'b' then
