@@ -18,7 +18,7 @@ end
 
 local function fast_acks(base, stride, nops)
   local ids, sk = {}, {}
-  for i = 1, nops do ids[i] = ARGV[base + stride * (i - 1) + 1]; sk[i] = skey(ids[i]) end
+  for i = 1, nops do ids[i] = ARGV[base + stride * (i - 1) + 1]; sk[i] = P .. 's:' .. ids[i] end
   local raws = redis.call('MGET', unpack(sk))
   -- A read of one member checks the type of leases, written last.
   if not pcall(redis.call, 'ZSCORE', P .. 'leases', ids[1]) then return corrupt('leases', 'zset') end
@@ -56,7 +56,8 @@ local function fast_acks(base, stride, nops)
       if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
       if s.w and s.b then busy[s.w .. '|' .. s.b] = (busy[s.w .. '|' .. s.b] or 0) - 1 end
       if s.al then acnt[s.al] = (acnt[s.al] or 0) - 1 end
-      dels[#dels + 1] = tkey(ids[i]); dels[#dels + 1] = sk[i]; dels[#dels + 1] = ckey(ids[i])
+      local d = #dels
+      dels[d + 1] = P .. 't:' .. ids[i]; dels[d + 2] = sk[i]; dels[d + 3] = P .. 'c:' .. ids[i]
     end
   end
   if #rm == 0 then return res end

@@ -11,8 +11,9 @@ import (
 )
 
 // enqueueManyScript stores a chunk of new tasks in one call: one TIME, one
-// SET NX per task and one RPUSH per level, so a batch costs a few Redis
-// commands per task and one script run per chunk.
+// MSETNX of every record (or, when an ID exists, one SET NX per task) and
+// one RPUSH per level, so a batch costs a few Redis commands and one
+// script run per chunk.
 //
 //	KEYS[1] any key of the queue (routes the call to its slot)
 //	ARGV[1] prefix  ARGV[2] now ms or ""
@@ -35,6 +36,18 @@ local function wrong(k, want)
 end
 local res, byl, order = {}, {}, {}
 local n = (#ARGV - 2) / 6
+-- All pending, IDs distinct (the common case): one MSETNX stores every
+-- record. If one ID exists it stores none, and each goes alone (SET NX).
+local kv, seen = {}, {}
+for i = 1, n do
+  local b = 2 + 6 * (i - 1)
+  local id = ARGV[b + 1]
+  if ARGV[b + 2] ~= 'p' or seen[id] then kv = nil; break end
+  seen[id] = true
+  kv[2 * i - 1] = P .. 't:' .. id
+  kv[2 * i] = '2|' .. ARGV[b + 4] .. '|' .. ARGV[b + 5] .. '|' .. nows .. '|' .. ARGV[b + 6]
+end
+local stored = kv ~= nil and n > 0 and redis.call('MSETNX', unpack(kv)) == 1
 for i = 1, n do
   local b = 2 + 6 * (i - 1)
   local id, mode, delay, lvl, prb, body = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
@@ -42,7 +55,7 @@ for i = 1, n do
   local bad = mode == 's' and (wrong(P .. 'scheduled', 'zset') or wrong(P .. 'n', 'hash'))
   if bad then
     res[i] = bad
-  elseif not redis.call('SET', key, '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
+  elseif not stored and not redis.call('SET', key, '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
     res[i] = 0
   elseif mode == 'p' then
     res[i] = 1

@@ -130,7 +130,7 @@ end
 local skip = ARGV[15] or ','
 local taken = {}
 local out = {0, now, dl, bad, taken, acked}
-local set, lz, rz, acnt, out_ids, out_ids_list = {}, {}, {}, {}, {}, {}
+local set, lz, rz, acnt, leased, out_ids_list = {}, {}, {}, {}, {}, {}
 local ids, lvls = {}, {}
 local n, popped, stuck, drained = 0, 0, false, false
 local first -- the first task leased: the urgent one of a reservation
@@ -148,6 +148,7 @@ local function prb0(rec)
   return p ~= nil and string.byte(rec, p + 1) == 48 and string.byte(rec, p + 2) == 124
 end
 local broken = {}
+local EMPTY = {} -- the state of a fresh task, never written to
 -- Groups (wire.LeaseRequest.Groups): each takes up to its count from its levels,
 -- in order; a spare group ("b") takes what earlier counted groups left.
 local groups = {}
@@ -229,7 +230,8 @@ for gi, g in ipairs(groups) do
     local mk = {}
     for i = from, #ids do
       local id = ids[i]
-      mk[#mk + 1] = tkey(id); mk[#mk + 1] = skey(id); mk[#mk + 1] = ckey(id)
+      local m = #mk
+      mk[m + 1] = P .. 't:' .. id; mk[m + 2] = P .. 's:' .. id; mk[m + 3] = P .. 'c:' .. id
     end
     -- The paused key rides along (no extra command): a level paused while
     -- this worker did not know yet is put back, untouched, and skipped.
@@ -249,7 +251,8 @@ for gi, g in ipairs(groups) do
         local ls = LS[lvl] or tostring(lvl)
         local j = 3 * (i - from)
         local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
-        local s = decode(raw)
+        local s = EMPTY
+        if raw then s = decode(raw) end
         if not rec then
           local t = typeof(tkey(id))
           local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
@@ -285,7 +288,7 @@ for gi, g in ipairs(groups) do
             s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', ls, w, tok .. '.' .. n, nows, ls, band
             js = cjson.encode(s)
           end
-          set[#set + 1] = skey(id); set[#set + 1] = js
+          set[#set + 1] = mk[j + 2]; set[#set + 1] = js
           lz[#lz + 1] = dls; lz[#lz + 1] = id
           if not prb0(rec) then rz[#rz + 1] = ls; rz[#rz + 1] = id end
           if n == 1 then
@@ -297,7 +300,7 @@ for gi, g in ipairs(groups) do
             feed('resumed', now, 'id', id, 'l', lvl, 'w', w, 'pre', s.pre, 'cps', s.cps or '0')
           end
           acnt[lvl] = (acnt[lvl] or 0) + 1
-          out_ids[id] = true; out_ids_list[#out_ids_list + 1] = id
+          leased[i] = true; out_ids_list[#out_ids_list + 1] = id
           out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
         end
       end
@@ -335,7 +338,7 @@ if n > 0 then
   end
   undo[1] = function()
     for i = #ids, 1, -1 do
-      if out_ids[ids[i]] then redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]) end
+      if leased[i] then redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]) end
     end
   end
   if not pcall(redis.call, 'HINCRBY', P .. 'busy', w, n) then return fail('busy', 'hash') end
