@@ -45,7 +45,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	c := &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
 		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
 	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
-	c.enqs.limit, c.enqs.send = maxEnqueueBatch, c.enqueueGroup
+	c.enqs.limit, c.enqs.send, c.enqs.flushers = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -16,16 +17,24 @@ import (
 // Redis commands however large it is; a lone call is sent at once, with no
 // added delay.
 type groupCommit[T any] struct {
-	limit int                                // items per call
-	send  func(context.Context, []T) []error // one call for a batch: an error per item
+	limit    int                                // items per call
+	send     func(context.Context, []T) []error // one call for a batch: an error per item
+	flushers int                                // calls in flight at most (0: maxFlushers)
 
 	mu       sync.Mutex
 	queued   []*groupWait[T]
 	flushing int
 }
 
-// maxFlushers bounds the grouped calls in flight at once.
+// maxFlushers bounds the grouped calls in flight at once, unless a group
+// says otherwise: one, so that callers pile up behind it into larger
+// batches (Redis spends per call more than per item) and queued acks are
+// left for a lease call to carry.
 const maxFlushers = 1
+
+// enqueueFlushers is the Enqueue group's bound: two calls in flight keep
+// many concurrent producers busy where one would leave them waiting.
+const enqueueFlushers = 2
 
 // groupTimeout bounds a batch's call: it is not tied to one caller's
 // context, since it carries the items of others.
@@ -40,7 +49,7 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	w := &groupWait[T]{item: item, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.queued = append(g.queued, w)
-	lead := g.flushing < maxFlushers
+	lead := g.flushing < cmp.Or(g.flushers, maxFlushers)
 	if lead {
 		g.flushing++
 	}
