@@ -27,6 +27,7 @@ type Client struct {
 	// serverTime: no Clock was injected, so scripts use Redis's TIME.
 	serverTime bool
 	acks       groupCommit[finishOp] // concurrent Acks share calls
+	carried    groupCommit[finishOp] // acks queued for the next lease call (CarryAck)
 	enqs       groupCommit[*enqWait] // concurrent Enqueues share calls
 	sweep      sweeper
 }
@@ -45,6 +46,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	c := &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
 		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
 	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
+	c.carried.limit, c.carried.send = maxAckBatch, c.finishBatch
 	c.enqs.limit, c.enqs.send, c.enqs.flushers = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers
 	return c, nil
 }

@@ -223,3 +223,30 @@ func ackResults(acks []*groupWait[finishOp], raw []any, err error) []error {
 	}
 	return finishResults(ops, raw, err)
 }
+
+// CarryAck queues the ack of t for the next lease call to carry, without
+// sending it, so that the caller can count t's slot free for that lease
+// before the ack lands: the lease script runs the acks it carries before
+// it leases, and nothing else sends a carried ack except FlushCarried.
+// wait returns the ack's outcome. ok is false when a lease call carries
+// no acks (Config.Retention): then Ack as usual.
+func (c engine) CarryAck(t *Task) (wait func(context.Context) error, ok bool) {
+	if c.cfg.Retention > 0 || checkHeld(t, "ack") != nil {
+		return nil, false
+	}
+	w := c.carried.queue(finishOp{t: t, mode: "ack"})
+	return func(ctx context.Context) error {
+		select {
+		case err := <-w.done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, true
+}
+
+// FlushCarried sends the acks queued by CarryAck that no lease call took,
+// for a caller that will not lease soon (its dispatcher is about to wait,
+// or stopped); it returns once they are sent, or once another caller
+// sends them.
+func (c engine) FlushCarried(ctx context.Context) { c.carried.flushQueued(ctx) }

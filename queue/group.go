@@ -73,6 +73,31 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	}
 }
 
+// queue adds item without sending it (no caller leads): it waits for a
+// call that takes it (take) or for flushQueued.
+func (g *groupCommit[T]) queue(item T) *groupWait[T] {
+	w := &groupWait[T]{item: item, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.queued = append(g.queued, w)
+	g.mu.Unlock()
+	return w
+}
+
+// flushQueued sends what is queued, unless a call of the group is in
+// flight already (it sends the rest before it stops). It returns once the
+// queue is empty or another caller flushes.
+func (g *groupCommit[T]) flushQueued(ctx context.Context) {
+	g.mu.Lock()
+	lead := len(g.queued) > 0 && g.flushing < cmp.Or(g.flushers, maxFlushers)
+	if lead {
+		g.flushing++
+	}
+	g.mu.Unlock()
+	if lead {
+		g.flush(ctx, nil)
+	}
+}
+
 // take removes up to n queued items, for a caller that sends them in a
 // call of its own (a lease carries the queued acks) and answers each with
 // answer.

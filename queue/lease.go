@@ -98,7 +98,8 @@ func (c *Client) lease(ctx context.Context, req wire.LeaseRequest, rv *wire.Rese
 	// in a reservation (refused ones return early).
 	var acks []*groupWait[finishOp]
 	if rv == nil && c.cfg.Retention <= 0 {
-		acks = c.acks.take(maxAckBatch)
+		acks = c.carried.take(maxAckBatch) // first: their slots are counted free
+		acks = append(acks, c.acks.take(maxAckBatch-len(acks))...)
 		for _, w := range acks {
 			args = append(args, w.item.t.ID, w.item.t.Token)
 		}

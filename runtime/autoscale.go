@@ -107,6 +107,10 @@ func (a *Autoscale) next(cur, used int, pending int64) int {
 // starts its goroutines on demand and retires idle ones, so a pool sized for
 // the maximum costs nothing while small, and shrinking it under running
 // handlers would only make Submit block the dispatcher.
+//
+// The ants pool has earlyMax goroutines more, for runs whose slot was
+// freed while their ack waits for a lease call (ack.go): they count in
+// neither poolSize nor the room it leaves.
 func (c Config) poolSize() int {
 	if c.Autoscale != nil {
 		return 2 * c.Autoscale.Max
@@ -129,3 +133,7 @@ func (c Config) poolSize() int {
 // chose. Autoscaling is pool_autoscale.go's: without Pools, Config.Autoscale
 // is the one implicit pool's.
 func (r *Runtime) Concurrency() int { return int(r.capacity.Load()) }
+
+// earlyMax bounds the runs whose slot was freed before their ack landed:
+// the largest concurrency, at most one lease call's carried acks.
+func (c Config) earlyMax() int { return min(c.poolSize()/2, maxCarried) }

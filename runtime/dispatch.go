@@ -3,6 +3,7 @@ package runtime
 import (
 	"github.com/overtake/overtake/internal/engine"
 
+	"context"
 	"errors"
 	"slices"
 	"strconv"
@@ -62,6 +63,7 @@ func (r *Runtime) raiseWake(l int64) {
 func (r *Runtime) dispatch() {
 	defer r.loops.Done()
 	defer r.dispatchWG.Done()
+	defer r.stopCarrying()
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -147,6 +149,11 @@ func (r *Runtime) dispatch() {
 		} else {
 			bo.reset()
 		}
+		if len(r.kick) == 0 {
+			// About to wait: no lease call may come soon to carry the acks
+			// of slots freed early, so they go now (and before any lease).
+			r.flushCarried()
+		}
 		timer.Reset(wait)
 		polled = false
 		select {
@@ -166,6 +173,23 @@ func (r *Runtime) dispatch() {
 	}
 }
 
+// flushCarried sends the acks queued for a lease call that will not come
+// soon. Dispatcher goroutine only, so no lease is sent meanwhile.
+func (r *Runtime) flushCarried() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r.eng.FlushCarried(ctx)
+}
+
+// stopCarrying ends the early freeing of slots as the dispatcher stops: no
+// lease call will carry an ack again.
+func (r *Runtime) stopCarrying() {
+	r.mu.Lock()
+	r.endDispatch() // under mu: carryAck sees it before it frees a slot
+	r.mu.Unlock()
+	r.flushCarried()
+}
+
 // logCorrupt logs the wrong-typed keys a lease call found and went around
 // (levels skipped, task keys set aside): corruption for an operator to fix,
 // not an outage.
@@ -175,8 +199,12 @@ func (r *Runtime) logCorrupt(res *engine.LeaseResult) {
 	}
 }
 
-// poolRoom is how many more handlers the pool can start without blocking.
-func (r *Runtime) poolRoom() int { return r.cfg.poolSize() - int(r.handlers.Load()) }
+// poolRoom is how many more handlers the pool can start without blocking,
+// not counting the runs that only wait for their early ack (ack.go): the
+// pool has room of its own for those.
+func (r *Runtime) poolRoom() int {
+	return r.cfg.poolSize() - int(r.handlers.Load()-r.early.Load())
+}
 
 // killMalformed dead-letters leased records that could not be decoded, off
 // the dispatcher goroutine (a Redis outage would hold it for a lease

@@ -69,10 +69,14 @@ func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capac
 	for _, id := range lost {
 		r.mu.Lock()
 		rn := r.runs[id]
+		ending := rn != nil && rn.ending
 		r.mu.Unlock()
 		// Only the run whose token went out lost its lease: the task may
-		// have been requeued and leased here again meanwhile.
-		if rn != nil && rn.t.Token == sent[id] {
+		// have been requeued and leased here again meanwhile. A run whose
+		// handler returned is not cancelled: its outcome may just have
+		// landed (an ack carried by a lease call), else its transition
+		// gets queue.ErrLeaseLost by itself.
+		if rn != nil && rn.t.Token == sent[id] && !ending {
 			// r.log, not rn.log: the dispatcher may be setting that up.
 			r.log.Error("lease lost; cancelling the task", telemetry.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
 			rn.cancel(queue.ErrLeaseLost)

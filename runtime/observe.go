@@ -77,7 +77,9 @@ func (o *observer) taskLogger(t *queue.Task) *zap.Logger {
 	if sc := o.producer(t); sc.IsValid() {
 		f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))
 	}
-	return o.r.log.With(f...)
+	// Lazy: the fields are encoded only if the task logs something (the
+	// default logger drops the per-task Debug lines).
+	return o.r.log.WithLazy(f...)
 }
 
 // producer returns the span context of t's enqueue span, from its record.
@@ -108,7 +110,7 @@ func (o *observer) leased(rn *run) {
 		if sc.TraceID() != psc.TraceID() { // taskLogger had no trace ID
 			f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))
 		}
-		rn.log = rn.log.With(f...)
+		rn.log = rn.log.WithLazy(f...)
 	}
 	if len(t.Checkpoint) > 0 {
 		telemetry.AddResumed(span, t.CheckpointSeq, t.Preemptions)

@@ -31,6 +31,7 @@ type run struct {
 	running   bool        // handed to the pool
 	ending    bool        // the handler returned; its outcome is being recorded
 	givingWay *preemption // set when the run was told to give way (preempted, paused, reclaimed)
+	early     bool        // succeeded; its slot freed while its ack rides on the next lease (ack.go)
 
 	lastCheckpoint atomic.Int64 // unix nanos of the last save, 0 if none
 	tookSlotOf     *queue.Task  // the victim, set before start when this run preempted one
@@ -92,21 +93,31 @@ func (r *Runtime) finished(rn *run) {
 	if r.runs[rn.t.ID] == rn {
 		delete(r.runs, rn.t.ID)
 	}
-	if rn.holdsSlot {
-		r.releaseSlot(rn)
-		// While a victim winds down without a slot (StartImmediately) and
-		// no reserved urgent task waits for one, the slot goes back to the
-		// victim: leasing new work now would run it before the victim is
-		// requeued at the head of its level (invariant 5).
-		if !slices.ContainsFunc(r.waiting, func(w *run) bool { return w.slot == rn.slot }) {
-			for _, v := range r.runs {
-				if v.givingWay != nil && !v.holdsSlot && v.slot == rn.slot {
-					r.holdSlot(v)
-					break
-				}
-			}
-		}
+	r.freeSlot(rn)
+	if rn.early {
+		rn.early = false
+		r.early.Add(-1)
 	}
 	r.mu.Unlock()
 	r.signal()
+}
+
+// freeSlot gives rn's slot back, if it holds one. Caller holds mu.
+func (r *Runtime) freeSlot(rn *run) {
+	if !rn.holdsSlot {
+		return
+	}
+	r.releaseSlot(rn)
+	// While a victim winds down without a slot (StartImmediately) and
+	// no reserved urgent task waits for one, the slot goes back to the
+	// victim: leasing new work now would run it before the victim is
+	// requeued at the head of its level (invariant 5).
+	if !slices.ContainsFunc(r.waiting, func(w *run) bool { return w.slot == rn.slot }) {
+		for _, v := range r.runs {
+			if v.givingWay != nil && !v.holdsSlot && v.slot == rn.slot {
+				r.holdSlot(v)
+				break
+			}
+		}
+	}
 }

@@ -55,16 +55,22 @@ type Runtime struct {
 	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
 	outcomes outcomeCounts                           // for the fleet's rates, see rates.go
 
-	baseCtx    context.Context // parent of every run; never cancelled by Run's ctx
-	stopLease  chan struct{}   // closed when leasing stops
-	stopAll    context.CancelFunc
-	loops      sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
-	dispatchWG sync.WaitGroup
-	tasks      sync.WaitGroup // running handlers
-	handlers   atomic.Int64   // goroutines handed to the pool and not yet returned
-	started    atomic.Bool
-	shutOnce   sync.Once
-	shutErr    error
+	baseCtx   context.Context // parent of every run; never cancelled by Run's ctx
+	stopLease chan struct{}   // closed when leasing stops
+	// dispatchCtx ends once the dispatcher stopped (after it sent the
+	// acks queued for its lease calls); early counts the runs whose slot
+	// was freed before their ack landed (ack.go; changed under mu).
+	dispatchCtx context.Context
+	endDispatch context.CancelFunc
+	early       atomic.Int64
+	stopAll     context.CancelFunc
+	loops       sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
+	dispatchWG  sync.WaitGroup
+	tasks       sync.WaitGroup // running handlers
+	handlers    atomic.Int64   // goroutines handed to the pool and not yet returned
+	started     atomic.Bool
+	shutOnce    sync.Once
+	shutErr     error
 
 	stats counters
 }
@@ -116,6 +122,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		kick:      make(chan struct{}, 1),
 		stopLease: make(chan struct{}),
 	}
+	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
 	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
@@ -148,7 +155,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 	// Concurrency (or Autoscale.Max) workers plus room for victims winding
 	// down (StartImmediately) and for handlers stuck past their grace; see
 	// poolSize.
-	pool, err := ants.NewPool(r.cfg.poolSize(), ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{r.cfg.Logger}))
+	pool, err := ants.NewPool(r.cfg.poolSize()+r.cfg.earlyMax(), ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{r.cfg.Logger}))
 	if err != nil {
 		r.started.Store(false)
 		return fmt.Errorf("overtake: pool: %w", err)

@@ -41,7 +41,7 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	switch out.Action {
 	case outcome.ActionDone:
 		r.count(t.Level, func(c *engine.LevelCounts) { c.Processed++ })
-		ferr = r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.eng.Ack(c, t) })
+		ferr = r.ack(rn)
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 	case outcome.ActionRequeue:
 		why := requeueReason(ctx)

@@ -62,6 +62,8 @@ type Queue interface {
 	Lease(ctx context.Context, req LeaseRequest) (*LeaseResult, error)
 	Reserve(ctx context.Context, req ReserveRequest) (*queue.Task, *LeaseResult, error)
 	Ack(ctx context.Context, t *queue.Task) error
+	CarryAck(t *queue.Task) (wait func(context.Context) error, ok bool)
+	FlushCarried(ctx context.Context)
 	Retry(ctx context.Context, t *queue.Task, at time.Time, reason string) error
 	Requeue(ctx context.Context, t *queue.Task, why RequeueReason) error
 	Rejoin(ctx context.Context, t *queue.Task) error
