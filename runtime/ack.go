@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -18,6 +19,7 @@ import (
 // freed, and the ack is retried as any other transition
 // (finishWithRetry).
 func (r *Runtime) ack(rn *run) error {
+	var carried error // the carried attempt's error: it may have landed
 	if wait, ok := r.carryAck(rn); ok {
 		err := wait(r.dispatchCtx)
 		if errors.Is(err, context.Canceled) && r.dispatchCtx.Err() != nil {
@@ -36,8 +38,23 @@ func (r *Runtime) ack(rn *run) error {
 		}
 		r.mu.Unlock()
 		rn.log.Warn("redis unavailable; retrying ack", zap.Error(err))
+		carried = err
 	}
-	return r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.eng.Ack(c, rn.t) })
+	err := r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.eng.Ack(c, rn.t) })
+	if carried != nil && errors.Is(err, queue.ErrLeaseLost) && r.acked(rn) {
+		return nil // the carried attempt landed; only its reply was lost
+	}
+	return err
+}
+
+// acked reports whether rn's task is done in Redis (or gone, acked without
+// Retention): after an ack whose reply was lost, a retry finds the lease
+// gone although the first attempt landed.
+func (r *Runtime) acked(rn *run) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	t, err := r.q.Inspect(ctx, rn.t.ID)
+	return errors.Is(err, queue.ErrTaskNotFound) || (err == nil && t.State == queue.StateDone)
 }
 
 // carryAck queues rn's ack for the next lease call and frees rn's slot,

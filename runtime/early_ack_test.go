@@ -10,6 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
@@ -154,4 +157,60 @@ func TestCarriedAckFailureRetried(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, int32(1), runs.Load())
 	require.Equal(t, int64(1), rt.Stats().Processed)
+}
+
+// lostReplyHook sends the first command that acks id and then fails it,
+// as when Redis ran the script but its reply was lost.
+type lostReplyHook struct {
+	id   string
+	once *sync.Once
+	lost chan struct{}
+}
+
+func (h lostReplyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h lostReplyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); len(args) > 2 && args[len(args)-2] == h.id {
+			h.once.Do(func() {
+				err = errors.New("test: reply lost")
+				cmd.SetErr(err)
+				close(h.lost)
+			})
+		}
+		return err
+	}
+}
+
+func (h lostReplyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// When the call carrying an early-freed ack ran but its reply was lost,
+// the retry finds the lease gone: the task is done in Redis, so the run
+// counts as settled and nothing is logged as an unrecorded outcome.
+func TestCarriedAckReplyLost(t *testing.T) {
+	srv := testredis.StartServer(t, testredis.ServerOptions{})
+	producer, err := queue.New(srv.NewClient(t), queue.Config{Namespace: "early-lost"})
+	require.NoError(t, err)
+	a := enqueue(t, producer, "job", "a", 1)
+	rdb := srv.NewClient(t)
+	lost := make(chan struct{})
+	rdb.AddHook(lostReplyHook{id: a, once: &sync.Once{}, lost: lost})
+	q, err := queue.New(rdb, queue.Config{Namespace: "early-lost"})
+	require.NoError(t, err)
+	mux := handlers.NewMux()
+	mux.HandleFunc("job", func(context.Context, *queue.Task) error { return nil })
+	core, logs := observer.New(zapcore.WarnLevel)
+	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, Logger: zap.New(core),
+		MaxRedisBackoff: 20 * time.Millisecond})
+	waitFor(t, lost, "the carried ack's reply to be lost")
+	require.Eventually(t, func() bool {
+		ra, _ := producer.Inspect(context.Background(), a)
+		return (ra == nil || ra.State == queue.StateDone) && rt.PoolStats()[0].Busy == 0 &&
+			busyIn(t, producer, rt.WorkerID()) == 0 && logs.FilterMessage("redis unavailable; retrying ack").Len() > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return rt.Stats().Processed == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Zero(t, logs.FilterMessageSnippet("could not record").Len(), "a landed ack reported as lost")
 }
