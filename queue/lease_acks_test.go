@@ -81,32 +81,12 @@ func TestLeaseLeavesAcksWithRetention(t *testing.T) {
 // A wrong-typed shared key fails a lease call that carries acks closed:
 // the acks get the error naming the key and nothing changes.
 func TestLeaseCarriedAcksFailClosed(t *testing.T) {
-	cases := []struct{ suffix, plant string }{
-		{"leases", "string"}, {"running", "hash"}, {"busy", "string"}, {"n", "list"},
-	}
-	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
-		for _, tc := range cases {
-			t.Run(tc.suffix, func(t *testing.T) {
-				e := newEnv(t, b, nil)
-				e.enqueue("", ID("a"), Level(1))
-				a := e.leaseOne("w")
-				e.enqueue("", ID("b"), Level(1))
-				key := e.c.keys.prefix + tc.suffix
-				require.NoError(t, e.rdb.Rename(e.ctx, key, key+".saved").Err())
-				e.plant(key, tc.plant)
-
-				done := e.queueAck(a)
-				_, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 2})
-				requireCorrupt(t, err, key)
-				requireCorrupt(t, answered(t, done), key)
-				require.Equal(t, []string{"b"}, e.pending(1), "b is still pending")
-				require.Equal(t, a.Token, e.inspect("a").Token, "a keeps its lease")
-
-				require.NoError(t, e.rdb.Rename(e.ctx, key+".saved", key).Err())
-				require.NoError(t, eng(e.c).Ack(e.ctx, a))
-				require.Equal(t, []string{"b"}, ids(e.lease("w", 2)))
-				e.requireCounts(counts{}, counts{Active: 1})
-			})
-		}
+	withCorruptSharedKey(t, func(t *testing.T, e *env, a *Task, key string) {
+		done := e.queueAck(a)
+		_, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 2})
+		requireCorrupt(t, err, key)
+		requireCorrupt(t, answered(t, done), key)
+		require.Equal(t, []string{"b"}, e.pending(1), "b is still pending")
+		require.Equal(t, a.Token, e.inspect("a").Token, "a keeps its lease")
 	})
 }

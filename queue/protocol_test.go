@@ -38,6 +38,21 @@ func requireCorrupt(t testing.TB, err error, key string) {
 // (Redis does not roll back a failed script: the first edition released a
 // lease before the command that failed and lost the task.)
 func TestCorruptSharedKeyFailsClosed(t *testing.T) {
+	withCorruptSharedKey(t, func(t *testing.T, e *env, a *Task, key string) {
+		_, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 2})
+		requireCorrupt(t, err, key)
+		require.Equal(t, []string{"b"}, e.pending(1), "b is still pending")
+		requireCorrupt(t, eng(e.c).Ack(e.ctx, a), key)
+		require.Equal(t, StateActive, e.inspect("a").State, "a keeps its lease")
+		require.Equal(t, a.Token, e.inspect("a").Token)
+	})
+}
+
+// withCorruptSharedKey runs check, on each backend and for each shared key
+// (leases, running, busy, n), with task a leased by worker "w", task b
+// pending at level 1 and the key holding the wrong type; then the operator
+// restores the key, and a's ack and b's lease go on with the counts right.
+func withCorruptSharedKey(t *testing.T, check func(t *testing.T, e *env, a *Task, key string)) {
 	cases := []struct{ suffix, plant string }{
 		{"leases", "string"}, {"running", "hash"}, {"busy", "string"}, {"n", "list"},
 	}
@@ -52,12 +67,7 @@ func TestCorruptSharedKeyFailsClosed(t *testing.T) {
 				require.NoError(t, e.rdb.Rename(e.ctx, key, key+".saved").Err())
 				e.plant(key, tc.plant)
 
-				_, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 2})
-				requireCorrupt(t, err, key)
-				require.Equal(t, []string{"b"}, e.pending(1), "b is still pending")
-				requireCorrupt(t, eng(e.c).Ack(e.ctx, a), key)
-				require.Equal(t, StateActive, e.inspect("a").State, "a keeps its lease")
-				require.Equal(t, a.Token, e.inspect("a").Token)
+				check(t, e, a, key)
 
 				// The operator restores the key: everything goes on.
 				require.NoError(t, e.rdb.Rename(e.ctx, key+".saved", key).Err())

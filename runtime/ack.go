@@ -19,7 +19,7 @@ import (
 // freed, and the ack is retried as any other transition
 // (finishWithRetry).
 func (r *Runtime) ack(rn *run) error {
-	var carried error // the carried attempt's error: it may have landed
+	unsure := false // an attempt failed without an answer: it may have landed
 	if wait, ok := r.carryAck(rn); ok {
 		err := wait(r.dispatchCtx)
 		if errors.Is(err, context.Canceled) && r.dispatchCtx.Err() != nil {
@@ -38,18 +38,23 @@ func (r *Runtime) ack(rn *run) error {
 		}
 		r.mu.Unlock()
 		rn.log.Warn("redis unavailable; retrying ack", zap.Error(err))
-		carried = err
+		unsure = true
 	}
-	err := r.finishWithRetry(rn, "ack", func(c context.Context) error { return r.eng.Ack(c, rn.t) })
-	if carried != nil && errors.Is(err, queue.ErrLeaseLost) && r.acked(rn) {
-		return nil // the carried attempt landed; only its reply was lost
+	err := r.finishWithRetry(rn, "ack", func(c context.Context) error {
+		err := r.eng.Ack(c, rn.t)
+		unsure = unsure || (err != nil && !errors.Is(err, queue.ErrLeaseLost))
+		return err
+	})
+	if unsure && errors.Is(err, queue.ErrLeaseLost) && r.acked(rn) {
+		return nil // an earlier attempt landed; only its reply was lost
 	}
 	return err
 }
 
 // acked reports whether rn's task is done in Redis (or gone, acked without
-// Retention): after an ack whose reply was lost, a retry finds the lease
-// gone although the first attempt landed.
+// Retention): after an ack whose reply was lost, carried by a lease call or
+// of its own, a retry finds the lease gone although that attempt landed.
+// One Inspect, on that failure path only.
 func (r *Runtime) acked(rn *run) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
