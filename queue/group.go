@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -109,7 +110,10 @@ func (g *groupCommit[T]) take(n int) []*groupWait[T] {
 		batch = batch[:n]
 	}
 	g.queued = g.queued[len(batch):]
-	return batch
+	// Clipped: the caller may append to it (a lease call adds the Ack
+	// group's items to the carried ones), which must not write into the
+	// queue's backing array, where later items go.
+	return slices.Clip(batch)
 }
 
 // answer gives each taken item its error.
