@@ -1,10 +1,13 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/engine"
-
 	"context"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/queue"
 )
 
 // leaseFree leases tasks for the free slots of every pool (frees, by pool)
@@ -34,13 +37,62 @@ func (r *Runtime) leaseFree(frees []int) (more bool, next time.Time, err error) 
 	}
 	r.killMalformed(res)
 	r.logCorrupt(res)
-	for _, t := range res.Tasks {
-		rn := r.newRun(t)
-		rn.slot = r.slotFor(t.Level, frees)
-		r.start(rn, true)
-	}
+	r.launch(res.Tasks, frees)
 	n := len(res.Tasks) + len(res.Malformed)
 	return n > 0 && n == free, res.NextDue, nil
+}
+
+// launch starts leased tasks. The dispatcher only registers each run with
+// its slot (in one lock, so the next lease counts those slots busy) and
+// submits it; the pool goroutine that runs it prepares it (logger,
+// checkpoint handle, span) and marks it running, so the dispatcher leases
+// again while the batch starts. Until then a run is no victim and no pause
+// or reclaim sweep sees it; a shutdown cancels it like any other, and a
+// pause that came meanwhile is applied as it starts (startLeased).
+func (r *Runtime) launch(tasks []*queue.Task, frees []int) {
+	runs := make([]*run, len(tasks))
+	for i, t := range tasks {
+		runs[i] = r.bareRun(t)
+		runs[i].slot = r.slotFor(t.Level, frees)
+	}
+	r.mu.Lock()
+	for _, rn := range runs {
+		r.runs[rn.t.ID] = rn
+		r.holdSlot(rn)
+	}
+	r.mu.Unlock()
+	for _, rn := range runs {
+		r.tasks.Add(1)
+		r.handlers.Add(1)
+		if err := r.pool.Submit(func() { r.startLeased(rn) }); err != nil {
+			r.handlers.Add(-1)
+			r.tasks.Done()
+			// The pool is closed only after every task returned, so this
+			// means a bug; the lease expires and recovery runs the task
+			// elsewhere.
+			r.log.Error("pool refused task", zap.String("task_id", rn.t.ID), zap.Error(err))
+			r.finished(rn)
+		}
+	}
+}
+
+// startLeased prepares a run registered by launch and runs it, in its pool
+// goroutine.
+func (r *Runtime) startLeased(rn *run) {
+	r.prepare(rn)
+	r.obs.leased(rn)
+	r.mu.Lock()
+	rn.running = true
+	rn.started = time.Now()
+	paused := rn.givingWay == nil && r.pauseMode(rn.t.Level) == queue.PausePreempt
+	if paused {
+		rn.givingWay = &preemption{}
+	}
+	r.mu.Unlock()
+	if paused {
+		r.preemptPaused(rn)
+	}
+	r.execute(rn)
 }
 
 // leaseGroups asks, for each pool with free slots, for tasks of its band,

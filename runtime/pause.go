@@ -36,9 +36,14 @@ func (r *Runtime) pausedLevels() []int {
 }
 
 // isPaused reports whether level l is paused.
-func (r *Runtime) isPaused(l int) bool {
-	m := r.paused.Load()
-	return m != nil && (*m)[l] != queue.NotPaused
+func (r *Runtime) isPaused(l int) bool { return r.pauseMode(l) != queue.NotPaused }
+
+// pauseMode returns how level l is paused (queue.NotPaused if it is not).
+func (r *Runtime) pauseMode(l int) queue.PauseMode {
+	if m := r.paused.Load(); m != nil {
+		return (*m)[l]
+	}
+	return queue.NotPaused
 }
 
 // setPaused applies the paused levels m: levels newly paused with
@@ -69,7 +74,6 @@ func (r *Runtime) setPaused(m map[int]queue.PauseMode) {
 // PausePreempt): they save their checkpoint and are requeued at the head of
 // their level, where they wait for Resume.
 func (r *Runtime) preemptLevel(l int) {
-	cause := fmt.Errorf("%w: level %d paused", handlers.ErrPreempted, l)
 	r.mu.Lock()
 	var victims []*run
 	for _, rn := range r.runs {
@@ -81,9 +85,15 @@ func (r *Runtime) preemptLevel(l int) {
 	r.mu.Unlock()
 	slices.SortFunc(victims, func(a, b *run) int { return a.started.Compare(b.started) })
 	for _, v := range victims {
-		r.count(v.t.Level, func(c *engine.LevelCounts) { c.Preempted++ })
-		r.stats.preempted.Add(1)
-		v.log.Info("preempting the task: its level was paused")
-		v.cancel(cause)
+		r.preemptPaused(v)
 	}
+}
+
+// preemptPaused preempts v, marked giving way, because its level is paused
+// with PausePreempt.
+func (r *Runtime) preemptPaused(v *run) {
+	r.count(v.t.Level, func(c *engine.LevelCounts) { c.Preempted++ })
+	r.stats.preempted.Add(1)
+	v.log.Info("preempting the task: its level was paused")
+	v.cancel(fmt.Errorf("%w: level %d paused", handlers.ErrPreempted, v.t.Level))
 }

@@ -46,11 +46,25 @@ type preemption struct {
 }
 
 // newRun prepares the run of t: its context (cancellable with a cause,
-// bounded by the task's Timeout), its checkpoint handle and its span.
+// bounded by the task's Timeout), its checkpoint handle and its logger.
 func (r *Runtime) newRun(t *queue.Task) *run {
+	rn := r.bareRun(t)
+	r.prepare(rn)
+	return rn
+}
+
+// bareRun is the part of newRun the dispatcher does for a leased task:
+// what a shutdown or a lost lease needs to cancel it.
+func (r *Runtime) bareRun(t *queue.Task) *run {
 	rn := &run{t: t}
-	ctx, cancel := context.WithCancelCause(r.baseCtx)
-	rn.cancel = cancel
+	rn.ctx, rn.cancel = context.WithCancelCause(r.baseCtx)
+	return rn
+}
+
+// prepare gives rn its logger and checkpoint handle, in the goroutine that
+// will run it.
+func (r *Runtime) prepare(rn *run) {
+	t := rn.t
 	rn.log = r.obs.taskLogger(t)
 	rn.cp = ckpt.New(r.eng, t,
 		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
@@ -59,8 +73,7 @@ func (r *Runtime) newRun(t *queue.Task) *run {
 			rn.lastCheckpoint.Store(time.Now().UnixNano())
 			r.obs.checkpointSaved(rn, size, seq)
 		}))
-	rn.ctx = ckpt.NewContext(ctx, rn.cp)
-	return rn
+	rn.ctx = ckpt.NewContext(rn.ctx, rn.cp)
 }
 
 // execute runs the handler for rn in a pool goroutine and settles the task.
