@@ -26,15 +26,18 @@ local function fast_acks(base, stride, nops)
   for i = 1, nops do
     local s
     local raw = raws[i]
+    local fresh = false
     if raw then
-      -- The state as the lease wrote it (the common case): one anchored
-      -- match reads the fields needed, the optional slot pool after them.
+      -- The state as the lease wrote it for a fresh task (the common
+      -- case): one anchored match reads the fields needed, the optional
+      -- slot pool after them. Such a task has no checkpoint: a save adds
+      -- cps to the state, and a task that had one has more fields.
       local al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
       if al then
-        s = {tk = tk, w = w, al = al}
+        s, fresh = {tk = tk, w = w, al = al}, true
         if string.byte(raw, e) ~= 125 then
           s.b = string.match(raw, '^,"b":"(%d+)"}$', e)
-          if not s.b then s = nil end
+          if not s.b then s, fresh = nil, false end
         end
       end
     end
@@ -57,7 +60,8 @@ local function fast_acks(base, stride, nops)
       if s.w and s.b then busy[s.w .. '|' .. s.b] = (busy[s.w .. '|' .. s.b] or 0) - 1 end
       if s.al then acnt[s.al] = (acnt[s.al] or 0) - 1 end
       local d = #dels
-      dels[d + 1] = P .. 't:' .. ids[i]; dels[d + 2] = sk[i]; dels[d + 3] = P .. 'c:' .. ids[i]
+      dels[d + 1] = P .. 't:' .. ids[i]; dels[d + 2] = sk[i]
+      if not fresh then dels[d + 3] = P .. 'c:' .. ids[i] end
     end
   end
   if #rm == 0 then return res end

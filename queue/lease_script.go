@@ -231,12 +231,22 @@ for gi, g in ipairs(groups) do
     for i = from, #ids do
       local id = ids[i]
       local m = #mk
-      mk[m + 1] = P .. 't:' .. id; mk[m + 2] = P .. 's:' .. id; mk[m + 3] = P .. 'c:' .. id
+      mk[m + 1] = P .. 't:' .. id; mk[m + 2] = P .. 's:' .. id
     end
     -- The paused key rides along (no extra command): a level paused while
     -- this worker did not know yet is put back, untouched, and skipped.
     mk[#mk + 1] = P .. 'paused'
     local vals = redis.call('MGET', unpack(mk))
+    -- Checkpoints, read only for tasks with a state: a fresh task (the
+    -- common case) has none, since a save needs a lease, which writes one.
+    local ck, cat, cps = {}, {}, {}
+    for i = from, #ids do
+      if vals[2 * (i - from) + 2] then ck[#ck + 1] = P .. 'c:' .. ids[i]; cat[#ck] = i end
+    end
+    if #ck > 0 then
+      local got = redis.call('MGET', unpack(ck))
+      for k, i in ipairs(cat) do cps[i] = got[k] end
+    end
     local pz, held = vals[#vals], {}
     if pz then
       for i = #ids, from, -1 do
@@ -249,8 +259,8 @@ for gi, g in ipairs(groups) do
       if not held[i] then
         local id, lvl = ids[i], lvls[i]
         local ls = LS[lvl] or tostring(lvl)
-        local j = 3 * (i - from)
-        local rec, raw, cp = vals[j + 1], vals[j + 2], vals[j + 3]
+        local j = 2 * (i - from)
+        local rec, raw, cp = vals[j + 1], vals[j + 2], cps[i]
         local s = EMPTY
         if raw then s = decode(raw) end
         if not rec then
