@@ -64,6 +64,7 @@ func (r *Runtime) dispatch() {
 	defer r.loops.Done()
 	defer r.dispatchWG.Done()
 	defer r.stopCarrying()
+	defer r.leaseWG.Wait() // the calls in flight launch their tasks first
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -72,6 +73,7 @@ func (r *Runtime) dispatch() {
 	// about; otherwise it reserves only for an announced level, and a pool
 	// that just filled up costs no extra round trip.
 	polled := true
+	wokeByLease := false // the last wait ended with a lease call
 	for {
 		select {
 		case <-r.stopLease:
@@ -82,8 +84,15 @@ func (r *Runtime) dispatch() {
 		wait := r.cfg.PollInterval
 		woken := r.wakeLevel.Swap(-1)
 		mask := r.wakeMask.Swap(0)
+		// What the lease calls that ended left: an error backs off, a
+		// drained queue is not asked again until something wakes this
+		// loop (a wake-up, a freed slot, the timer), only its call ending.
+		out, leasing := r.takeLeaseOutcome()
+		err := out.err
+		if !out.next.IsZero() {
+			wait = min(wait, max(time.Until(out.next), time.Millisecond))
+		}
 		frees := r.frees()
-		var err error
 		forcePoll := false // look for urgent work after the wait, whatever ends it
 		if slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
 			// Not saturated: a lease takes the most urgent tasks itself, so
@@ -92,19 +101,21 @@ func (r *Runtime) dispatch() {
 			if len(frees) == 1 {
 				r.endDeferral()
 			}
-			var more bool
-			var next time.Time
-			more, next, err = r.leaseFree(frees)
-			if err == nil && more {
-				r.wakeMask.Or(mask) // what was announced still counts next round
-				continue            // slots and tasks both left: lease again at once
+			if err == nil && !(out.drained && wokeByLease) && r.leaseFree(frees) {
+				leasing++
 			}
-			if !next.IsZero() {
-				wait = min(wait, max(time.Until(next), time.Millisecond))
+		}
+		if leasing > 0 {
+			// A call in flight brings tasks for the slots it asked for or
+			// hands them back: no pool counts as saturated until it ends,
+			// and what was announced still counts then.
+			r.wakeMask.Or(mask)
+			if woken >= 0 {
+				r.raiseWake(woken)
 			}
 		}
 		for p := range frees {
-			if err != nil || frees[p] > 0 {
+			if err != nil || frees[p] > 0 || leasing > 0 {
 				continue
 			}
 			// Pool p is saturated: an announced level of its band (or, on
@@ -149,17 +160,19 @@ func (r *Runtime) dispatch() {
 		} else {
 			bo.reset()
 		}
-		if len(r.kick) == 0 {
+		if len(r.kick) == 0 && leasing == 0 {
 			// About to wait: no lease call may come soon to carry the acks
 			// of slots freed early, so they go now (and before any lease).
 			r.flushCarried()
 		}
 		timer.Reset(wait)
-		polled = false
+		polled, wokeByLease = false, false
 		select {
 		case <-r.stopLease:
 			return
 		case <-r.kick:
+		case <-r.leaseDone:
+			wokeByLease = true
 		case <-timer.C:
 			polled = true
 		}

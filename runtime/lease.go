@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -10,36 +11,99 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// leaseFree leases tasks for the free slots of every pool (frees, by pool)
-// in one round trip and starts them. more reports that every slot asked
-// for was filled, so more tasks may be waiting.
-func (r *Runtime) leaseFree(frees []int) (more bool, next time.Time, err error) {
+// maxLeasesInFlight bounds the lease calls in flight at once: while one
+// is in Redis or on its way back, slots freed meanwhile are asked for by a
+// second, so Redis has the next call at hand instead of idling while the
+// worker starts a batch (a drain of no-op tasks is otherwise bound by the
+// round trip, with Redis and the worker each half idle).
+const maxLeasesInFlight = 2
+
+// leaseOutcome is what the lease calls that ended since the dispatcher
+// last looked left it: the first error, the earliest next due time, and
+// whether one found the queue drained (fewer tasks than it asked for).
+type leaseOutcome struct {
+	err     error
+	next    time.Time
+	drained bool
+}
+
+// leaseFree asks, in a lease call of its own, for tasks for the free slots
+// of every pool (frees, by pool), unless maxLeasesInFlight calls are in
+// flight, or one is and fewer slots are free than secondLeaseAt. Those
+// slots count busy (pending) until the call returns and its tasks are
+// launched; the call signals the dispatcher when it ends. It reports
+// whether it sent a call.
+func (r *Runtime) leaseFree(frees []int) bool {
 	// Never lease more than the pool can start at once: handlers that
 	// ignored cancellation still hold pool workers.
 	frees = append([]int(nil), frees...)
-	room, free := r.poolRoom(), 0
+	r.mu.Lock()
+	inFlight, pending := r.leasing, 0
+	for _, pl := range r.pools {
+		pending += pl.pending
+	}
+	r.mu.Unlock()
+	room, free := r.poolRoom()-pending, 0
 	for p := range frees {
 		frees[p] = max(min(frees[p], room-free), 0)
 		free += frees[p]
 	}
-	if free <= 0 {
-		return false, time.Time{}, nil
+	if free <= 0 || inFlight >= maxLeasesInFlight || (inFlight > 0 && free < r.secondLeaseAt()) {
+		return false
 	}
 	req := engine.LeaseRequest{Worker: r.cfg.WorkerID, Count: free, Skip: r.pausedLevels()}
 	if len(r.pools) > 1 {
 		req.Groups = r.leaseGroups(frees)
 	}
-	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
-	defer cancel()
-	res, err := r.eng.Lease(ctx, req)
-	if err != nil {
-		return false, time.Time{}, err
+	r.mu.Lock()
+	for p, f := range frees {
+		r.pools[p].pending += f
 	}
-	r.killMalformed(res)
-	r.logCorrupt(res)
-	r.launch(res.Tasks, frees)
-	n := len(res.Tasks) + len(res.Malformed)
-	return n > 0 && n == free, res.NextDue, nil
+	r.leasing++
+	r.mu.Unlock()
+	r.leaseWG.Add(1)
+	go func() {
+		defer r.leaseWG.Done()
+		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
+		res, err := r.eng.Lease(ctx, req)
+		cancel()
+		var tasks []*queue.Task
+		if err == nil {
+			r.killMalformed(res)
+			r.logCorrupt(res)
+			tasks = res.Tasks
+		}
+		r.launch(tasks, frees, func(o *leaseOutcome) {
+			r.leasing--
+			if err != nil {
+				o.err = cmp.Or(o.err, err)
+				return
+			}
+			if !res.NextDue.IsZero() && (o.next.IsZero() || res.NextDue.Before(o.next)) {
+				o.next = res.NextDue
+			}
+			o.drained = o.drained || len(res.Tasks)+len(res.Malformed) < free
+		})
+		select {
+		case r.leaseDone <- struct{}{}:
+		default:
+		}
+	}()
+	return true
+}
+
+// secondLeaseAt is how many slots must be free for a lease call beside
+// one in flight: a quarter of the slots, so that calls stay large.
+func (r *Runtime) secondLeaseAt() int { return max(r.Concurrency()/4, 1) }
+
+// takeLeaseOutcome returns and clears what ended lease calls left, and
+// how many are still in flight.
+func (r *Runtime) takeLeaseOutcome() (leaseOutcome, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.leaseOut
+	r.leaseOut = leaseOutcome{}
+	return o, r.leasing
 }
 
 // launch starts leased tasks. The dispatcher only registers each run with
@@ -49,17 +113,26 @@ func (r *Runtime) leaseFree(frees []int) (more bool, next time.Time, err error) 
 // again while the batch starts. Until then a run is no victim and no pause
 // or reclaim sweep sees it; a shutdown cancels it like any other, and a
 // pause that came meanwhile is applied as it starts (startLeased).
-func (r *Runtime) launch(tasks []*queue.Task, frees []int) {
+//
+// The slots the call asked for (asked, by pool) stop counting pending in
+// the same lock as its runs take theirs, and ended records the call's
+// outcome there too, so the dispatcher never sees those slots free twice.
+func (r *Runtime) launch(tasks []*queue.Task, asked []int, ended func(*leaseOutcome)) {
+	frees := append([]int(nil), asked...)
 	runs := make([]*run, len(tasks))
 	for i, t := range tasks {
 		runs[i] = r.bareRun(t)
 		runs[i].slot = r.slotFor(t.Level, frees)
 	}
 	r.mu.Lock()
+	for p, f := range asked {
+		r.pools[p].pending -= f
+	}
 	for _, rn := range runs {
 		r.runs[rn.t.ID] = rn
 		r.holdSlot(rn)
 	}
+	ended(&r.leaseOut)
 	r.mu.Unlock()
 	for _, rn := range runs {
 		r.tasks.Add(1)

@@ -76,6 +76,7 @@ type slotPool struct {
 	borrow  bool
 	reclaim Reclaim
 	busy    int // slots held (run.slot == this pool and run.holdsSlot)
+	pending int // slots asked for by lease calls in flight (lease.go)
 	// autoscale, if set, moves size (under Runtime.mu); scaledAt is when
 	// it last looked.
 	autoscale *Autoscale
@@ -198,7 +199,7 @@ func (r *Runtime) freeIn(p int) int {
 			waiting++
 		}
 	}
-	return r.sizeOf(p) - r.pools[p].busy - waiting
+	return r.sizeOf(p) - r.pools[p].busy - r.pools[p].pending - waiting
 }
 
 // frees returns every pool's free slots (negative as zero).

@@ -66,11 +66,17 @@ type Runtime struct {
 	stopAll     context.CancelFunc
 	loops       sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
 	dispatchWG  sync.WaitGroup
-	tasks       sync.WaitGroup // running handlers
-	handlers    atomic.Int64   // goroutines handed to the pool and not yet returned
-	started     atomic.Bool
-	shutOnce    sync.Once
-	shutErr     error
+	leaseWG     sync.WaitGroup // lease calls in flight (lease.go)
+	// Lease calls in flight and what the ended ones left for the
+	// dispatcher (lease.go); guarded by mu.
+	leasing   int
+	leaseOut  leaseOutcome
+	leaseDone chan struct{}  // a lease call ended (buffered, 1)
+	tasks     sync.WaitGroup // running handlers
+	handlers  atomic.Int64   // goroutines handed to the pool and not yet returned
+	started   atomic.Bool
+	shutOnce  sync.Once
+	shutErr   error
 
 	stats counters
 }
@@ -120,6 +126,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
 		kick:      make(chan struct{}, 1),
+		leaseDone: make(chan struct{}, 1),
 		stopLease: make(chan struct{}),
 	}
 	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
