@@ -39,6 +39,9 @@ func (r *Runtime) listen(sub *redis.PubSub) {
 				r.raiseWake(int64(l))
 			}
 			r.signal()
+			if r.onWake != nil {
+				r.onWake() // tests only
+			}
 		}
 	}
 }
@@ -73,7 +76,9 @@ func (r *Runtime) dispatch() {
 	// about; otherwise it reserves only for an announced level, and a pool
 	// that just filled up costs no extra round trip.
 	polled := true
-	wokeByLease := false // the last wait ended with a lease call
+	// wokeSince: a kick or the timer woke this loop since the last lease
+	// call went out.
+	wokeSince := true
 	for {
 		select {
 		case <-r.stopLease:
@@ -85,8 +90,10 @@ func (r *Runtime) dispatch() {
 		woken := r.wakeLevel.Swap(-1)
 		mask := r.wakeMask.Swap(0)
 		// What the lease calls that ended left: an error backs off, a
-		// drained queue is not asked again until something wakes this
-		// loop (a wake-up, a freed slot, the timer), only its call ending.
+		// drained queue is not asked again until something else woke this
+		// loop (a wake-up, a freed slot, the timer) since the last call
+		// went out: a call that ended may predate a task announced while
+		// it was in flight.
 		out, leasing := r.takeLeaseOutcome()
 		err := out.err
 		if !out.next.IsZero() {
@@ -101,8 +108,9 @@ func (r *Runtime) dispatch() {
 			if len(frees) == 1 {
 				r.endDeferral()
 			}
-			if err == nil && !(out.drained && wokeByLease) && r.leaseFree(frees) {
+			if err == nil && !(out.drained && !wokeSince) && r.leaseFree(frees) {
 				leasing++
+				wokeSince = false
 			}
 		}
 		if leasing > 0 {
@@ -166,15 +174,15 @@ func (r *Runtime) dispatch() {
 			r.flushCarried()
 		}
 		timer.Reset(wait)
-		polled, wokeByLease = false, false
+		polled = false
 		select {
 		case <-r.stopLease:
 			return
 		case <-r.kick:
+			wokeSince = true
 		case <-r.leaseDone:
-			wokeByLease = true
 		case <-timer.C:
-			polled = true
+			polled, wokeSince = true, true
 		}
 		polled = polled || forcePoll
 		if !timer.Stop() {

@@ -72,6 +72,7 @@ type Runtime struct {
 	leasing   int
 	leaseOut  leaseOutcome
 	leaseDone chan struct{}  // a lease call ended (buffered, 1)
+	onWake    func()         // tests only: a wake-up message was turned into a signal
 	tasks     sync.WaitGroup // running handlers
 	handlers  atomic.Int64   // goroutines handed to the pool and not yet returned
 	started   atomic.Bool
