@@ -29,7 +29,9 @@ type leaseOutcome struct {
 
 // leaseFree asks, in a lease call of its own, for tasks for the free slots
 // of every pool (frees, by pool), unless maxLeasesInFlight calls are in
-// flight, or one is and fewer slots are free than secondLeaseAt. Those
+// flight, or one is and either fewer slots are free than secondLeaseAt or
+// the last call that ended found the queue drained (with no backlog a
+// second call would mostly find nothing, and cost Redis a call). Those
 // slots count busy (pending) until the call returns and its tasks are
 // launched; the call signals the dispatcher when it ends. It reports
 // whether it sent a call.
@@ -38,7 +40,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 	// ignored cancellation still hold pool workers.
 	frees = append([]int(nil), frees...)
 	r.mu.Lock()
-	inFlight, pending := r.leasing, 0
+	inFlight, pending, backlog := r.leasing, 0, r.backlog
 	for _, pl := range r.pools {
 		pending += pl.pending
 	}
@@ -48,7 +50,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 		frees[p] = max(min(frees[p], room-free), 0)
 		free += frees[p]
 	}
-	if free <= 0 || inFlight >= maxLeasesInFlight || (inFlight > 0 && free < r.secondLeaseAt()) {
+	if free <= 0 || inFlight >= maxLeasesInFlight || (inFlight > 0 && (!backlog || free < r.secondLeaseAt())) {
 		return false
 	}
 	req := engine.LeaseRequest{Worker: r.cfg.WorkerID, Count: free, Skip: r.pausedLevels()}
@@ -82,7 +84,9 @@ func (r *Runtime) leaseFree(frees []int) bool {
 			if !res.NextDue.IsZero() && (o.next.IsZero() || res.NextDue.Before(o.next)) {
 				o.next = res.NextDue
 			}
-			o.drained = o.drained || len(res.Tasks)+len(res.Malformed) < free
+			drained := len(res.Tasks)+len(res.Malformed) < free
+			o.drained = o.drained || drained
+			r.backlog = !drained
 		})
 		select {
 		case r.leaseDone <- struct{}{}:

@@ -70,6 +70,7 @@ type Runtime struct {
 	// Lease calls in flight and what the ended ones left for the
 	// dispatcher (lease.go); guarded by mu.
 	leasing   int
+	backlog   bool // the last lease call that ended filled every slot it asked for
 	leaseOut  leaseOutcome
 	leaseDone chan struct{}  // a lease call ended (buffered, 1)
 	onWake    func()         // tests only: a wake-up message was turned into a signal
