@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"reflect"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -64,6 +65,15 @@ func (t TaskInfo) taskAttributes() []attribute.KeyValue {
 		kv = append(kv, ClassKey.String(t.Class))
 	}
 	return kv
+}
+
+// IsGlobalDelegate reports whether tp is otel's global tracer provider as
+// it is before any provider is registered (otel.GetTracerProvider's
+// delegating one). Its spans record nothing while otel.GetTracerProvider
+// still returns it: they only carry their parent's span context, so a
+// caller may skip building their attributes (the hot path of Enqueue).
+func IsGlobalDelegate(tp trace.TracerProvider) bool {
+	return tp != nil && reflect.TypeOf(tp).String() == "*global.tracerProvider"
 }
 
 // Tracer returns the Overtake tracer of tp, named [InstrumentationName]

@@ -1,0 +1,37 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/overtake/overtake/internal/telemetry"
+)
+
+// Enqueue skips its span while the default provider, otel's global one,
+// has no provider registered behind it. That rests on two facts checked
+// here (no test of this package registers a global provider): the global
+// provider is recognised, and a span it starts records nothing and carries
+// its parent's span context, so skipping it changes no header.
+func TestIsGlobalDelegate(t *testing.T) {
+	global := otel.GetTracerProvider()
+	require.True(t, telemetry.IsGlobalDelegate(global))
+	require.False(t, telemetry.IsGlobalDelegate(noop.NewTracerProvider()))
+	sdk := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
+	require.False(t, telemetry.IsGlobalDelegate(sdk))
+	require.False(t, telemetry.IsGlobalDelegate(nil))
+
+	parent := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true})
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+	_, span := telemetry.StartEnqueue(ctx, telemetry.Tracer(global), telemetry.TaskInfo{Queue: "q", ID: "id", Type: "t"})
+	defer span.End()
+	require.False(t, span.IsRecording())
+	require.True(t, span.SpanContext().Equal(parent), "the child carries its parent's span context")
+}
