@@ -108,7 +108,7 @@ func (r *Runtime) dispatch() {
 			if len(frees) == 1 {
 				r.endDeferral()
 			}
-			if err == nil && !(out.drained && !wokeSince) && r.leaseFree(frees) {
+			if err == nil && (!out.drained || wokeSince) && r.leaseFree(frees) {
 				leasing++
 				wokeSince = false
 			}
