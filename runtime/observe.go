@@ -26,6 +26,8 @@ type observer struct {
 	r          *Runtime
 	clock      func() time.Time // the queue's, which stamps ReadyAt
 	tracer     trace.Tracer
+	tp         trace.TracerProvider
+	globalTP   bool // tp is otel's global provider as it is before one is registered
 	metrics    *telemetry.Metrics
 	unregister func() error
 }
@@ -42,7 +44,8 @@ func newObserver(r *Runtime) (*observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), metrics: m}, nil
+	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), tp: tp,
+		globalTP: telemetry.IsGlobalDelegate(tp), metrics: m}, nil
 }
 
 // register installs the observable gauges (queue depth), from Start; close
@@ -95,12 +98,18 @@ func (o *observer) producer(t *queue.Task) trace.SpanContext {
 // spans of the task's earlier runs, and is added to them for the next run.
 func (o *observer) leased(rn *run) {
 	t := rn.t
-	info := telemetry.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,
-		LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions, Class: t.Class,
-		Run: o.r.eng.RunNumber(t)}
 	parent := o.r.eng.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), t)
-	opts := telemetry.PreviousRunLinks(o.r.eng.RunSpanContexts(t))
-	ctx, span := telemetry.StartProcess(parent, o.tracer, info, nil, opts...)
+	// With the default provider and none registered behind it, the span
+	// would record nothing and carry the parent's span context: the parent's
+	// stands in for it, without building its attributes and links.
+	ctx, span := parent, trace.SpanFromContext(parent)
+	if !o.globalTP || otel.GetTracerProvider() != o.tp {
+		info := telemetry.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,
+			LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions, Class: t.Class,
+			Run: o.r.eng.RunNumber(t)}
+		opts := telemetry.PreviousRunLinks(o.r.eng.RunSpanContexts(t))
+		ctx, span = telemetry.StartProcess(parent, o.tracer, info, nil, opts...)
+	}
 	rn.ctx, rn.span = ctx, span
 	// A no-op tracer hands back the parent's span context: not a span of ours.
 	psc, sc := trace.SpanContextFromContext(parent), span.SpanContext()
