@@ -23,11 +23,7 @@ type Client struct {
 	cfg    Config
 	keys   keys
 	tracer trace.Tracer
-	// globalTP: the tracer provider is otel's global delegating one
-	// (the default); while no provider is registered its spans record
-	// nothing (see startEnqueue).
-	globalTP bool
-	prop     telemetry.Propagator
+	prop   telemetry.Propagator
 	// serverTime: no Clock was injected, so scripts use Redis's TIME.
 	serverTime bool
 	acks       groupCommit[finishOp] // concurrent Acks share calls
@@ -48,8 +44,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
-		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator),
-		globalTP: telemetry.IsGlobalDelegate(cfg.TracerProvider)}
+		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
 	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
 	c.carried.limit, c.carried.send = maxAckBatch, c.finishBatch
 	c.enqs.limit, c.enqs.send, c.enqs.flushers = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strings"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -29,7 +28,7 @@ func (c *Client) startEnqueue(ctx context.Context, nt *Task) (context.Context, t
 	if !trace.SpanContextFromContext(ctx).IsValid() && len(nt.Headers) > 0 {
 		ctx = prop.Extract(ctx, nt.Headers)
 	}
-	if c.globalTP && otel.GetTracerProvider() == c.cfg.TracerProvider {
+	if telemetry.Silent(c.cfg.TracerProvider) {
 		// The default provider with none registered behind it: its span
 		// would record nothing and carry the parent's span context, so
 		// none is started (its attributes cost a tenth of an Enqueue's

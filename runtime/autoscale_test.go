@@ -64,15 +64,25 @@ func (j *asJobs) releaseAll() { j.once.Do(func() { close(j.release) }) }
 // fleetCapacity reads the capacity worker reported to the fleet.
 func fleetCapacity(t *testing.T, b testredis.Backend, q *queue.Client, worker string) int {
 	t.Helper()
+	w, ok := fleetWorker(t, q, worker)
+	if !ok {
+		t.Fatalf("worker %s is not in the fleet", worker)
+	}
+	return w.Capacity
+}
+
+// fleetWorker returns what the fleet knows of worker, and whether it is in
+// the fleet at all.
+func fleetWorker(t *testing.T, q *queue.Client, worker string) (queue.WorkerInfo, bool) {
+	t.Helper()
 	ws, err := q.Workers(context.Background())
 	require.NoError(t, err)
 	for _, w := range ws {
 		if w.ID == worker {
-			return w.Capacity
+			return w, true
 		}
 	}
-	t.Fatalf("worker %s is not in the fleet (%v)", worker, ws)
-	return 0
+	return queue.WorkerInfo{}, false
 }
 
 // scaled returns the (old, new) pairs of the "concurrency scaled" log

@@ -89,12 +89,12 @@ func (r *Runtime) dispatch() {
 		wait := r.cfg.PollInterval
 		woken := r.wakeLevel.Swap(-1)
 		mask := r.wakeMask.Swap(0)
-		// What the lease calls that ended left: an error backs off, a
-		// drained queue is not asked again until something else woke this
-		// loop (a wake-up, a freed slot, the timer) since the last call
-		// went out: a call that ended may predate a task announced while
-		// it was in flight.
-		out, leasing := r.takeLeaseOutcome()
+		// What the lease calls that ended left: an error backs off, and a
+		// queue the last call found drained (no backlog) is not asked
+		// again until something else woke this loop (a wake-up, a freed
+		// slot, the timer) since the last call went out: a call that ended
+		// may predate a task announced while it was in flight.
+		out, leasing, backlog := r.takeLeaseOutcome()
 		err := out.err
 		if !out.next.IsZero() {
 			wait = min(wait, max(time.Until(out.next), time.Millisecond))
@@ -108,7 +108,7 @@ func (r *Runtime) dispatch() {
 			if len(frees) == 1 {
 				r.endDeferral()
 			}
-			if err == nil && (!out.drained || wokeSince) && r.leaseFree(frees) {
+			if err == nil && (backlog || wokeSince) && r.leaseFree(frees) {
 				leasing++
 				wokeSince = false
 			}

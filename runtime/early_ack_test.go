@@ -49,14 +49,8 @@ func (h ackHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // busyIn returns the busy count Redis holds for worker (0 once gone).
 func busyIn(t *testing.T, q *queue.Client, worker string) int {
 	t.Helper()
-	ws, err := q.Workers(context.Background())
-	require.NoError(t, err)
-	for _, w := range ws {
-		if w.ID == worker {
-			return w.Busy
-		}
-	}
-	return 0
+	w, _ := fleetWorker(t, q, worker)
+	return w.Busy
 }
 
 // A handler's success frees its slot as soon as its ack is queued: the

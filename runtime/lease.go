@@ -19,12 +19,10 @@ import (
 const maxLeasesInFlight = 2
 
 // leaseOutcome is what the lease calls that ended since the dispatcher
-// last looked left it: the first error, the earliest next due time, and
-// whether one found the queue drained (fewer tasks than it asked for).
+// last looked left it: the first error and the earliest next due time.
 type leaseOutcome struct {
-	err     error
-	next    time.Time
-	drained bool
+	err  error
+	next time.Time
 }
 
 // leaseFree asks, in a lease call of its own, for tasks for the free slots
@@ -84,9 +82,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 			if !res.NextDue.IsZero() && (o.next.IsZero() || res.NextDue.Before(o.next)) {
 				o.next = res.NextDue
 			}
-			drained := len(res.Tasks)+len(res.Malformed) < free
-			o.drained = o.drained || drained
-			r.backlog = !drained
+			r.backlog = len(res.Tasks)+len(res.Malformed) == free
 		})
 		select {
 		case r.leaseDone <- struct{}{}:
@@ -100,14 +96,14 @@ func (r *Runtime) leaseFree(frees []int) bool {
 // one in flight: a quarter of the slots, so that calls stay large.
 func (r *Runtime) secondLeaseAt() int { return max(r.Concurrency()/4, 1) }
 
-// takeLeaseOutcome returns and clears what ended lease calls left, and
-// how many are still in flight.
-func (r *Runtime) takeLeaseOutcome() (leaseOutcome, int) {
+// takeLeaseOutcome returns and clears what ended lease calls left, how
+// many are still in flight, and whether the last one to end left a
+// backlog.
+func (r *Runtime) takeLeaseOutcome() (o leaseOutcome, leasing int, backlog bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	o := r.leaseOut
-	r.leaseOut = leaseOutcome{}
-	return o, r.leasing
+	o, r.leaseOut = r.leaseOut, leaseOutcome{}
+	return o, r.leasing, r.backlog
 }
 
 // launch starts leased tasks. The dispatcher only registers each run with

@@ -27,7 +27,6 @@ type observer struct {
 	clock      func() time.Time // the queue's, which stamps ReadyAt
 	tracer     trace.Tracer
 	tp         trace.TracerProvider
-	globalTP   bool // tp is otel's global provider as it is before one is registered
 	metrics    *telemetry.Metrics
 	unregister func() error
 }
@@ -44,8 +43,7 @@ func newObserver(r *Runtime) (*observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), tp: tp,
-		globalTP: telemetry.IsGlobalDelegate(tp), metrics: m}, nil
+	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), tp: tp, metrics: m}, nil
 }
 
 // register installs the observable gauges (queue depth), from Start; close
@@ -103,7 +101,7 @@ func (o *observer) leased(rn *run) {
 	// would record nothing and carry the parent's span context: the parent's
 	// stands in for it, without building its attributes and links.
 	ctx, span := parent, trace.SpanFromContext(parent)
-	if !o.globalTP || otel.GetTracerProvider() != o.tp {
+	if !telemetry.Silent(o.tp) {
 		info := telemetry.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,
 			LevelName: o.r.q.LevelName(t.Level), Attempt: t.Attempt, Preemptions: t.Preemptions, Class: t.Class,
 			Run: o.r.eng.RunNumber(t)}

@@ -13,19 +13,20 @@ import (
 	"github.com/overtake/overtake/internal/telemetry"
 )
 
-// Enqueue skips its span while the default provider, otel's global one,
-// has no provider registered behind it. That rests on two facts checked
-// here (no test of this package registers a global provider): the global
-// provider is recognised, and a span it starts records nothing and carries
-// its parent's span context, so skipping it changes no header.
-func TestIsGlobalDelegate(t *testing.T) {
+// Enqueue and a run's start skip their span while the default provider,
+// otel's global one, has no provider registered behind it. That rests on
+// two facts checked here (no test of this package registers a global
+// provider): the global provider is recognised, and a span it starts
+// records nothing and carries its parent's span context, so skipping it
+// changes no header.
+func TestSilent(t *testing.T) {
 	global := otel.GetTracerProvider()
-	require.True(t, telemetry.IsGlobalDelegate(global))
-	require.False(t, telemetry.IsGlobalDelegate(noop.NewTracerProvider()))
+	require.True(t, telemetry.Silent(global))
+	require.False(t, telemetry.Silent(noop.NewTracerProvider()))
 	sdk := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
-	require.False(t, telemetry.IsGlobalDelegate(sdk))
-	require.False(t, telemetry.IsGlobalDelegate(nil))
+	require.False(t, telemetry.Silent(sdk))
+	require.False(t, telemetry.Silent(nil))
 
 	parent := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, Remote: true})

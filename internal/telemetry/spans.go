@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -67,13 +68,14 @@ func (t TaskInfo) taskAttributes() []attribute.KeyValue {
 	return kv
 }
 
-// IsGlobalDelegate reports whether tp is otel's global tracer provider as
-// it is before any provider is registered (otel.GetTracerProvider's
-// delegating one). Its spans record nothing while otel.GetTracerProvider
-// still returns it: they only carry their parent's span context, so a
-// caller may skip building their attributes (the hot path of Enqueue).
-func IsGlobalDelegate(tp trace.TracerProvider) bool {
-	return tp != nil && reflect.TypeOf(tp).String() == "*global.tracerProvider"
+// Silent reports whether tp is otel's global tracer provider and nothing
+// has been registered behind it yet (otel.SetTracerProvider): every span
+// it starts then records nothing and only carries its parent's span
+// context, so a caller may skip starting one (the hot paths of Enqueue and
+// of a run's start). Cheap enough to ask on every call: a provider
+// registered later makes it false at once.
+func Silent(tp trace.TracerProvider) bool {
+	return tp != nil && tp == otel.GetTracerProvider() && reflect.TypeOf(tp).String() == "*global.tracerProvider"
 }
 
 // Tracer returns the Overtake tracer of tp, named [InstrumentationName]
