@@ -47,7 +47,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
 	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
 	c.carried.limit, c.carried.send = maxAckBatch, c.finishBatch
-	c.enqs.limit, c.enqs.send, c.enqs.flushers = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers
+	c.enqs.limit, c.enqs.send, c.enqs.flushers, c.enqs.minBatch = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers, enqueueMinBatch
 	return c, nil
 }
 
