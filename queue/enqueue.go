@@ -103,6 +103,9 @@ func (c *Client) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []
 	if nt.ID == "" {
 		nt.ID = newID()
 	}
+	if nt.ID == anchorMember {
+		return nil, nil, nil, nil, fmt.Errorf("%w: the ID %q is reserved", ErrInvalidTask, nt.ID)
+	}
 	_, span := c.startEnqueue(ctx, &nt)
 	now := c.now()
 	state, mode, dest := StatePending, "p", c.keys.pending(nt.Level)

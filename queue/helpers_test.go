@@ -125,10 +125,11 @@ func (e *env) stats() *Stats {
 	return st
 }
 
-// zset returns the members of one of the queue's sorted sets.
+// zset returns the members of one of the queue's sorted sets, but the
+// anchor of the lease sets (anchor.go).
 func (e *env) zset(key string) []string {
 	e.t.Helper()
-	ids, err := e.rdb.ZRange(e.ctx, key, 0, -1).Result()
+	ids, err := e.rdb.ZRangeByScore(e.ctx, key, &redis.ZRangeBy{Min: "-inf", Max: belowAnchor}).Result()
 	require.NoError(e.t, err)
 	return ids
 }

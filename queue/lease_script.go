@@ -28,7 +28,9 @@ package queue
 // results, as finishScript's}, id, record, state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
 // expires when nothing was leased (0: none), or -1 / -2 when a reservation
 // is refused (free slot / lower victim elsewhere).
-var leaseScript = newScript(luaFastAcks + luaFleetCheck + `
+var leaseScript = newScript(luaFastAcks + luaFleetCheck + leaseBody)
+
+const leaseBody = `
 local now = clock(ARGV[2])
 local dl, w = now + tonumber(ARGV[3]), ARGV[4]
 local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
@@ -259,7 +261,7 @@ for gi, g in ipairs(groups) do
 end
 if popped == 0 then
   local ok1, s = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
-  local ok2, l = pcall(redis.call, 'ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
+  local ok2, l = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'leases', '-inf', '(' .. ANCHOR_SCORE, 'WITHSCORES', 'LIMIT', 0, 1)
   if not ok1 then s = {} end
   if not ok2 then l = {} end
   local due = 0
@@ -294,9 +296,11 @@ if n > 0 then
     undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -k) end
   end
   if #rz > 0 then
+    rz[#rz + 1] = ANCHOR_SCORE; rz[#rz + 1] = ANCHOR -- keeps the set a skiplist (anchor.go)
     if not pcall(redis.call, 'ZADD', P .. 'running', unpack(rz)) then return fail('running', 'zset') end
     undo[#undo + 1] = function() redis.call('ZREM', P .. 'running', unpack(out_ids_list)) end
   end
+  lz[#lz + 1] = ANCHOR_SCORE; lz[#lz + 1] = ANCHOR
   if not pcall(redis.call, 'ZADD', P .. 'leases', unpack(lz)) then return fail('leases', 'zset') end
   redis.call('MSET', unpack(set))
   if ARGV[9] == '1' then
@@ -306,4 +310,4 @@ if n > 0 then
   end
 end
 return out
-`)
+`

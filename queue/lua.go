@@ -271,7 +271,7 @@ local function age(now, after, top, bad)
 end
 `
 
-func newScript(body string) *redis.Script { return redis.NewScript(luaPrelude + body) }
+func newScript(body string) *redis.Script { return redis.NewScript(luaPrelude + luaAnchor + body) }
 
 // Markers of script errors, mapped to sentinels by scriptErr.
 const (

@@ -26,8 +26,8 @@ func (c *Client) Running(ctx context.Context, offset, count int64) ([]*Task, int
 	var ids *redis.StringSliceCmd
 	var total *redis.IntCmd
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		ids = p.ZRange(ctx, c.keys.leases(), offset, offset+count-1)
-		total = p.ZCard(ctx, c.keys.leases())
+		ids = p.ZRangeByScore(ctx, c.keys.leases(), &redis.ZRangeBy{Min: "-inf", Max: belowAnchor, Offset: offset, Count: count})
+		total = p.ZCount(ctx, c.keys.leases(), "-inf", belowAnchor)
 		return nil
 	})
 	if err != nil {
