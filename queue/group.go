@@ -13,21 +13,22 @@ import (
 // sends everything queued so far, up to limit per call, and keeps sending
 // until the queue is empty; the others wait for their answer. A few calls
 // may be in flight at once (flushers), so one slow call (Redis unreachable)
-// does not hold every other caller behind it, but a call beside others
-// goes out only once minBatch items wait for it; fewer wait for a call in
-// flight to come back, and the last call in flight sends whatever is left.
-// Under load many callers share one round trip, so a batch costs one call
-// and a handful of Redis commands however large it is; a lone call is sent
-// at once, with no added delay.
+// does not hold every other caller behind it; a call beside others goes
+// out once its share of the outstanding items waits for it (see need), and
+// a call that comes back to fewer leaves them to the others in flight (the
+// last one sends whatever is left). Under load many callers share one
+// round trip, so a batch costs one call and a handful of Redis commands
+// however large it is; a lone call is sent at once, with no added delay.
 type groupCommit[T any] struct {
 	limit    int                                // items per call
 	send     func(context.Context, []T) []error // one call for a batch: an error per item
 	flushers int                                // calls in flight at most (0: maxFlushers)
-	minBatch int                                // items a call beside others in flight waits for (0: none)
+	minBatch int                                // the most a call beside others waits for (0: none; see need)
 
 	mu       sync.Mutex
 	queued   []*groupWait[T]
 	flushing int
+	inCalls  int // items in the calls in flight
 }
 
 // maxFlushers bounds the grouped calls in flight at once, unless a group
@@ -43,13 +44,13 @@ const maxFlushers = 1
 // per task in a run that enqueues and processes is within 1% of 2's).
 const enqueueFlushers = 4
 
-// enqueueMinBatch is how many Enqueues a call beside others in flight
-// carries at least. Without it a producer answered by one call found a free
-// turn and went alone: with 16 producers 60% of the calls carried one task
-// (0.35 calls per task). With 4 the calls carry 4 each (0.25 per task),
-// and Enqueues per second rose from 0.63-0.79 of the EVALSHA ceiling to
-// 0.90-1.20 (three alternating rounds; 6 or 8 gave fewer, scaling it with
-// the calls in flight too).
+// enqueueMinBatch caps the share of outstanding Enqueues a call beside
+// others waits for (see need). Before it, a producer answered by one call
+// found a free turn and went alone: with 16 producers 60% of the calls
+// carried one task (0.35 calls per task); now they carry about 4 (0.27).
+// Probe, single Enqueues over the EVALSHA ceiling measured just before,
+// 16 producers: 1.06, 1.22, 1.02, 0.84 against 0.71, 0.79, 0.63 before;
+// Enqueues/s at 1, 2, 4, 8 producers within noise of before, or above.
 const enqueueMinBatch = 4
 
 // groupTimeout bounds a batch's call: it is not tied to one caller's
@@ -65,7 +66,7 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	w := &groupWait[T]{item: item, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.queued = append(g.queued, w)
-	lead := g.flushing == 0 || (g.flushing < cmp.Or(g.flushers, maxFlushers) && len(g.queued) >= g.minBatch)
+	lead := g.flushing == 0 || (g.flushing < cmp.Or(g.flushers, maxFlushers) && len(g.queued) >= g.need())
 	if lead {
 		g.flushing++
 	}
@@ -142,13 +143,16 @@ func answer[T any](batch []*groupWait[T], errs []error) {
 // item (own) stops once that is answered: if more wait, a goroutine takes
 // over its turn, so no caller is held up by the items of others.
 func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T]) {
+	sent := 0 // items of this flusher's last call, answered
 	for {
 		g.mu.Lock()
+		g.inCalls -= sent
+		sent = 0
 		batch := g.queued
 		if len(batch) > g.limit {
 			batch = batch[:g.limit]
 		}
-		if len(batch) == 0 || (g.flushing > 1 && len(batch) < g.minBatch) {
+		if len(batch) == 0 || (g.flushing > 1 && len(batch) < g.need()) {
 			g.flushing--
 			g.mu.Unlock()
 			return
@@ -159,6 +163,8 @@ func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T]) {
 			return
 		}
 		g.queued = g.queued[len(batch):]
+		g.inCalls += len(batch)
+		sent = len(batch)
 		g.mu.Unlock()
 		items := make([]T, len(batch))
 		for i, w := range batch {
@@ -175,4 +181,17 @@ func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T]) {
 			w.done <- errs[i]
 		}
 	}
+}
+
+// need is how many queued items a call beside others in flight waits for:
+// an even share of the items outstanding (queued and in calls) over the
+// calls allowed in flight, at least 1 and at most minBatch. A few callers
+// thus still go side by side, one item each, as they would alone, while
+// many share calls of minBatch items. The caller holds mu.
+func (g *groupCommit[T]) need() int {
+	if g.minBatch <= 1 {
+		return 1
+	}
+	fl := cmp.Or(g.flushers, maxFlushers)
+	return min(max((len(g.queued)+g.inCalls+fl-1)/fl, 1), g.minBatch)
 }

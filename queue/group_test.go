@@ -67,6 +67,19 @@ func newGatedGroup(flushers, minBatch int) *gatedGroup {
 	return gg
 }
 
+// call returns the items of the next call to go out, failing the test if
+// none does within 5 s.
+func (gg *gatedGroup) call(t *testing.T) []int {
+	t.Helper()
+	select {
+	case items := <-gg.calls:
+		return items
+	case <-time.After(5 * time.Second):
+		t.Fatal("no call went out")
+		return nil
+	}
+}
+
 // state reads the calls in flight and the items queued, under the lock.
 func (gg *gatedGroup) state() (flushing, queued int) {
 	gg.g.mu.Lock()
@@ -74,50 +87,82 @@ func (gg *gatedGroup) state() (flushing, queued int) {
 	return gg.g.flushing, len(gg.g.queued)
 }
 
-// Beside a call in flight, a new call goes out only once minBatch items
-// wait for it: a caller answered by one call and back at once no longer
-// finds a free turn and goes alone (most calls carried one task), while a
-// lone caller is still sent at once. A call that comes back to fewer than
-// minBatch items leaves them to the last call in flight, which sends them.
-func TestGroupCallBesideOthersWaitsForMinBatch(t *testing.T) {
+// A few callers go side by side, one item each, as they would alone: the
+// share of items a call beside others waits for is 1 while few are
+// outstanding.
+func TestGroupFewCallersGoAtOnce(t *testing.T) {
 	gg := newGatedGroup(4, 4)
 	ctx := t.Context()
-	errs := make(chan error, 16)
-	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
-
-	do(0)
-	require.Equal(t, []int{0}, <-gg.calls, "a lone caller goes at once")
-	gateA := <-gg.gates
-	for i := 1; i <= 3; i++ {
-		do(i)
+	errs := make(chan error, 4)
+	for i := range 3 {
+		go func() { errs <- gg.g.do(ctx, i) }()
+		require.Len(t, gg.call(t), 1, "caller %d goes at once", i)
 	}
-	require.Eventually(t, func() bool { _, q := gg.state(); return q == 3 }, 5*time.Second, time.Millisecond)
-	f, _ := gg.state()
-	require.Equal(t, 1, f, "three waiting items start no second call")
-	do(4)
-	second := <-gg.calls
-	require.ElementsMatch(t, []int{1, 2, 3, 4}, second, "the fourth starts a call with all four")
-	gateB := <-gg.gates
-
-	do(5)
-	do(6)
-	require.Eventually(t, func() bool { _, q := gg.state(); return q == 2 }, 5*time.Second, time.Millisecond)
-	close(gateA) // comes back to two items, with another call in flight: leaves them
-	require.NoError(t, <-errs)
-	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
-	_, q := gg.state()
-	require.Equal(t, 2, q, "the two items wait for the last call in flight")
-	require.Empty(t, gg.calls)
-
-	close(gateB) // the last call in flight sends what is left
-	require.ElementsMatch(t, []int{5, 6}, <-gg.calls)
-	close(<-gg.gates)
-	for range 6 {
+	for range 3 {
+		close(<-gg.gates)
 		require.NoError(t, <-errs)
 	}
-	f, q = gg.state()
+}
+
+// With many callers outstanding, a call beside others goes out only once
+// its share of them waits (at most minBatch): a caller answered by one call
+// and back at once no longer finds a free turn and goes alone (with 16
+// producers most calls carried one task). A call that comes back to fewer
+// leaves them to the others in flight; the last one sends what is left.
+func TestGroupCallBesideOthersWaitsForItsShare(t *testing.T) {
+	gg := newGatedGroup(3, 4)
+	ctx := t.Context()
+	errs := make(chan error, 32)
+	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
+	queuedIs := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool { _, q := gg.state(); return q == n }, 5*time.Second, time.Millisecond)
+	}
+
+	var gates []chan struct{}
+	for i := range 3 { // few outstanding: each goes at once
+		do(i)
+		require.Equal(t, []int{i}, gg.call(t))
+		gates = append(gates, <-gg.gates)
+	}
+	for i := 3; i < 12; i++ { // no free turn: they queue
+		do(i)
+	}
+	queuedIs(9)
+	close(gates[0]) // comes back to 9 waiting (share 4): sends them all
+	require.ElementsMatch(t, []int{3, 4, 5, 6, 7, 8, 9, 10, 11}, gg.call(t))
+	gates = append(gates, <-gg.gates)
+
+	for i := 12; i < 15; i++ {
+		do(i)
+	}
+	queuedIs(3)
+	close(gates[1]) // comes back to 3 waiting of 13 outstanding (share 4): leaves them
+	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 2 }, 5*time.Second, time.Millisecond)
+	_, q := gg.state()
+	require.Equal(t, 3, q, "three items wait for their share")
+	require.Empty(t, gg.calls, "no call carries fewer than the share beside others")
+
+	do(15) // the fourth fills the share and takes the free turn
+	require.ElementsMatch(t, []int{12, 13, 14, 15}, gg.call(t))
+	gates = append(gates, <-gg.gates)
+
+	do(16)
+	queuedIs(1)
+	close(gates[2])
+	close(gates[3]) // two calls come back: one item is not their share
+	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
+	require.Empty(t, gg.calls)
+	close(gates[4]) // the last call in flight sends what is left
+	require.Equal(t, []int{16}, gg.call(t))
+	close(<-gg.gates)
+	for range 17 {
+		require.NoError(t, <-errs)
+	}
+	f, q := gg.state()
 	require.Zero(t, f, "no call left in flight")
 	require.Zero(t, q)
+	require.Zero(t, gg.g.inCalls)
 }
 
 // Without minBatch (the Ack group) every caller that finds a free turn
@@ -127,9 +172,9 @@ func TestGroupWithoutMinBatchSendsAtOnce(t *testing.T) {
 	ctx := t.Context()
 	errs := make(chan error, 4)
 	go func() { errs <- gg.g.do(ctx, 0) }()
-	require.Equal(t, []int{0}, <-gg.calls)
+	require.Equal(t, []int{0}, gg.call(t))
 	go func() { errs <- gg.g.do(ctx, 1) }()
-	require.Equal(t, []int{1}, <-gg.calls, "a free turn is taken at once")
+	require.Equal(t, []int{1}, gg.call(t), "a free turn is taken at once")
 	close(<-gg.gates)
 	close(<-gg.gates)
 	require.NoError(t, <-errs)
