@@ -20,10 +20,11 @@ import (
 // round trip, so a batch costs one call and a handful of Redis commands
 // however large it is; a lone call is sent at once, with no added delay.
 type groupCommit[T any] struct {
-	limit    int                                // items per call
-	send     func(context.Context, []T) []error // one call for a batch: an error per item
-	flushers int                                // calls in flight at most (0: maxFlushers)
-	minBatch int                                // the most a call beside others waits for (0: none; see need)
+	limit     int                                // items per call
+	send      func(context.Context, []T) []error // one call for a batch: an error per item
+	flushers  int                                // calls in flight at most (0: maxFlushers)
+	minBatch  int                                // the most a call beside others waits for (0: none; see need)
+	shareWait time.Duration                      // how long at most (0: shareWait)
 
 	mu       sync.Mutex
 	queued   []*groupWait[T]
@@ -53,6 +54,11 @@ const enqueueFlushers = 4
 // Enqueues/s at 1, 2, 4, 8 producers within noise of before, or above.
 const enqueueMinBatch = 4
 
+// shareWait bounds how long an Enqueue waits for its share of a call
+// while calls in flight are slow (awaitShare): calls answer in well under
+// a millisecond, so it is only reached when one stalls.
+const shareWait = 5 * time.Millisecond
+
 // groupTimeout bounds a batch's call: it is not tied to one caller's
 // context, since it carries the items of others.
 const groupTimeout = 5 * time.Second
@@ -72,7 +78,9 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	}
 	g.mu.Unlock()
 	if lead {
-		g.flush(ctx, w)
+		g.flush(ctx, w, false)
+	} else if g.minBatch > 1 {
+		g.awaitShare(ctx, w)
 	}
 	select {
 	case err := <-w.done:
@@ -87,6 +95,33 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 		// lost, the caller retries (an enqueue with the same ID gets
 		// ErrDuplicateTask if it was stored).
 		return ctx.Err()
+	}
+}
+
+// awaitShare bounds how long an item waits for its share (see need) when
+// the calls it waits on are slow: after shareWait without an answer, if the
+// item is still queued and a call turn is free, its caller sends it with
+// whatever else is queued. It returns once the item is answered, sent or
+// left to the calls in flight (all turns taken), or ctx ends.
+func (g *groupCommit[T]) awaitShare(ctx context.Context, w *groupWait[T]) {
+	t := time.NewTimer(cmp.Or(g.shareWait, shareWait))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case err := <-w.done:
+		w.done <- err // for the caller's select
+		return
+	case <-ctx.Done():
+		return
+	}
+	g.mu.Lock()
+	lead := g.flushing < cmp.Or(g.flushers, maxFlushers) && slices.Contains(g.queued, w)
+	if lead {
+		g.flushing++
+	}
+	g.mu.Unlock()
+	if lead {
+		g.flush(ctx, w, true)
 	}
 }
 
@@ -111,7 +146,7 @@ func (g *groupCommit[T]) flushQueued(ctx context.Context) {
 	}
 	g.mu.Unlock()
 	if lead {
-		g.flush(ctx, nil)
+		g.flush(ctx, nil, false)
 	}
 }
 
@@ -141,8 +176,9 @@ func answer[T any](batch []*groupWait[T], errs []error) {
 
 // flush sends batches until none is queued. A caller flushing for its own
 // item (own) stops once that is answered: if more wait, a goroutine takes
-// over its turn, so no caller is held up by the items of others.
-func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T]) {
+// over its turn, so no caller is held up by the items of others. With
+// force the first batch goes whatever its size (see awaitShare).
+func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T], force bool) {
 	sent := 0 // items of this flusher's last call, answered
 	for {
 		g.mu.Lock()
@@ -152,19 +188,19 @@ func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T]) {
 		if len(batch) > g.limit {
 			batch = batch[:g.limit]
 		}
-		if len(batch) == 0 || (g.flushing > 1 && len(batch) < g.need()) {
+		if len(batch) == 0 || (!force && g.flushing > 1 && len(batch) < g.need()) {
 			g.flushing--
 			g.mu.Unlock()
 			return
 		}
 		if own != nil && len(own.done) > 0 {
 			g.mu.Unlock()
-			go g.flush(context.WithoutCancel(ctx), nil) // hand the turn over
+			go g.flush(context.WithoutCancel(ctx), nil, false) // hand the turn over
 			return
 		}
 		g.queued = g.queued[len(batch):]
 		g.inCalls += len(batch)
-		sent = len(batch)
+		sent, force = len(batch), false
 		g.mu.Unlock()
 		items := make([]T, len(batch))
 		for i, w := range batch {

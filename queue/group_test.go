@@ -57,6 +57,7 @@ type gatedGroup struct {
 func newGatedGroup(flushers, minBatch int) *gatedGroup {
 	gg := &gatedGroup{calls: make(chan []int, 16), gates: make(chan chan struct{}, 16)}
 	gg.g.limit, gg.g.flushers, gg.g.minBatch = 256, flushers, minBatch
+	gg.g.shareWait = time.Hour // the share is waited for; TestGroupSlowCallHoldsNoOneLong sets its own
 	gg.g.send = func(_ context.Context, items []int) []error {
 		gate := make(chan struct{})
 		gg.gates <- gate
@@ -161,6 +162,46 @@ func TestGroupCallBesideOthersWaitsForItsShare(t *testing.T) {
 	}
 	f, q := gg.state()
 	require.Zero(t, f, "no call left in flight")
+	require.Zero(t, q)
+	require.Zero(t, gg.g.inCalls)
+}
+
+// A call in flight that stalls holds an item waiting for its share at
+// most shareWait: with a turn free, its caller then sends it, as a lone
+// call would have gone, rather than wait out the stalled call (up to
+// groupTimeout, 5 s).
+func TestGroupSlowCallHoldsNoOneLong(t *testing.T) {
+	gg := newGatedGroup(2, 4)
+	gg.g.shareWait = 10 * time.Millisecond
+	ctx := t.Context()
+	errs := make(chan error, 16)
+	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
+
+	do(0)
+	require.Equal(t, []int{0}, gg.call(t))
+	gateA := <-gg.gates
+	do(1) // two outstanding: goes at once
+	require.Equal(t, []int{1}, gg.call(t))
+	gateB := <-gg.gates
+	for i := 2; i < 10; i++ {
+		do(i)
+	}
+	require.Eventually(t, func() bool { _, q := gg.state(); return q == 8 }, 5*time.Second, time.Millisecond)
+	close(gateA)
+	require.ElementsMatch(t, []int{2, 3, 4, 5, 6, 7, 8, 9}, gg.call(t))
+	stalled := <-gg.gates // held until the end: 8 items in a stalled call
+	close(gateB)
+	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
+
+	do(10) // 9 outstanding, share 4: it waits, but only shareWait
+	require.Equal(t, []int{10}, gg.call(t), "sent beside the stalled call")
+	close(<-gg.gates)
+	close(stalled)
+	for range 11 {
+		require.NoError(t, <-errs)
+	}
+	f, q := gg.state()
+	require.Zero(t, f)
 	require.Zero(t, q)
 	require.Zero(t, gg.g.inCalls)
 }
