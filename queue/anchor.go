@@ -19,7 +19,11 @@ import "fmt"
 // that enqueues and processes, 6 alternating rounds, medians: 202.5 vs 188.
 const (
 	anchorMember = "~ overtake anchor: not a task; keeps this sorted set a skiplist, cheaper to update ~"
-	anchorScore  = "9007199254740991" // 2^53-1: above every ms deadline and level
+	// anchorScore is 10^13 ms (the year 2286): above every lease deadline
+	// and level, yet a worker of the release before the anchor, which reads
+	// the first member of leases as its next lease expiry, gets a finite
+	// wait from it (2^53 ms would overflow its time.Duration).
+	anchorScore = "10000000000000"
 )
 
 // belowAnchor is the exclusive upper bound of a range read of leases or
