@@ -38,7 +38,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	quick := fs.Bool("quick", false, "small sizes and one round: a smoke test of under a minute")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each figure is the median over rounds")
 	fs.IntVar(&o.memTasks, "mem-tasks", 50_000, "pending tasks (100-byte payload) of the memory figure")
-	fs.IntVar(&o.workTasks, "work-tasks", 10_000, "no-op tasks enqueued and processed for the command and CPU figures")
+	fs.IntVar(&o.workTasks, "work-tasks", 50_000, "no-op tasks enqueued and processed for the command and CPU figures (a round of 10k lasted 0.3 s for Overtake, short enough for one burst of load on a shared machine to move it)")
 	fs.IntVar(&o.enqTasks, "enqueue-tasks", 50_000, "tasks of the single-Enqueue throughput figure")
 	fs.IntVar(&o.drainTasks, "drain-tasks", 50_000, "pre-enqueued no-op tasks drained")
 	fs.IntVar(&o.conc, "concurrency", 64, "worker concurrency of the work and drain runs")
