@@ -182,8 +182,7 @@ func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T], force boo
 	sent := 0 // items of this flusher's last call, answered
 	for {
 		g.mu.Lock()
-		g.inCalls -= sent
-		sent = 0
+		g.inCalls -= sent // answered: every path below returns or sets sent anew
 		batch := g.queued
 		if len(batch) > g.limit {
 			batch = batch[:g.limit]
