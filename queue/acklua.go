@@ -24,41 +24,46 @@ local function fast_acks(base, stride, nops)
   if not pcall(redis.call, 'ZSCORE', P .. 'leases', ids[1]) then return corrupt('leases', 'zset') end
   local res, rm, busy, acnt, dels = {}, {}, {}, {}, {}
   for i = 1, nops do
-    local s
     local raw = raws[i]
-    local fresh = false
+    -- The state as the lease wrote it for a fresh task (the common case):
+    -- one anchored match reads the fields needed, the optional slot pool
+    -- after them, into locals (no table). Such a task has no checkpoint: a
+    -- save adds cps to the state, and a task that had one has more fields.
+    local al, w, tk, b, fresh
     if raw then
-      -- The state as the lease wrote it for a fresh task (the common
-      -- case): one anchored match reads the fields needed, the optional
-      -- slot pool after them. Such a task has no checkpoint: a save adds
-      -- cps to the state, and a task that had one has more fields.
-      local al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
+      local e
+      al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
       if al then
-        s, fresh = {tk = tk, w = w, al = al}, true
+        fresh = true
         if string.byte(raw, e) ~= 125 then
-          s.b = string.match(raw, '^,"b":"(%d+)"}$', e)
-          if not s.b then s, fresh = nil, false end
+          b = string.match(raw, '^,"b":"(%d+)"}$', e)
+          if not b then al, w, tk, fresh = nil, nil, nil, false end
         end
       end
     end
-    if s then
-    elseif raw and not string.find(raw, '\\', 1, true) then
-      -- No escapes: read the three fields needed without a JSON decode.
-      s = {tk = string.match(raw, '"tk":"([^"]*)"'), w = string.match(raw, '"w":"([^"]*)"'),
-        al = string.match(raw, '"al":"([^"]*)"'), b = string.match(raw, '"b":"([^"]*)"')}
-    else
-      s = decode(raw)
+    if not al and raw then
+      local s
+      if not string.find(raw, '\\', 1, true) then
+        -- No escapes: read the fields needed without a JSON decode.
+        s = {tk = string.match(raw, '"tk":"([^"]*)"'), w = string.match(raw, '"w":"([^"]*)"'),
+          al = string.match(raw, '"al":"([^"]*)"'), b = string.match(raw, '"b":"([^"]*)"')}
+      else
+        s = decode(raw)
+      end
+      if s then tk, w, al, b = s.tk, s.w, s.al, s.b end
     end
-    if not raws[i] and typeof(sk[i]) ~= 'none' then
+    if not raw and typeof(sk[i]) ~= 'none' then
       res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
-    elseif not s or s.tk ~= ARGV[base + stride * (i - 1) + 2] then
+    elseif not raw or tk ~= ARGV[base + stride * (i - 1) + 2] then
       res[i] = 'L'
     else
       res[i] = 1
       rm[#rm + 1] = ids[i]
-      if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
-      if s.w and s.b then busy[s.w .. '|' .. s.b] = (busy[s.w .. '|' .. s.b] or 0) - 1 end
-      if s.al then acnt[s.al] = (acnt[s.al] or 0) - 1 end
+      if w then
+        busy[w] = (busy[w] or 0) - 1
+        if b then busy[w .. '|' .. b] = (busy[w .. '|' .. b] or 0) - 1 end
+      end
+      if al then acnt[al] = (acnt[al] or 0) - 1 end
       local d = #dels
       dels[d + 1] = P .. 't:' .. ids[i]; dels[d + 2] = sk[i]
       if not fresh then dels[d + 3] = P .. 'c:' .. ids[i] end

@@ -51,11 +51,10 @@ local stored = kv ~= nil and n > 0 and redis.call('MSETNX', unpack(kv)) == 1
 for i = 1, n do
   local b = 2 + 6 * (i - 1)
   local id, mode, delay, lvl, prb, body = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
-  local key = P .. 't:' .. id
   local bad = mode == 's' and (wrong(P .. 'scheduled', 'zset') or wrong(P .. 'n', 'hash'))
   if bad then
     res[i] = bad
-  elseif not stored and not redis.call('SET', key, '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
+  elseif not stored and not redis.call('SET', P .. 't:' .. id, '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
     res[i] = 0
   elseif mode == 'p' then
     res[i] = 1

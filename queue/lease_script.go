@@ -64,7 +64,7 @@ end
 local skip = ARGV[15] or ','
 local taken = {}
 local out = {0, now, dl, bad, taken, acked}
-local set, lz, rz, acnt, leased, out_ids_list = {}, {}, {}, {}, {}, {}
+local set, lz, rz, acnt, leased = {}, {}, {}, {}, {}
 local ids, lvls = {}, {}
 local n, popped, stuck, drained = 0, 0, false, false
 local first -- the first task leased: the urgent one of a reservation
@@ -74,6 +74,10 @@ local nows, dls, LS = tostring(now), tostring(dl), {}
 for l = 0, maxl do LS[l] = tostring(l) end
 local wj = '"' .. w .. '"'
 if string.find(w, '[%c"\\/]') then wj = cjson.encode(w) end
+-- A fresh task's state is JS1[level] .. n .. JS_T: the parts that do not
+-- change from task to task are joined once per call (per level).
+local JS_W, JS_T = '","w":' .. wj .. ',"tk":"' .. tok .. '.', '","stt":"' .. nows .. '"'
+local JS_TE, JS1 = JS_T .. '}', {}
 -- prb0 says whether a record's header marks it not preemptible
 -- ("2|<level>|0|"), without parsing the rest of it.
 local function prb0(rec)
@@ -221,13 +225,14 @@ for gi, g in ipairs(groups) do
           end
           n = n + 1
           local js
-          local band = slot_band(g)
+          local band
+          if g.bd ~= '' or g.c == 'b' then band = slot_band(g) end
           if band then bcnt[band] = (bcnt[band] or 0) + 1 end
           if not raw then
             -- A fresh task (the common case): its state written by hand.
-            js = '{"st":"active","l":"' .. ls .. '","al":"' .. ls .. '","w":' .. wj .. ',"tk":"' .. tok .. '.' .. n .. '","stt":"' .. nows .. '"'
-            if band then js = js .. ',"b":"' .. band .. '"' end
-            js = js .. '}'
+            local j1 = JS1[ls]
+            if not j1 then j1 = '{"st":"active","l":"' .. ls .. '","al":"' .. ls .. JS_W; JS1[ls] = j1 end
+            if band then js = j1 .. n .. JS_T .. ',"b":"' .. band .. '"}' else js = j1 .. n .. JS_TE end
           else
             s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', ls, w, tok .. '.' .. n, nows, ls, band
             js = cjson.encode(s)
@@ -244,7 +249,7 @@ for gi, g in ipairs(groups) do
             feed('resumed', now, 'id', id, 'l', lvl, 'w', w, 'pre', s.pre, 'cps', s.cps or '0')
           end
           acnt[lvl] = (acnt[lvl] or 0) + 1
-          leased[i] = true; out_ids_list[#out_ids_list + 1] = id
+          leased[i] = true
           out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
         end
       end
@@ -298,7 +303,11 @@ if n > 0 then
   if #rz > 0 then
     rz[#rz + 1] = ANCHOR_SCORE; rz[#rz + 1] = ANCHOR -- keeps the set a skiplist (anchor.go)
     if not pcall(redis.call, 'ZADD', P .. 'running', unpack(rz)) then return fail('running', 'zset') end
-    undo[#undo + 1] = function() redis.call('ZREM', P .. 'running', unpack(out_ids_list)) end
+    undo[#undo + 1] = function()
+      local rm = {}
+      for i = 1, #ids do if leased[i] then rm[#rm + 1] = ids[i] end end
+      redis.call('ZREM', P .. 'running', unpack(rm))
+    end
   end
   lz[#lz + 1] = ANCHOR_SCORE; lz[#lz + 1] = ANCHOR
   if not pcall(redis.call, 'ZADD', P .. 'leases', unpack(lz)) then return fail('leases', 'zset') end
