@@ -30,5 +30,6 @@ const (
 // running that must not return the anchor.
 const belowAnchor = "(" + anchorScore
 
-// luaAnchor defines the anchor for the scripts (see anchorMember).
-var luaAnchor = fmt.Sprintf("\nlocal ANCHOR, ANCHOR_SCORE = %q, %q\n", anchorMember, anchorScore)
+// luaAnchor defines the anchor and its bound for the scripts (see
+// anchorMember).
+var luaAnchor = fmt.Sprintf("\nlocal ANCHOR, ANCHOR_SCORE, BELOW_ANCHOR = %q, %q, %q\n", anchorMember, anchorScore, belowAnchor)

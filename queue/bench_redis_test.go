@@ -2,8 +2,6 @@ package queue
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -12,26 +10,15 @@ import (
 	"github.com/overtake/overtake/internal/wire"
 )
 
-// scriptMicros reads what Redis spent in EVALSHA and EVAL so far (INFO
-// commandstats usec, the commands the scripts call included).
+// scriptMicros reads what Redis spent in scripts so far (see
+// testredis.ScriptMicros).
 func scriptMicros(b *testing.B, rdb *redis.Client) float64 {
 	b.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	us, err := testredis.ScriptMicros(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var usec float64
-	for line := range strings.SplitSeq(info, "\r\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok {
-				_, v, _ := strings.Cut(rest, "usec=")
-				v, _, _ = strings.Cut(v, ",")
-				n, _ := strconv.ParseFloat(v, 64)
-				usec += n
-			}
-		}
-	}
-	return usec
+	return float64(us)
 }
 
 // BenchmarkScriptsOnRedis reports Redis's own time in the scripts per task

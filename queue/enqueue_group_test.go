@@ -3,8 +3,6 @@ package queue
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -55,17 +53,8 @@ func TestEnqueueGroupsConcurrentCalls(t *testing.T) {
 	require.Equal(t, goroutines*each-goroutines/2, stored)
 	st := e.stats()
 	require.EqualValues(t, stored, st.Levels[0].Pending+st.Levels[1].Pending+st.Levels[2].Pending)
-	info := rdb.Info(e.ctx, "commandstats").Val()
-	calls := int64(0)
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok {
-				v, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-				n, _ := strconv.ParseInt(v, 10, 64)
-				calls += n
-			}
-		}
-	}
+	calls, err := testredis.ScriptCalls(e.ctx, rdb)
+	require.NoError(t, err)
 	t.Logf("%d enqueues in %d script calls", goroutines*each, calls)
 	require.Less(t, calls, int64(goroutines*each/2), "concurrent enqueues share script calls")
 }

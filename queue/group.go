@@ -80,7 +80,9 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	if lead {
 		g.flush(ctx, w, false)
 	} else if g.minBatch > 1 {
-		g.awaitShare(ctx, w)
+		if answered, err := g.awaitShare(ctx, w); answered {
+			return err
+		}
 	}
 	select {
 	case err := <-w.done:
@@ -101,18 +103,18 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 // awaitShare bounds how long an item waits for its share (see need) when
 // the calls it waits on are slow: after shareWait without an answer, if the
 // item is still queued and a call turn is free, its caller sends it with
-// whatever else is queued. It returns once the item is answered, sent or
-// left to the calls in flight (all turns taken), or ctx ends.
-func (g *groupCommit[T]) awaitShare(ctx context.Context, w *groupWait[T]) {
+// whatever else is queued. It returns the item's answer if that came
+// first; else the caller waits for it (sent, or left to the calls in
+// flight when every turn is taken) or for ctx.
+func (g *groupCommit[T]) awaitShare(ctx context.Context, w *groupWait[T]) (answered bool, err error) {
 	t := time.NewTimer(cmp.Or(g.shareWait, shareWait))
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case err := <-w.done:
-		w.done <- err // for the caller's select
-		return
+		return true, err
 	case <-ctx.Done():
-		return
+		return false, nil
 	}
 	g.mu.Lock()
 	lead := g.flushing < cmp.Or(g.flushers, maxFlushers) && slices.Contains(g.queued, w)
@@ -123,6 +125,7 @@ func (g *groupCommit[T]) awaitShare(ctx context.Context, w *groupWait[T]) {
 	if lead {
 		g.flush(ctx, w, true)
 	}
+	return false, nil
 }
 
 // queue adds item without sending it (no caller leads): it waits for a

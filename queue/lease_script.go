@@ -225,8 +225,7 @@ for gi, g in ipairs(groups) do
           end
           n = n + 1
           local js
-          local band
-          if g.bd ~= '' or g.c == 'b' then band = slot_band(g) end
+          local band = slot_band(g)
           if band then bcnt[band] = (bcnt[band] or 0) + 1 end
           if not raw then
             -- A fresh task (the common case): its state written by hand.
@@ -266,7 +265,7 @@ for gi, g in ipairs(groups) do
 end
 if popped == 0 then
   local ok1, s = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
-  local ok2, l = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'leases', '-inf', '(' .. ANCHOR_SCORE, 'WITHSCORES', 'LIMIT', 0, 1)
+  local ok2, l = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'leases', '-inf', BELOW_ANCHOR, 'WITHSCORES', 'LIMIT', 0, 1)
   if not ok1 then s = {} end
   if not ok2 then l = {} end
   local due = 0

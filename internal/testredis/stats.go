@@ -14,17 +14,40 @@ import (
 // scripts are counted, and so is each EVALSHA itself, and this call's INFO
 // is not (it is counted only after it returns).
 func CommandCalls(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	return commandStats(ctx, rdb, "calls", nil)
+}
+
+// ScriptCalls is the number of EVALSHA and EVAL calls since the last
+// CONFIG RESETSTAT (INFO commandstats).
+func ScriptCalls(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	return commandStats(ctx, rdb, "calls", isScript)
+}
+
+// ScriptMicros is the time Redis spent in EVALSHA and EVAL since the last
+// CONFIG RESETSTAT, in µs (INFO commandstats usec): the commands the
+// scripts call included, the network and the event loop not.
+func ScriptMicros(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	return commandStats(ctx, rdb, "usec", isScript)
+}
+
+func isScript(cmd string) bool { return cmd == "evalsha" || cmd == "eval" }
+
+// commandStats sums one field of INFO commandstats (calls, usec) over the
+// commands keep accepts (nil: all).
+func commandStats(ctx context.Context, rdb redis.UniversalClient, field string, keep func(cmd string) bool) (int64, error) {
 	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, err
 	}
 	var total int64
 	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		cmd, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd || (keep != nil && !keep(cmd)) {
 			continue
 		}
-		for _, f := range strings.Split(line[strings.IndexByte(line, ':')+1:], ",") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(f), "calls="); ok {
+		for _, f := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(f, field+"="); ok {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
 					return 0, fmt.Errorf("commandstats %q: %w", line, err)
