@@ -22,15 +22,21 @@ local function fast_acks(base, stride, nops)
   local raws = redis.call('MGET', unpack(sk))
   -- A read of one member checks the type of leases, written last.
   if not pcall(redis.call, 'ZSCORE', P .. 'leases', ids[1]) then return corrupt('leases', 'zset') end
-  local res, rm, busy, acnt, dels = {}, {}, {}, {}, {}
+  local res, rm, busy, acnt, dels, seen = {}, {}, {}, {}, {}, {}
   for i = 1, nops do
     local raw = raws[i]
     -- The state as the lease wrote it for a fresh task (the common case):
     -- one anchored match reads the fields needed, the optional slot pool
     -- after them, into locals (no table). Such a task has no checkpoint: a
     -- save adds cps to the state, and a task that had one has more fields.
+    -- The tasks of one lease call at one level share that string (and
+    -- Lua strings are interned), so it is matched once per call: seen
+    -- keeps what it read.
     local al, w, tk, b, fresh
-    if raw then
+    local hit = raw and seen[raw]
+    if hit then
+      al, w, tk, b, fresh = hit[1], hit[2], hit[3], hit[4], true
+    elseif raw then
       local e
       al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
       if al then
@@ -39,6 +45,7 @@ local function fast_acks(base, stride, nops)
           b = string.match(raw, '^,"b":"(%d+)"}$', e)
           if not b then al, w, tk, fresh = nil, nil, nil, false end
         end
+        if fresh then seen[raw] = {al, w, tk, b} end
       end
     end
     if not al and raw then

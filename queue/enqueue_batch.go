@@ -19,8 +19,9 @@ import (
 //	ARGV[1] prefix  ARGV[2] now ms or ""
 //	then per task: id, "p" | "s", delay ms, level, preemptible 0/1, body
 //
-// Returns one entry per task: 1 stored, 0 the ID exists, or a CORRUPT
-// message (nothing of that task stored).
+// Returns n when every task was stored (the common case), else one entry
+// per task: 1 stored, 0 the ID exists, or a CORRUPT message (nothing of
+// that task stored). enqueueReplies reads either.
 var enqueueManyScript = redis.NewScript(`
 local P = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -37,17 +38,41 @@ end
 local res, byl, order = {}, {}, {}
 local n = (#ARGV - 2) / 6
 -- All pending, IDs distinct (the common case): one MSETNX stores every
--- record. If one ID exists it stores none, and each goes alone (SET NX).
-local kv, seen = {}, {}
+-- record, one RPUSH per level queues them, and the reply is n (all
+-- stored), with no second pass. If one ID exists it stores none, and each
+-- goes alone (SET NX) below.
+local kv, seen, fl, forder = {}, {}, {}, {}
 for i = 1, n do
   local b = 2 + 6 * (i - 1)
-  local id = ARGV[b + 1]
+  local id, lvl = ARGV[b + 1], ARGV[b + 4]
   if ARGV[b + 2] ~= 'p' or seen[id] then kv = nil; break end
   seen[id] = true
   kv[2 * i - 1] = P .. 't:' .. id
-  kv[2 * i] = '2|' .. ARGV[b + 4] .. '|' .. ARGV[b + 5] .. '|' .. nows .. '|' .. ARGV[b + 6]
+  kv[2 * i] = '2|' .. lvl .. '|' .. ARGV[b + 5] .. '|' .. nows .. '|' .. ARGV[b + 6]
+  local l = fl[lvl]
+  if not l then l = {}; fl[lvl] = l; forder[#forder + 1] = lvl end
+  l[#l + 1] = id
 end
 local stored = kv ~= nil and n > 0 and redis.call('MSETNX', unpack(kv)) == 1
+if stored then
+  local out
+  for _, lvl in ipairs(forder) do
+    local ids, key = fl[lvl], P .. 'p:' .. lvl
+    local ok, len = pcall(redis.call, 'RPUSH', key, unpack(ids))
+    if not ok then
+      -- A wrong-typed list: its tasks are not stored (their records go).
+      local msg = wrong(key, 'list') or ('CORRUPT ' .. key)
+      if not out then out = {}; for i = 1, n do out[i] = 1 end end
+      for i = 1, n do
+        local b = 2 + 6 * (i - 1)
+        if ARGV[b + 4] == lvl then redis.call('DEL', P .. 't:' .. ARGV[b + 1]); out[i] = msg end
+      end
+    elseif len == #ids then
+      redis.call('PUBLISH', P .. 'wake', lvl) -- the list was empty
+    end
+  end
+  return out or n
+end
 for i = 1, n do
   local b = 2 + 6 * (i - 1)
   local id, mode, delay, lvl, prb, body = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
@@ -154,7 +179,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		exec(noScript, false)
 	}
 	for _, ch := range chunks {
-		res, err := ch.cmd.Slice()
+		res, err := enqueueReplies(ch.cmd, len(ch.idx))
 		for j, i := range ch.idx {
 			var e error
 			switch {
@@ -180,4 +205,20 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// enqueueReplies reads enqueueManyScript's reply for n tasks: one entry
+// per task, 1 for each when the script answered n (all stored).
+func enqueueReplies(cmd *redis.Cmd, n int) ([]any, error) {
+	if all, err := cmd.Int64(); err == nil {
+		if all != int64(n) {
+			return nil, fmt.Errorf("overtake: enqueue: reply %d for %d tasks", all, n)
+		}
+		res := make([]any, n)
+		for i := range res {
+			res[i] = int64(1)
+		}
+		return res, nil
+	}
+	return cmd.Slice()
 }

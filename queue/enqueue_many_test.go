@@ -36,3 +36,28 @@ func TestEnqueueBatchAllPending(t *testing.T) {
 		}
 	})
 }
+
+// A batch across levels whose one level list holds the wrong type stores
+// the tasks of the other levels; those of the broken level are refused
+// with ErrCorrupt naming the list and leave no record behind.
+func TestEnqueueBatchCorruptListRefusesItsLevelOnly(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.plant(e.c.keys.pending(2), "hash")
+		batch := make([]*enqWait, 0, 4)
+		for i, l := range []int{0, 2, 1, 2} {
+			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{ID: string(rune('a' + i)), Type: "t"}, []Option{Level(l)})
+			require.NoError(t, err)
+			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
+		}
+		errs := e.c.enqueueMany(e.ctx, batch)
+		require.NoError(t, errs[0])
+		require.NoError(t, errs[2])
+		requireCorrupt(t, errs[1], e.c.keys.pending(2))
+		requireCorrupt(t, errs[3], e.c.keys.pending(2))
+		require.Equal(t, []string{"a"}, e.pending(0))
+		require.Equal(t, []string{"c"}, e.pending(1))
+		e.gone("b")
+		e.gone("d")
+	})
+}

@@ -58,7 +58,7 @@ func (c *Client) enqueueMany(ctx context.Context, batch []*enqWait) []error {
 		args = append(args, a[1], a[2], a[4], a[5], a[6], a[7])
 	}
 	errs := make([]error, len(batch))
-	res, err := enqueueManyScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+	res, err := enqueueReplies(enqueueManyScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...), len(batch))
 	for i, w := range batch {
 		switch {
 		case err != nil:
