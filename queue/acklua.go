@@ -23,6 +23,15 @@ local function fast_acks(base, stride, nops)
   -- A read of one member checks the type of leases, written last.
   if not pcall(redis.call, 'ZSCORE', P .. 'leases', ids[1]) then return corrupt('leases', 'zset') end
   local res, rm, busy, acnt, dels, seen = {}, {}, {}, {}, {}, {}
+  local nrm, nd = 0, 0
+  -- unwind counts k ended leases of worker w (slot pool b) at level al.
+  local function unwind(w, b, al, k)
+    if w then
+      busy[w] = (busy[w] or 0) - k
+      if b then busy[w .. '|' .. b] = (busy[w .. '|' .. b] or 0) - k end
+    end
+    if al then acnt[al] = (acnt[al] or 0) - k end
+  end
   for i = 1, nops do
     local raw = raws[i]
     -- The state as the lease wrote it for a fresh task (the common case):
@@ -31,11 +40,12 @@ local function fast_acks(base, stride, nops)
     -- save adds cps to the state, and a task that had one has more fields.
     -- The tasks of one lease call at one level share that string (and
     -- Lua strings are interned), so it is matched once per call: seen
-    -- keeps what it read.
+    -- keeps what it read, and how many acks it ends (their counts are
+    -- settled once, after the loop).
     local al, w, tk, b, fresh
-    local hit = raw and seen[raw]
-    if hit then
-      al, w, tk, b, fresh = hit[1], hit[2], hit[3], hit[4], true
+    local ent = raw and seen[raw]
+    if ent then
+      al, w, tk, b, fresh = ent[1], ent[2], ent[3], ent[4], true
     elseif raw then
       local e
       al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
@@ -45,7 +55,7 @@ local function fast_acks(base, stride, nops)
           b = string.match(raw, '^,"b":"(%d+)"}$', e)
           if not b then al, w, tk, fresh = nil, nil, nil, false end
         end
-        if fresh then seen[raw] = {al, w, tk, b} end
+        if fresh then ent = {al, w, tk, b, 0}; seen[raw] = ent end
       end
     end
     if not al and raw then
@@ -65,18 +75,21 @@ local function fast_acks(base, stride, nops)
       res[i] = 'L'
     else
       res[i] = 1
-      rm[#rm + 1] = ids[i]
-      if w then
-        busy[w] = (busy[w] or 0) - 1
-        if b then busy[w .. '|' .. b] = (busy[w .. '|' .. b] or 0) - 1 end
+      nrm = nrm + 1
+      rm[nrm] = ids[i]
+      if ent then
+        ent[5] = ent[5] + 1
+      else
+        unwind(w, b, al, 1)
       end
-      if al then acnt[al] = (acnt[al] or 0) - 1 end
-      local d = #dels
-      dels[d + 1] = P .. 't:' .. ids[i]; dels[d + 2] = sk[i]
-      if not fresh then dels[d + 3] = P .. 'c:' .. ids[i] end
+      dels[nd + 1] = P .. 't:' .. ids[i]; dels[nd + 2] = sk[i]; nd = nd + 2
+      if not fresh then nd = nd + 1; dels[nd] = P .. 'c:' .. ids[i] end
     end
   end
-  if #rm == 0 then return res end
+  if nrm == 0 then return res end
+  for _, e in pairs(seen) do
+    if e[5] > 0 then unwind(e[2], e[4], e[1], e[5]) end
+  end
   local undo = {}
   local function fail(suffix, want)
     for j = #undo, 1, -1 do undo[j]() end

@@ -65,6 +65,8 @@ local skip = ARGV[15] or ','
 local taken = {}
 local out = {0, now, dl, bad, taken, acked}
 local set, lz, rz, acnt, leased = {}, {}, {}, {}, {}
+-- Lengths kept by hand: # costs a search per append in Lua 5.1.
+local ns, nr, no = 0, 0, #out
 local ids, lvls = {}, {}
 local n, popped, stuck, drained = 0, 0, false, false
 local first -- the first task leased: the urgent one of a reservation
@@ -162,7 +164,8 @@ for gi, g in ipairs(groups) do
       local key = got[1]
       local j = at
       while j <= #levels and P .. 'p:' .. levels[j] ~= key do j = j + 1 end
-      for _, id in ipairs(got[2]) do ids[#ids + 1] = id; lvls[#lvls + 1] = levels[j] end
+      local k, lj = #ids, levels[j]
+      for _, id in ipairs(got[2]) do k = k + 1; ids[k] = id; lvls[k] = lj end
       at = j + 1
     end
     if #ids < from then break end
@@ -170,15 +173,15 @@ for gi, g in ipairs(groups) do
     -- (to replace IDs that yield no task) would find nothing.
     drained = #ids - from + 1 < ask
     popped = #ids
-    local mk = {}
+    local mk, m = {}, 0
     for i = from, #ids do
       local id = ids[i]
-      local m = #mk
       mk[m + 1] = P .. 't:' .. id; mk[m + 2] = P .. 's:' .. id
+      m = m + 2
     end
     -- The paused key rides along (no extra command): a level paused while
     -- this worker did not know yet is put back, untouched, and skipped.
-    mk[#mk + 1] = P .. 'paused'
+    mk[m + 1] = P .. 'paused'
     local vals = redis.call('MGET', unpack(mk))
     -- Checkpoints, read only for tasks with a state: a fresh task (the
     -- common case) has none, since a save needs a lease, which writes one.
@@ -246,9 +249,9 @@ for gi, g in ipairs(groups) do
             s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', ls, w, tok, nows, ls, band
             js = cjson.encode(s)
           end
-          set[#set + 1] = mk[j + 2]; set[#set + 1] = js
-          lz[#lz + 1] = dls; lz[#lz + 1] = id
-          if not prb0(rec) then rz[#rz + 1] = ls; rz[#rz + 1] = id end
+          set[ns + 1] = mk[j + 2]; set[ns + 2] = js; ns = ns + 2
+          lz[ns - 1] = dls; lz[ns] = id
+          if not prb0(rec) then rz[nr + 1] = ls; rz[nr + 2] = id; nr = nr + 2 end
           if n == 1 then
             local h = header(rec)
             first = {id = id, lvl = lvl, rdy = num(s.rdy or (h and h.enq))}
@@ -259,7 +262,7 @@ for gi, g in ipairs(groups) do
           end
           acnt[lvl] = (acnt[lvl] or 0) + 1
           leased[i] = true
-          out[#out + 1] = id; out[#out + 1] = rec; out[#out + 1] = js; out[#out + 1] = cp or false
+          out[no + 1] = id; out[no + 2] = rec; out[no + 3] = js; out[no + 4] = cp or false; no = no + 4
         end
       end
     end
