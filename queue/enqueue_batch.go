@@ -35,7 +35,6 @@ local function wrong(k, want)
   if type(t) == 'table' then t = t.ok end
   if t ~= 'none' and t ~= want then return 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a ' .. want end
 end
-local res, byl, order = {}, {}, {}
 local n = (#ARGV - 2) / 6
 -- All pending, IDs distinct (the common case): one MSETNX stores every
 -- record, one RPUSH per level queues them, and the reply is n (all
@@ -73,6 +72,7 @@ if stored then
   end
   return out or n
 end
+local res, byl, order = {}, {}, {}
 for i = 1, n do
   local b = 2 + 6 * (i - 1)
   local id, mode, delay, lvl, prb, body = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
