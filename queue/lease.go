@@ -39,8 +39,8 @@ func encodeGroups(groups []wire.LeaseGroup, skip []int, levels int) string {
 
 // Lease promotes due scheduled tasks, recovers expired leases and leases up
 // to req.Count pending tasks, highest level first, FIFO within a level, in
-// one round trip. Each leased task gets a fresh token and a deadline of
-// now + LeaseDuration.
+// one round trip. The leased tasks get the call's fresh token (a lease is
+// the pair of ID and token) and a deadline of now + LeaseDuration.
 func (c engine) Lease(ctx context.Context, req wire.LeaseRequest) (*leaseResult, error) {
 	res, _, err := c.lease(ctx, req, nil)
 	return res, err

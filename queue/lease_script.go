@@ -9,7 +9,7 @@ package queue
 //
 //	KEYS[1] leases (routes the call to the queue's slot)
 //	ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] lease ms  ARGV[4] worker
-//	ARGV[5] count   ARGV[6] min level  ARGV[7] max level  ARGV[8] token base
+//	ARGV[5] count   ARGV[6] min level  ARGV[7] max level  ARGV[8] the call's token
 //	ARGV[9] "1" to reserve  ARGV[10] victim id  ARGV[11] victim level
 //	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
 //	ARGV[14] never-preempted levels as ",l1,l2,"
