@@ -61,3 +61,57 @@ func TestEnqueueBatchCorruptListRefusesItsLevelOnly(t *testing.T) {
 		e.gone("d")
 	})
 }
+
+// A grouped call across levels announces only the levels whose list was
+// empty: a worker already has the others' announcement.
+func TestEnqueueGroupWakesEmptyLevelsOnly(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.enqueue("x", Level(1))
+		sub := e.rdb.Subscribe(e.ctx, eng(e.c).WakeChannel())
+		defer sub.Close()
+		_, err := sub.Receive(e.ctx) // subscription confirmed
+		require.NoError(t, err)
+		batch := make([]*enqWait, 0, 3)
+		for _, l := range []int{0, 1, 2} {
+			nt, ks, args, _, err := e.c.prepare(e.ctx, NewTask("t", nil), []Option{Level(l)})
+			require.NoError(t, err)
+			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
+		}
+		for _, err := range e.c.enqueueMany(e.ctx, batch) {
+			require.NoError(t, err)
+		}
+		// A marker published after the call: every wake of the call is
+		// before it, in order.
+		require.NoError(t, e.rdb.Publish(e.ctx, eng(e.c).WakeChannel(), "end").Err())
+		var got []string
+		for {
+			msg, err := sub.ReceiveMessage(e.ctx)
+			require.NoError(t, err)
+			if msg.Payload == "end" {
+				break
+			}
+			got = append(got, msg.Payload)
+		}
+		require.Equal(t, []string{"0", "2"}, got)
+	})
+}
+
+// EnqueueBatch's pipelined calls take the same one-pass path: a level
+// whose list holds the wrong type refuses its tasks, the others are
+// stored.
+func TestEnqueueBatchCorruptListThroughPipeline(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.plant(e.c.keys.pending(2), "hash")
+		out, err := e.c.EnqueueBatch(e.ctx, []*Task{{ID: "a", Type: "t"}, {ID: "b", Type: "t"}}, Level(2))
+		requireCorrupt(t, err, e.c.keys.pending(2))
+		require.Equal(t, []*Task{nil, nil}, out)
+		e.gone("a")
+		e.gone("b")
+		out, err = e.c.EnqueueBatch(e.ctx, []*Task{{ID: "c", Type: "t"}}, Level(1))
+		require.NoError(t, err)
+		require.Len(t, out, 1)
+		require.Equal(t, []string{"c"}, e.pending(1))
+	})
+}

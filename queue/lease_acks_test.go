@@ -90,3 +90,58 @@ func TestLeaseCarriedAcksFailClosed(t *testing.T) {
 		require.Equal(t, a.Token, e.inspect("a").Token, "a keeps its lease")
 	})
 }
+
+// The tasks of one lease call share its token, so an ack batch settles the
+// counts of each shared state once: per worker, per worker and pool, per
+// level, whatever the mix of pools, levels and stale tokens in the batch.
+func TestLeaseAcksSettleSharedStates(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		for _, l := range []int{2, 2, 1, 0, 0} {
+			e.enqueue("", Level(l))
+		}
+		res, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Groups: []wire.LeaseGroup{
+			{Levels: []int{2}, Count: 2, Pool: 1}, {Levels: []int{1, 0}, Count: 3, Pool: 2}}})
+		require.NoError(t, err)
+		got := res.Tasks
+		require.Len(t, got, 5)
+		for _, tk := range got[1:] {
+			require.Equal(t, got[0].Token, tk.Token, "one token per call")
+		}
+		require.Equal(t, map[string]string{"w": "5", "w|1": "2", "w|2": "3"}, e.rdb.HGetAll(e.ctx, e.c.keys.busy()).Val())
+		// A stale ack first (the first to meet its state string), then the
+		// others: two of them (level 0, pool 2) share one state.
+		lost := e.queueAck(stale(got[0], "nope"))
+		done := []chan error{e.queueAck(got[1]), e.queueAck(got[2]), e.queueAck(got[3]), e.queueAck(got[4])}
+		_, err = eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 1})
+		require.NoError(t, err)
+		requireLeaseLost(t, answered(t, lost))
+		for _, d := range done {
+			require.NoError(t, answered(t, d))
+		}
+		require.Equal(t, map[string]string{"w": "1", "w|1": "1"}, e.rdb.HGetAll(e.ctx, e.c.keys.busy()).Val())
+		e.requireCounts(counts{}, counts{}, counts{Active: 1})
+		require.Equal(t, []string{got[0].ID}, e.zset(e.c.keys.leases()))
+	})
+}
+
+// An ID twice in the lists (its record deleted behind the list's back,
+// then enqueued again) is one task: one lease call leases it once, with
+// one count, and drops the stale entry.
+func TestLeaseDuplicateIDLeasedOnce(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.enqueue("x", ID("a"))
+		require.NoError(t, e.rdb.Del(e.ctx, e.c.keys.task("a")).Err())
+		e.enqueue("x", ID("a"))
+		e.enqueue("x", ID("b"))
+		got := e.lease("w", 3)
+		require.Equal(t, []string{"a", "b"}, ids(got))
+		require.Equal(t, "2", e.rdb.HGet(e.ctx, e.c.keys.busy(), "w").Val())
+		require.Empty(t, e.pending(1), "the stale entry is gone")
+		require.NoError(t, eng(e.c).Ack(e.ctx, got[0]))
+		require.NoError(t, eng(e.c).Ack(e.ctx, got[1]))
+		require.Empty(t, e.rdb.HGetAll(e.ctx, e.c.keys.busy()).Val())
+		e.requireCounts(counts{}, counts{}, counts{})
+	})
+}

@@ -86,13 +86,13 @@ local JS1 = {}
 -- ("2|<level>|0|"), without parsing the rest of it: one C call for a
 -- level of one digit.
 local function prb0(rec)
-  local b1, b2, _, b4, b5, b6 = string.byte(rec, 1, 6)
+  local b1, b2, b3, b4, b5, b6 = string.byte(rec, 1, 6)
   if b1 ~= 50 or b2 ~= 124 then return false end
-  if b4 == 124 then return b5 == 48 and b6 == 124 end
+  if b4 == 124 and b3 ~= 124 then return b5 == 48 and b6 == 124 end
   local p = string.find(rec, '|', 3, true)
   return p ~= nil and string.byte(rec, p + 1) == 48 and string.byte(rec, p + 2) == 124
 end
-local broken = {}
+local broken, mine = {}, {}
 local EMPTY = {} -- the state of a fresh task, never written to
 -- Groups (wire.LeaseRequest.Groups): each takes up to its count from its levels,
 -- in order; a spare group ("b") takes what earlier counted groups left.
@@ -199,6 +199,14 @@ for gi, g in ipairs(groups) do
         if string.find(pz, ',' .. lvls[i] .. ':', 1, true) then
           redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]); held[i] = true; broken[lvls[i]] = true
         end
+      end
+    end
+    -- An ID twice in the lists (a record deleted behind its list's back,
+    -- then enqueued again) is one task: one lease, the other entry dropped
+    -- as stale (two copies would share the call's token).
+    for i = from, #ids do
+      if not held[i] then
+        if mine[ids[i]] then held[i] = true else mine[ids[i]] = true end
       end
     end
     for i = from, #ids do
