@@ -23,7 +23,7 @@ local function fast_acks(base, stride, nops)
   -- A read of one member checks the type of leases, written last.
   if not pcall(redis.call, 'ZSCORE', P .. 'leases', ids[1]) then return corrupt('leases', 'zset') end
   local res, rm, busy, acnt, dels, seen = {}, {}, {}, {}, {}, {}
-  local nrm, nd = 0, 0
+  local nrm, nd, ended = 0, 0, {}
   -- unwind counts k ended leases of worker w (slot pool b) at level al.
   local function unwind(w, b, al, k)
     if w then
@@ -71,9 +71,10 @@ local function fast_acks(base, stride, nops)
     end
     if not raw and typeof(sk[i]) ~= 'none' then
       res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
-    elseif not raw or tk ~= ARGV[base + stride * (i - 1) + 2] then
-      res[i] = 'L'
+    elseif not raw or tk ~= ARGV[base + stride * (i - 1) + 2] or ended[ids[i]] then
+      res[i] = 'L' -- (a second ack of one lease in a batch: the first ended it)
     else
+      ended[ids[i]] = true
       res[i] = 1
       nrm = nrm + 1
       rm[nrm] = ids[i]

@@ -145,3 +145,22 @@ func TestLeaseDuplicateIDLeasedOnce(t *testing.T) {
 		e.requireCounts(counts{}, counts{}, counts{})
 	})
 }
+
+// Two acks of one lease in one batch end it once: the second is told the
+// lease is gone, and the counts drop by one.
+func TestLeaseAckTwiceInOneBatch(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.enqueue("", ID("a"), Level(1))
+		e.enqueue("", ID("b"), Level(1))
+		got := e.lease("w", 2)
+		first, second := e.queueAck(got[0]), e.queueAck(got[0])
+		_, err := eng(e.c).Lease(e.ctx, wire.LeaseRequest{Worker: "w", Count: 1})
+		require.NoError(t, err)
+		require.NoError(t, answered(t, first))
+		requireLeaseLost(t, answered(t, second))
+		e.gone("a")
+		require.Equal(t, "1", e.rdb.HGet(e.ctx, e.c.keys.busy(), "w").Val())
+		e.requireCounts(counts{}, counts{Active: 1})
+	})
+}
