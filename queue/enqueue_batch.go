@@ -36,11 +36,37 @@ local function wrong(k, want)
   if t ~= 'none' and t ~= want then return 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a ' .. want end
 end
 local n = (#ARGV - 2) / 6
+-- push queues the pending tasks (byl: level -> their IDs, in order) with
+-- one RPUSH per level, announcing a level whose list was empty (else an
+-- earlier announcement is still unanswered). A wrong-typed list refuses
+-- the tasks it was to hold: their records go and res names the list (res,
+-- all 1s, is made at the first refusal when nil).
+local function push(byl, order, res)
+  for _, lvl in ipairs(order) do
+    local ids, key = byl[lvl], P .. 'p:' .. lvl
+    local ok, len = pcall(redis.call, 'RPUSH', key, unpack(ids))
+    if not ok then
+      local msg = wrong(key, 'list') or ('CORRUPT ' .. key)
+      if not res then res = {}; for i = 1, n do res[i] = 1 end end
+      for i = 1, n do
+        local b = 2 + 6 * (i - 1)
+        if res[i] == 1 and ARGV[b + 2] == 'p' and ARGV[b + 4] == lvl then
+          redis.call('DEL', P .. 't:' .. ARGV[b + 1])
+          res[i] = msg
+        end
+      end
+    elseif len == #ids then
+      redis.call('PUBLISH', P .. 'wake', lvl)
+    end
+  end
+  return res
+end
+local byl, order = {}, {}
 -- All pending, IDs distinct (the common case): one MSETNX stores every
--- record, one RPUSH per level queues them, and the reply is n (all
--- stored), with no second pass. If one ID exists it stores none, and each
--- goes alone (SET NX) below.
-local kv, seen, fl, forder = {}, {}, {}, {}
+-- record, push queues them, and the reply is n (all stored), with no
+-- second pass. If one ID exists it stores none, and each goes alone (SET
+-- NX) below.
+local kv, seen = {}, {}
 for i = 1, n do
   local b = 2 + 6 * (i - 1)
   local id, lvl = ARGV[b + 1], ARGV[b + 4]
@@ -48,44 +74,28 @@ for i = 1, n do
   seen[id] = true
   kv[2 * i - 1] = P .. 't:' .. id
   kv[2 * i] = '2|' .. lvl .. '|' .. ARGV[b + 5] .. '|' .. nows .. '|' .. ARGV[b + 6]
-  local l = fl[lvl]
-  if not l then l = {}; fl[lvl] = l; forder[#forder + 1] = lvl end
+  local l = byl[lvl]
+  if not l then l = {}; byl[lvl] = l; order[#order + 1] = lvl end
   l[#l + 1] = id
 end
-local stored = kv ~= nil and n > 0 and redis.call('MSETNX', unpack(kv)) == 1
-if stored then
-  local out
-  for _, lvl in ipairs(forder) do
-    local ids, key = fl[lvl], P .. 'p:' .. lvl
-    local ok, len = pcall(redis.call, 'RPUSH', key, unpack(ids))
-    if not ok then
-      -- A wrong-typed list: its tasks are not stored (their records go).
-      local msg = wrong(key, 'list') or ('CORRUPT ' .. key)
-      if not out then out = {}; for i = 1, n do out[i] = 1 end end
-      for i = 1, n do
-        local b = 2 + 6 * (i - 1)
-        if ARGV[b + 4] == lvl then redis.call('DEL', P .. 't:' .. ARGV[b + 1]); out[i] = msg end
-      end
-    elseif len == #ids then
-      redis.call('PUBLISH', P .. 'wake', lvl) -- the list was empty
-    end
-  end
-  return out or n
+if kv ~= nil and n > 0 and redis.call('MSETNX', unpack(kv)) == 1 then
+  return push(byl, order, nil) or n
 end
-local res, byl, order = {}, {}, {}
+local res = {}
+byl, order = {}, {}
 for i = 1, n do
   local b = 2 + 6 * (i - 1)
   local id, mode, delay, lvl, prb, body = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local bad = mode == 's' and (wrong(P .. 'scheduled', 'zset') or wrong(P .. 'n', 'hash'))
   if bad then
     res[i] = bad
-  elseif not stored and not redis.call('SET', P .. 't:' .. id, '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
+  elseif not redis.call('SET', P .. 't:' .. id, '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
     res[i] = 0
   elseif mode == 'p' then
     res[i] = 1
-    if not byl[lvl] then byl[lvl] = {}; order[#order + 1] = lvl end
     local l = byl[lvl]
-    l[#l + 1] = i
+    if not l then l = {}; byl[lvl] = l; order[#order + 1] = lvl end
+    l[#l + 1] = id
   else
     res[i] = 1
     local due = now + tonumber(delay)
@@ -96,22 +106,7 @@ for i = 1, n do
     if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
   end
 end
-for _, lvl in ipairs(order) do
-  local ids = {}
-  for j, i in ipairs(byl[lvl]) do ids[j] = ARGV[2 + 6 * (i - 1) + 1] end
-  local key = P .. 'p:' .. lvl
-  local ok, len = pcall(redis.call, 'RPUSH', key, unpack(ids))
-  if not ok then
-    local msg = wrong(key, 'list') or ('CORRUPT ' .. key)
-    for _, i in ipairs(byl[lvl]) do
-      redis.call('DEL', P .. 't:' .. ARGV[2 + 6 * (i - 1) + 1])
-      res[i] = msg
-    end
-  elseif len == #ids then
-    redis.call('PUBLISH', P .. 'wake', lvl) -- the list was empty
-  end
-end
-return res
+return push(byl, order, res)
 `)
 
 // enqueueChunk is how many tasks one script call of EnqueueBatch stores.

@@ -115,3 +115,30 @@ func TestEnqueueBatchCorruptListThroughPipeline(t *testing.T) {
 		require.Equal(t, []string{"c"}, e.pending(1))
 	})
 }
+
+// On the one-by-one path (an ID in the batch exists), a wrong-typed list
+// refuses only the tasks stored for it: the existing task's record, which
+// the batch did not write, stays.
+func TestEnqueueBatchCorruptListOneByOne(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.enqueue("old", ID("exists"), Level(2))
+		e.plant(e.c.keys.pending(2), "hash")
+		batch := make([]*enqWait, 0, 3)
+		for _, tc := range []struct {
+			id    string
+			level int
+		}{{"a", 2}, {"exists", 2}, {"c", 1}} {
+			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{ID: tc.id, Type: "t"}, []Option{Level(tc.level)})
+			require.NoError(t, err)
+			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
+		}
+		errs := e.c.enqueueMany(e.ctx, batch)
+		requireCorrupt(t, errs[0], e.c.keys.pending(2))
+		require.ErrorIs(t, errs[1], ErrDuplicateTask)
+		require.NoError(t, errs[2])
+		e.gone("a")
+		require.Equal(t, []byte("old"), e.inspect("exists").Payload)
+		require.Equal(t, []string{"c"}, e.pending(1))
+	})
+}
