@@ -227,7 +227,7 @@ func TestReserveFleet(t *testing.T) {
 				require.Equal(t, "w1", got.Worker)
 				require.NotEmpty(t, got.Token)
 				require.NotContains(t, e.zset(e.c.keys.running()), "v", "the victim is spoken for")
-				require.Contains(t, e.zset(e.c.keys.running()), "u")
+				require.NotContains(t, e.zset(e.c.keys.running()), "u", "at the top level: never a victim, so not in the fleet's view")
 				require.Equal(t, strconv.Itoa(busy+1), e.rdb.HGet(e.ctx, e.c.keys.busy(), "w1").Val())
 				require.NoError(t, eng(e.c).Requeue(e.ctx, v, wire.RequeuePreempted))
 				require.Equal(t, 1, e.inspect("v").Preemptions)
@@ -313,5 +313,27 @@ func TestRejoin(t *testing.T) {
 		require.Equal(t, float64(1), e.score(e.c.keys.running(), "v"), "at the level it runs at")
 		require.NoError(t, eng(e.c).Rejoin(e.ctx, np))
 		require.NotContains(t, e.zset(e.c.keys.running()), "np", "never a non-preemptible task")
+	})
+}
+
+// The fleet's running set holds the victims an urgent task may take:
+// preemptible tasks below the top level. A task at the top level is below
+// none, so neither a lease nor Rejoin puts it there, and an urgent task
+// still finds the victims below it.
+func TestRunningLeavesOutTopLevel(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		low := e.run("w1", "low", 0)
+		mid := e.run("w1", "mid", 1)
+		top := e.run("w1", "top", 2)
+		require.Equal(t, []string{"low", "mid"}, e.zset(e.c.keys.running()))
+		require.NoError(t, eng(e.c).Rejoin(e.ctx, top))
+		require.NotContains(t, e.zset(e.c.keys.running()), "top")
+		e.beat("w1", 3, 0, low, mid, top)
+		w2 := e.run("w2", "w2low", 0)
+		e.beat("w2", 1, 0, w2)
+		e.enqueue("", ID("u"), Level(2))
+		_, _, err := eng(e.c).Reserve(e.ctx, wire.ReserveRequest{Worker: "w1", VictimID: "mid", VictimLevel: 1, MinLevel: 2, MaxPreemptions: -1})
+		require.ErrorIs(t, err, wire.ErrLowerVictimElsewhere, "w2's level-0 task is below w1's victim")
 	})
 }

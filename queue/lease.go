@@ -182,11 +182,12 @@ func levelSet(levels []int) string {
 // did not preempt it after all. Fenced by the lease token.
 //
 //	KEYS[1] task state  ARGV[1] prefix  ARGV[2] id  ARGV[3] token
+//	ARGV[4] the top level (whose tasks the set leaves out: none is below it)
 //
 // Returns 1 if the task is in the running set again, else 0.
 var rejoinScript = newScript(`
 local s = sget(ARGV[2])
-if not s or s.tk ~= ARGV[3] or not s.al then return 0 end
+if not s or s.tk ~= ARGV[3] or not s.al or tonumber(s.al) >= tonumber(ARGV[4]) then return 0 end
 local h = hdr_of(ARGV[2])
 if (h and h.prb == '0') or guard('running', 'zset') then return 0 end
 redis.call('ZADD', P .. 'running', s.al, ARGV[2])
@@ -199,7 +200,7 @@ return 1
 // malformed), so other workers see it again when they look for the lowest
 // victim. A stale holder changes nothing.
 func (c engine) Rejoin(ctx context.Context, t *Task) error {
-	err := rejoinScript.Run(ctx, c.rdb, []string{c.keys.state(t.ID)}, c.keys.prefix, t.ID, t.Token).Err()
+	err := rejoinScript.Run(ctx, c.rdb, []string{c.keys.state(t.ID)}, c.keys.prefix, t.ID, t.Token, c.cfg.Levels-1).Err()
 	if err != nil {
 		return wrapf(err, "rejoin %s", t.ID)
 	}

@@ -259,7 +259,9 @@ for gi, g in ipairs(groups) do
           end
           set[ns + 1] = mk[j + 2]; set[ns + 2] = js; ns = ns + 2
           lz[ns - 1] = dls; lz[ns] = id
-          if not prb0(rec) then rz[nr + 1] = ls; rz[nr + 2] = id; nr = nr + 2 end
+          -- The fleet looks in running for victims below an urgent task:
+          -- the top level is below none, so its tasks are left out.
+          if lvl < maxl and not prb0(rec) then rz[nr + 1] = ls; rz[nr + 2] = id; nr = nr + 2 end
           if n == 1 then
             local h = header(rec)
             first = {id = id, lvl = lvl, rdy = num(s.rdy or (h and h.enq))}

@@ -331,8 +331,12 @@ func (m *model) check(msg string) {
 			require.Equal(t, "active", rec[fState], "%s, %s", id, msg)
 			require.Equal(t, mt.token, rec[fToken], "the one valid token of %s, %s", id, msg)
 			require.Equal(t, float64(mt.deadline), zsets["leases"][id], "deadline of %s, %s", id, msg)
-			if mt.preemptible {
+			// The fleet's victims: preemptible tasks below the top level
+			// (no task is above it, so none of its tasks is ever a victim).
+			if mt.preemptible && mt.level < 2 {
 				require.Contains(t, zsets["running"], id, "%s, %s", id, msg)
+			} else {
+				require.NotContains(t, zsets["running"], id, "%s, %s", id, msg)
 			}
 		case mScheduled:
 			c.Scheduled++
