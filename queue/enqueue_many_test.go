@@ -2,6 +2,7 @@ package queue
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -140,5 +141,30 @@ func TestEnqueueBatchCorruptListOneByOne(t *testing.T) {
 		e.gone("a")
 		require.Equal(t, []byte("old"), e.inspect("exists").Payload)
 		require.Equal(t, []string{"c"}, e.pending(1))
+	})
+}
+
+// A grouped call that mixes pending and delayed tasks stores each where it
+// belongs (the one-by-one path).
+func TestEnqueueGroupMixedPendingAndDelayed(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		batch := make([]*enqWait, 0, 3)
+		for _, o := range []struct {
+			id   string
+			opts []Option
+		}{{"a", []Option{Level(1)}}, {"s", []Option{Level(2), ProcessIn(time.Minute)}}, {"b", []Option{Level(0)}}} {
+			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{ID: o.id, Type: "t"}, o.opts)
+			require.NoError(t, err)
+			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
+		}
+		for _, err := range e.c.enqueueMany(e.ctx, batch) {
+			require.NoError(t, err)
+		}
+		require.Equal(t, []string{"b"}, e.pending(0))
+		require.Equal(t, []string{"a"}, e.pending(1))
+		require.Equal(t, []string{"s"}, e.zset(e.c.keys.scheduled()))
+		require.Equal(t, StateScheduled, e.inspect("s").State)
+		e.requireCounts(counts{Pending: 1}, counts{Pending: 1}, counts{Scheduled: 1})
 	})
 }
