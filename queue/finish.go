@@ -40,6 +40,7 @@ local sk = {}
 for i = 1, nops do sk[i] = skey(ARGV[3 + 6 * (i - 1) + 1]) end
 local raws = redis.call('MGET', unpack(sk))
 local res, lrm, dels, busy, acnt, bands = {}, {}, {}, {}, {}, {}
+local ended = {} -- a second op on one lease in a batch: the first ended it
 for i = 1, nops do
   local b = 3 + 6 * (i - 1)
   local id, tok, mode, a, reason, rsp = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
@@ -49,12 +50,13 @@ for i = 1, nops do
   if mode == 'requeue' and lvl then lt = typeof(P .. 'p:' .. lvl) end
   if not raws[i] and typeof(sk[i]) ~= 'none' then
     res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
-  elseif not s or s.tk ~= tok then
+  elseif not s or s.tk ~= tok or ended[id] then
     res[i] = 'L'
   elseif lt ~= 'none' and lt ~= 'list' then
     res[i] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
   else
     res[i] = 1
+    ended[id] = true
     lrm[#lrm + 1] = id
     if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
     if s.w and s.b then bands[s.w .. '|' .. s.b] = (bands[s.w .. '|' .. s.b] or 0) - 1 end

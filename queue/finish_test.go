@@ -258,3 +258,21 @@ func TestCheckpoint(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// Two ops on one lease in one batch of the general path (with retention,
+// or a retry beside an ack) end it once: the second is told the lease is
+// gone, and the counts drop once.
+func TestFinishBatchOneLeaseTwice(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Retention = time.Hour })
+		e.enqueue("", ID("a"), Level(1))
+		e.enqueue("", ID("b"), Level(1))
+		got := e.lease("w", 2)
+		errs := e.c.finishBatch(e.ctx, []finishOp{{t: got[0], mode: "ack"}, {t: got[0], mode: "retry", a: int64(0), b: "again"}})
+		require.NoError(t, errs[0])
+		requireLeaseLost(t, errs[1])
+		require.Equal(t, StateDone, e.inspect("a").State, "the first op stands")
+		require.Equal(t, "1", e.rdb.HGet(e.ctx, e.c.keys.busy(), "w").Val())
+		e.requireCounts(counts{}, counts{Active: 1})
+	})
+}
