@@ -18,7 +18,8 @@ import "github.com/redis/go-redis/v9"
 //   - c:<id>  STRING, the checkpoint, only while one is saved.
 //
 // Per queue: p:<level> LISTs of IDs; ZSETs leases (id -> deadline),
-// running (id -> level, preemptible active tasks, the fleet view),
+// running (id -> level, preemptible active tasks below the top level:
+// the fleet's victims),
 // scheduled (id -> due), dead, done (id -> expiry), alive (worker ->
 // alive-until); HASHes busy (worker -> leases), cap (worker -> capacity),
 // n (a<l>/s<l>/d<l> -> active, scheduled, dead per level); v, the schema.
