@@ -313,6 +313,11 @@ func TestRejoin(t *testing.T) {
 		require.Equal(t, float64(1), e.score(e.c.keys.running(), "v"), "at the level it runs at")
 		require.NoError(t, eng(e.c).Rejoin(e.ctx, np))
 		require.NotContains(t, e.zset(e.c.keys.running()), "np", "never a non-preemptible task")
+
+		require.NoError(t, e.rdb.ZRem(e.ctx, e.c.keys.running(), "v").Err())
+		e.patchState("v", "al", "x")
+		require.NoError(t, eng(e.c).Rejoin(e.ctx, v), "a garbled level is no error")
+		require.NotContains(t, e.zset(e.c.keys.running()), "v", "nor a member at a made-up level")
 	})
 }
 

@@ -187,7 +187,8 @@ func levelSet(levels []int) string {
 // Returns 1 if the task is in the running set again, else 0.
 var rejoinScript = newScript(`
 local s = sget(ARGV[2])
-if not s or s.tk ~= ARGV[3] or not s.al or tonumber(s.al) >= tonumber(ARGV[4]) then return 0 end
+local al = s and tonumber(s.al)
+if not s or s.tk ~= ARGV[3] or not al or al >= tonumber(ARGV[4]) then return 0 end
 local h = hdr_of(ARGV[2])
 if (h and h.prb == '0') or guard('running', 'zset') then return 0 end
 redis.call('ZADD', P .. 'running', s.al, ARGV[2])

@@ -48,6 +48,33 @@ func TestCorruptSharedKeyFailsClosed(t *testing.T) {
 	})
 }
 
+// A reservation that skips the fleet check (IgnoreFleet) for an urgent
+// task at the top level, which the running set leaves out, still checks
+// running before its first write: a wrong-typed running set fails the call
+// closed (the urgent task stays pending, no count moves) instead of
+// failing on the victim's removal after the lease was written.
+func TestReserveIgnoringFleetCorruptRunningFailsClosed(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.run("w1", "v", 1)
+		e.enqueue("", ID("u"), Level(2))
+		key := e.c.keys.running()
+		require.NoError(t, e.rdb.Rename(e.ctx, key, key+".saved").Err())
+		e.plant(key, "hash")
+		req := wire.ReserveRequest{Worker: "w1", VictimID: "v", VictimLevel: 1, MinLevel: 2, MaxPreemptions: -1, IgnoreFleet: true}
+		_, _, err := eng(e.c).Reserve(e.ctx, req)
+		requireCorrupt(t, err, key)
+		require.Equal(t, []string{"u"}, e.pending(2), "u is still pending")
+		require.Equal(t, "1", e.rdb.HGet(e.ctx, e.c.keys.busy(), "w1").Val(), "no count moved")
+		e.requireCounts(counts{}, counts{Active: 1}, counts{Pending: 1})
+
+		require.NoError(t, e.rdb.Rename(e.ctx, key+".saved", key).Err())
+		got, _, err := eng(e.c).Reserve(e.ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, "u", got.ID)
+	})
+}
+
 // withCorruptSharedKey runs check, on each backend and for each shared key
 // (leases, running, busy, n), with task a leased by worker "w", task b
 // pending at level 1 and the key holding the wrong type; then the operator
