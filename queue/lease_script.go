@@ -313,10 +313,10 @@ if n > 0 then
     end
   end
   -- A reservation ends by taking its victim out of running, a write no
-  -- undo follows: its type is checked first (the fleet check does too,
-  -- unless skipped; the urgent task's own ZADD may not run, as the top
-  -- level stays out of running).
-  if ARGV[9] == '1' and guard('running', 'zset') then return fail('running', 'zset') end
+  -- undo follows: the fleet check has checked its type, and when that
+  -- check is skipped it is checked here (the urgent task's own ZADD may
+  -- not run, as the top level stays out of running).
+  if ARGV[9] == '1' and ARGV[17] == '1' and guard('running', 'zset') then return fail('running', 'zset') end
   if not pcall(redis.call, 'HINCRBY', P .. 'busy', w, n) then return fail('busy', 'hash') end
   undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'busy', w, -n) end
   for b, k in pairs(bcnt) do
