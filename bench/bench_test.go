@@ -3,7 +3,7 @@ package bench_test
 import (
 	"github.com/overtake/overtake/internal/ckpt"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"slices"
@@ -88,15 +88,15 @@ func BenchmarkLeaseAck(b *testing.B) {
 	forEach(b, func(b *testing.B, q *queue.Client) {
 		ctx := context.Background()
 		fill(b, q, b.N)
-		req := engine.LeaseRequest{Worker: "bench", Count: 1}
+		req := store.LeaseRequest{Worker: "bench", Count: 1}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			res, err := engine.Of(q).Lease(ctx, req)
+			res, err := store.Of(q).Lease(ctx, req)
 			if err != nil || len(res.Tasks) != 1 {
 				b.Fatalf("lease: %d tasks, %v", len(res.Tasks), err)
 			}
-			if err := engine.Of(q).Ack(ctx, res.Tasks[0]); err != nil {
+			if err := store.Of(q).Ack(ctx, res.Tasks[0]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -109,11 +109,11 @@ func BenchmarkSaveCheckpoint1KiB(b *testing.B) {
 	forEach(b, func(b *testing.B, q *queue.Client) {
 		ctx := context.Background()
 		fill(b, q, 1)
-		res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "bench"})
+		res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "bench"})
 		if err != nil || len(res.Tasks) != 1 {
 			b.Fatalf("lease: %v", err)
 		}
-		h := ckpt.New(engine.Of(q), res.Tasks[0])
+		h := ckpt.New(store.Of(q), res.Tasks[0])
 		data := make([]byte, 1024)
 		b.ReportAllocs()
 		for b.Loop() {

@@ -1,7 +1,7 @@
 package console_test
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"io"
@@ -92,7 +92,7 @@ func (e *env) enqueue(typ, payload string, level int, opts ...queue.Option) stri
 func (e *env) kill(typ, payload, reason string) string {
 	e.t.Helper()
 	id := e.enqueue(typ, payload, 2)
-	res, err := engine.Of(e.q).Lease(e.ctx, engine.LeaseRequest{Worker: "w", Count: 1})
+	res, err := store.Of(e.q).Lease(e.ctx, store.LeaseRequest{Worker: "w", Count: 1})
 	require.NoError(e.t, err)
 	require.Len(e.t, res.Tasks, 1)
 	require.Equal(e.t, id, res.Tasks[0].ID)

@@ -1,111 +1,182 @@
 package queue
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
-
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/overtake/overtake/internal/telemetry"
+	"context"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/internal/store"
 )
 
-// Client speaks to Redis about the tasks of one queue. It is safe for
-// concurrent use and holds no global state.
+// Client speaks to Redis about the tasks of one queue, as producers and
+// operators use it. It is safe for concurrent use and holds no global
+// state. Workers run the queue's tasks with package runtime.
 type Client struct {
-	rdb    redis.UniversalClient
-	cfg    Config
-	keys   keys
-	tracer trace.Tracer
-	prop   telemetry.Propagator
-	// serverTime: no Clock was injected, so scripts use Redis's TIME.
-	serverTime bool
-	acks       groupCommit[finishOp] // concurrent Acks share calls
-	carried    groupCommit[finishOp] // acks queued for the next lease call (CarryAck)
-	enqs       groupCommit[*enqWait] // concurrent Enqueues share calls
-	sweep      sweeper
+	s *store.Store
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a
 // standalone, Sentinel or Cluster client.
 func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
-	if rdb == nil {
-		return nil, errors.New("overtake: queue.New: nil redis client")
-	}
-	serverTime := cfg.Clock == nil
-	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	s, err := store.New(rdb, cfg)
+	if err != nil {
 		return nil, err
 	}
-	c := &Client{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
-		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
-	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
-	c.carried.limit, c.carried.send = maxAckBatch, c.finishBatch
-	c.enqs.limit, c.enqs.send, c.enqs.flushers, c.enqs.minBatch = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers, enqueueMinBatch
-	return c, nil
+	return &Client{s: s}, nil
+}
+
+// RequeueDead moves dead-lettered task id back to the TAIL of its level
+// with a fresh retry budget (Attempt 0). Its last error is kept for
+// reference, and so is its checkpoint unless opts.ResetCheckpoint. It
+// fails with ErrTaskNotFound when there is no record, ErrNotDead when the
+// task is not dead-lettered, and ErrMalformedRecord when the record has no
+// usable level (DeleteDead it instead). Nothing changes on failure.
+func (c *Client) RequeueDead(ctx context.Context, id string, opts RequeueDeadOptions) error {
+	return c.s.RequeueDead(ctx, id, opts)
+}
+
+// DeleteDead deletes dead-lettered task id and its record. It fails with
+// ErrTaskNotFound when there is no record and ErrNotDead when the task is
+// not dead-lettered; nothing changes then.
+func (c *Client) DeleteDead(ctx context.Context, id string) error {
+	return c.s.DeleteDead(ctx, id)
 }
 
 // Config returns the client's configuration with defaults filled in.
-func (c *Client) Config() Config { return c.cfg }
-
-// Redis returns the underlying Redis client.
-func (c engine) Redis() redis.UniversalClient { return c.rdb }
+func (c *Client) Config() Config {
+	return c.s.Config()
+}
 
 // Name returns the queue's name.
-func (c *Client) Name() string { return c.cfg.Name }
+func (c *Client) Name() string {
+	return c.s.Name()
+}
 
 // Levels returns the number of priority levels.
-func (c *Client) Levels() int { return c.cfg.Levels }
-
-// WakeChannel is the Pub/Sub channel on which the queue announces, with the
-// level as the message, every task that becomes pending, and with the
-// message "s" every delayed task enqueued (workers then look up its due
-// time).
-func (c engine) WakeChannel() string { return c.keys.wake() }
-
-// newID returns 16 random bytes as hex.
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+func (c *Client) Levels() int {
+	return c.s.Levels()
 }
 
-// newToken returns a fresh random lease token.
-func newToken() string { return newID()[:20] }
-
-// now is the client's idea of the current time: the injected clock, else
-// time.Now. It only turns the API's absolute times into delays; scripts
-// take the time from Redis (see scriptNow).
-func (c *Client) now() time.Time { return c.cfg.Clock() }
-
-// scriptNow is the ARGV "now" of a script: "" to use Redis's clock, or the
-// injected clock's milliseconds.
-func (c *Client) scriptNow() string {
-	if c.serverTime {
-		return ""
-	}
-	return strconv.FormatInt(c.cfg.Clock().UnixMilli(), 10)
+// LevelName returns the name of level l, or its number when out of range.
+func (c *Client) LevelName(l int) string {
+	return c.s.LevelName(l)
 }
 
-// scriptErr maps the errors scripts raise to the package's sentinels.
-func scriptErr(err error) error {
-	if err == nil || errors.Is(err, redis.Nil) {
-		return err
-	}
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, leaseLostMsg):
-		return ErrLeaseLost
-	case strings.Contains(msg, corruptMsg+" "):
-		return fmt.Errorf("%w: %s", ErrCorrupt, msg[strings.Index(msg, corruptMsg+" ")+len(corruptMsg)+1:])
-	case strings.Contains(msg, schemaMsg+" "):
-		return fmt.Errorf("%w: %s", ErrSchema, msg[strings.Index(msg, schemaMsg+" ")+len(schemaMsg)+1:])
-	}
-	return err
+// LevelByName returns the level called name (a level name or a number).
+func (c *Client) LevelByName(name string) (int, error) {
+	return c.s.LevelByName(name)
+}
+
+// Enqueue stores t and makes it pending at its level (or scheduled, with
+// ProcessAt/ProcessIn). It returns the stored task, with its ID.
+//
+// Enqueue records the producer span "enqueue <queue>" (a child of the span
+// in ctx) with Config.TracerProvider and stores its trace context in the
+// record's Headers, so every run of the task joins the producer's trace.
+func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (*Task, error) {
+	return c.s.Enqueue(ctx, t, opts...)
+}
+
+// EnqueueBatch enqueues tasks with the same options for each, in one
+// script call per 256 tasks, all sent in one pipeline. It returns the
+// stored tasks in order; a task that failed leaves a nil entry, and the
+// returned error joins every failure.
+func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*Task, error) {
+	return c.s.EnqueueBatch(ctx, tasks, opts...)
+}
+
+// DeadLetter dead-letters the task with reason. A stale holder gets
+// ErrLeaseLost.
+func (c *Client) DeadLetter(ctx context.Context, t *Task, reason string) error {
+	return c.s.DeadLetter(ctx, t, reason)
+}
+
+// Preemptions returns up to count feed events newer than after (a Seq; ""
+// for the newest count), oldest first.
+func (c *Client) Preemptions(ctx context.Context, after string, count int64) ([]FeedEvent, error) {
+	return c.s.Preemptions(ctx, after, count)
+}
+
+// Stats returns the depth, in-flight, scheduled and dead counts per level
+// in one round trip.
+func (c *Client) Stats(ctx context.Context) (*Stats, error) {
+	return c.s.Stats(ctx)
+}
+
+// Depths returns the pending count per level in one round trip.
+func (c *Client) Depths(ctx context.Context) (map[int]int64, error) {
+	return c.s.Depths(ctx)
+}
+
+// Inspect returns the record of task id, or ErrTaskNotFound. A record
+// that cannot be decoded is returned with what could be read and an error
+// wrapping ErrMalformedRecord (or ErrCorrupt when a key of the task holds
+// another type).
+func (c *Client) Inspect(ctx context.Context, id string) (*Task, error) {
+	return c.s.Inspect(ctx, id)
+}
+
+// DeadTasks returns up to count dead-lettered tasks, oldest first, from
+// offset. Records that cannot be decoded are returned with what could be
+// read.
+func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, error) {
+	return c.s.DeadTasks(ctx, offset, count)
+}
+
+// Pause stops every worker of the fleet from leasing tasks at level (or at
+// every level with AllLevels) from the moment it returns: the lease script
+// reads the paused levels with the records it pops (no extra command) and
+// puts a paused level's tasks back untouched. Workers are also told on the
+// wake channel (and by their next heartbeat), so they stop asking. A paused level still accepts tasks, and no preemption
+// happens on its behalf. With PauseWait its running tasks finish; with
+// PausePreempt they are preempted (checkpoint saved, requeued at the head
+// of their level). The pause is stored in Redis, so it survives worker and
+// Redis restarts (with persistence), until Resume. Pausing a paused level
+// again changes its mode.
+func (c *Client) Pause(ctx context.Context, level int, mode PauseMode) error {
+	return c.s.Pause(ctx, level, mode)
+}
+
+// Resume lets workers lease from level (or every level with AllLevels)
+// again; idle workers are woken at once.
+func (c *Client) Resume(ctx context.Context, level int) error {
+	return c.s.Resume(ctx, level)
+}
+
+// Paused returns the paused levels and their modes; levels that are not
+// paused are absent.
+func (c *Client) Paused(ctx context.Context) (map[int]PauseMode, error) {
+	return c.s.Paused(ctx)
+}
+
+// Running returns up to count leased tasks, from offset in the order of
+// their lease deadlines (the lease that expires first first), and how many
+// tasks are leased in all. A task whose record cannot be decoded is
+// returned with what could be read; one that ended between the two reads
+// is left out.
+func (c *Client) Running(ctx context.Context, offset, count int64) ([]*Task, int64, error) {
+	return c.s.Running(ctx, offset, count)
+}
+
+// PendingPage returns up to count IDs waiting at level from offset (0 is
+// the head, the next to run), and the level's length.
+func (c *Client) PendingPage(ctx context.Context, level int, offset, count int64) ([]string, int64, error) {
+	return c.s.PendingPage(ctx, level, offset, count)
+}
+
+// Tasks returns the records of ids in one round trip, in order; IDs
+// without a record are left out, and records that cannot be decoded are
+// returned with what could be read.
+func (c *Client) Tasks(ctx context.Context, ids []string) ([]*Task, error) {
+	return c.s.Tasks(ctx, ids)
+}
+
+// Workers returns the live workers (at most 1000), by ID.
+func (c *Client) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	return c.s.Workers(ctx)
+}
+
+// Redis returns the underlying Redis client.
+func (c *Client) Redis() redis.UniversalClient {
+	return c.s.Redis()
 }

@@ -1,55 +1,36 @@
 package queue
 
-import (
-	"errors"
-	"fmt"
-	"strings"
-)
+import "github.com/overtake/overtake/internal/store"
 
 // Errors returned by the queue. Each works with errors.Is.
 var (
 	// ErrDuplicateTask is returned by Enqueue when a task with the same ID exists.
-	ErrDuplicateTask = errors.New("overtake: task ID already exists")
+	ErrDuplicateTask = store.ErrDuplicateTask
 	// ErrPayloadTooLarge is returned by Enqueue when a payload exceeds Config.MaxPayloadBytes.
-	ErrPayloadTooLarge = errors.New("overtake: payload too large")
+	ErrPayloadTooLarge = store.ErrPayloadTooLarge
 	// ErrCheckpointTooLarge is returned when checkpoint state exceeds Config.MaxCheckpointBytes.
-	ErrCheckpointTooLarge = errors.New("overtake: checkpoint too large")
+	ErrCheckpointTooLarge = store.ErrCheckpointTooLarge
 	// ErrLeaseLost is returned to a worker whose lease token is no longer
 	// valid: the task was recovered or leased by another worker. The call
 	// changed nothing.
-	ErrLeaseLost = errors.New("overtake: lease lost")
+	ErrLeaseLost = store.ErrLeaseLost
 	// ErrTaskNotFound is returned when no record exists for a task ID.
-	ErrTaskNotFound = errors.New("overtake: task not found")
+	ErrTaskNotFound = store.ErrTaskNotFound
 	// ErrInvalidLevel is returned for a level outside 0..Levels-1.
-	ErrInvalidLevel = errors.New("overtake: invalid priority level")
+	ErrInvalidLevel = store.ErrInvalidLevel
 	// ErrInvalidTask is returned for a task without a type or with a bad option.
-	ErrInvalidTask = errors.New("overtake: invalid task")
+	ErrInvalidTask = store.ErrInvalidTask
 	// ErrMalformedRecord wraps a task record that cannot be decoded.
-	ErrMalformedRecord = errors.New("overtake: malformed task record")
+	ErrMalformedRecord = store.ErrMalformedRecord
 	// ErrCorrupt is returned when one of the queue's keys holds the wrong
 	// type (an operator's mistake, a stray script). The message names the
 	// key; the call changed nothing. Tasks behind other keys go on.
-	ErrCorrupt = errors.New("overtake: corrupt queue key")
+	ErrCorrupt = store.ErrCorrupt
 	// ErrSchema is returned when the queue's data was written by another
 	// version of the data model; the message names both.
-	ErrSchema = errors.New("overtake: queue data is of another schema version")
+	ErrSchema = store.ErrSchema
 )
 
-// opError is a queue operation's error: "overtake: <op>: <cause>", with
-// the cause's own "overtake: " prefix dropped, so a message never repeats
-// it. errors.Is and errors.As see the cause.
-type opError struct {
-	op  string
-	err error
-}
-
-func (e *opError) Error() string {
-	return "overtake: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "overtake: ")
-}
-
-func (e *opError) Unwrap() error { return e.err }
-
-// wrapf wraps err as the error of the operation format names.
-func wrapf(err error, format string, args ...any) error {
-	return &opError{op: fmt.Sprintf(format, args...), err: err}
-}
+// ErrNotDead is returned by RequeueDead and DeleteDead for a task that
+// is not dead-lettered.
+var ErrNotDead = store.ErrNotDead

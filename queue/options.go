@@ -1,108 +1,41 @@
 package queue
 
 import (
-	"fmt"
-	"maps"
 	"time"
+
+	"github.com/overtake/overtake/internal/store"
 )
 
-// Option sets a property of a task at enqueue.
-type Option func(c *Client, t *Task) error
-
 // Level sets the priority level, 0..Levels-1; higher is more urgent.
-func Level(l int) Option {
-	return func(c *Client, t *Task) error {
-		if l < 0 || l >= c.cfg.Levels {
-			return fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, l, c.cfg.Levels-1)
-		}
-		t.Level = l
-		return nil
-	}
-}
+func Level(l int) Option { return store.Level(l) }
 
 // LevelNamed sets the priority level by its name ("high").
-func LevelNamed(name string) Option {
-	return func(c *Client, t *Task) error {
-		l, err := c.LevelByName(name)
-		t.Level = l
-		return err
-	}
-}
+func LevelNamed(name string) Option { return store.LevelNamed(name) }
 
 // Class sets the logical priority class, whose level comes from
 // Config.Classes; the class is kept on the record for monitoring.
-func Class(name string) Option {
-	return func(c *Client, t *Task) error {
-		l, ok := c.cfg.Classes[name]
-		if !ok {
-			return fmt.Errorf("%w: unknown priority class %q", ErrInvalidLevel, name)
-		}
-		t.Level, t.Class = l, name
-		return nil
-	}
-}
+func Class(name string) Option { return store.Class(name) }
 
 // ID sets the task's ID; enqueueing a second task with the same ID fails
 // with ErrDuplicateTask while the first one's record exists.
-func ID(id string) Option {
-	return func(_ *Client, t *Task) error {
-		if id == "" {
-			return fmt.Errorf("%w: empty ID", ErrInvalidTask)
-		}
-		t.ID = id
-		return nil
-	}
-}
+func ID(id string) Option { return store.ID(id) }
 
 // MaxRetries sets how many failed attempts are retried before the task is
 // dead-lettered; 0 means none (Task.MaxRetries = NoRetries).
-func MaxRetries(n int) Option {
-	return func(_ *Client, t *Task) error {
-		if n < 0 {
-			return fmt.Errorf("%w: negative MaxRetries %d", ErrInvalidTask, n)
-		}
-		t.MaxRetries = n
-		if n == 0 {
-			t.MaxRetries = NoRetries
-		}
-		return nil
-	}
-}
+func MaxRetries(n int) Option { return store.MaxRetries(n) }
 
 // Timeout bounds each run of the handler.
-func Timeout(d time.Duration) Option {
-	return func(_ *Client, t *Task) error {
-		if d < 0 {
-			return fmt.Errorf("%w: negative Timeout %v", ErrInvalidTask, d)
-		}
-		t.Timeout = d
-		return nil
-	}
-}
+func Timeout(d time.Duration) Option { return store.Timeout(d) }
 
 // ProcessAt delays the task until at.
-func ProcessAt(at time.Time) Option {
-	return func(_ *Client, t *Task) error { t.ProcessAt = at; return nil }
-}
+func ProcessAt(at time.Time) Option { return store.ProcessAt(at) }
 
 // ProcessIn delays the task by d.
-func ProcessIn(d time.Duration) Option {
-	return func(c *Client, t *Task) error { t.ProcessAt = c.cfg.Clock().Add(d); return nil }
-}
+func ProcessIn(d time.Duration) Option { return store.ProcessIn(d) }
 
 // Preemptible sets whether the running task may give way to more urgent
 // work. Tasks are preemptible unless this says otherwise.
-func Preemptible(ok bool) Option {
-	return func(_ *Client, t *Task) error { t.NotPreemptible = !ok; return nil }
-}
+func Preemptible(ok bool) Option { return store.Preemptible(ok) }
 
 // Headers adds propagation headers (such as W3C trace context) to the task.
-func Headers(h map[string]string) Option {
-	return func(_ *Client, t *Task) error {
-		if t.Headers == nil {
-			t.Headers = make(map[string]string, len(h))
-		}
-		maps.Copy(t.Headers, h)
-		return nil
-	}
-}
+func Headers(h map[string]string) Option { return store.Headers(h) }

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
 )
@@ -142,7 +142,7 @@ func (c Config) withDefaults(q *queue.Client) Config {
 	c.Autoscale = c.Autoscale.withDefaults()
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
-		c.WorkerID = host + "-" + strconv.Itoa(os.Getpid()) + "-" + engine.NewSuffix()
+		c.WorkerID = host + "-" + strconv.Itoa(os.Getpid()) + "-" + store.NewSuffix()
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = q.Config().LeaseDuration / 3

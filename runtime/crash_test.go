@@ -3,7 +3,7 @@ package runtime_test
 import (
 	"github.com/overtake/overtake/internal/ckpt"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"testing"
@@ -33,13 +33,13 @@ func ptCrashed(t *testing.T, q *queue.Client, typ string, level int, v any) ptCr
 	t.Helper()
 	ctx := context.Background()
 	id := enqueue(t, q, typ, "", level)
-	res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "crashed", MinLevel: level})
+	res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "crashed", MinLevel: level})
 	require.NoError(t, err)
 	require.Len(t, res.Tasks, 1)
 	require.Equal(t, id, res.Tasks[0].ID)
 	data, err := ckpt.JSON.Marshal(v)
 	require.NoError(t, err)
-	_, err = engine.Of(q).SaveCheckpoint(ctx, id, res.Tasks[0].Token, data)
+	_, err = store.Of(q).SaveCheckpoint(ctx, id, res.Tasks[0].Token, data)
 	require.NoError(t, err)
 	return ptCrash{ID: id, stale: res.Tasks[0]}
 }
@@ -87,9 +87,9 @@ func TestCrashedWorkerTaskResumesFromCheckpoint(t *testing.T) {
 		require.Empty(t, resumed, "task ran twice")
 
 		// The crashed worker, were it to come back, changes nothing.
-		_, err := engine.Of(q).SaveCheckpoint(ctx, crash.ID, crash.stale.Token, []byte(`{"Row":1}`))
+		_, err := store.Of(q).SaveCheckpoint(ctx, crash.ID, crash.stale.Token, []byte(`{"Row":1}`))
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
-		require.ErrorIs(t, engine.Of(q).Ack(ctx, crash.stale), queue.ErrLeaseLost)
+		require.ErrorIs(t, store.Of(q).Ack(ctx, crash.stale), queue.ErrLeaseLost)
 		require.Zero(t, rt.Stats().Preempted)
 	})
 }

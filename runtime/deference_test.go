@@ -1,7 +1,7 @@
 package runtime_test
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"testing"
@@ -56,7 +56,7 @@ func (f *ptFleet) urgentAfter(t *testing.T, level int, want string, forever bool
 // it is SIGKILLed: one heartbeat with its capacity and leases, and no more.
 func ghost(t *testing.T, q *queue.Client, capacity int, leases []*queue.Task) {
 	t.Helper()
-	_, err := engine.Of(q).Heartbeat(context.Background(), engine.Heartbeat{Worker: "ghost", Capacity: capacity,
+	_, err := store.Of(q).Heartbeat(context.Background(), store.Heartbeat{Worker: "ghost", Capacity: capacity,
 		TTL: deadTTL, Leases: leases})
 	require.NoError(t, err)
 }
@@ -80,7 +80,7 @@ var deferCases = []deferCase{
 		// It leased a level-0 job and was killed: its record and its lease
 		// live on, a lower victim than A's.
 		enqueue(t, f.q, "job", "", 0)
-		res, err := engine.Of(f.q).Lease(context.Background(), engine.LeaseRequest{Worker: "ghost"})
+		res, err := store.Of(f.q).Lease(context.Background(), store.LeaseRequest{Worker: "ghost"})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		ghost(t, f.q, 1, res.Tasks)

@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"errors"
@@ -214,7 +214,7 @@ func (r *Runtime) stopCarrying() {
 // logCorrupt logs the wrong-typed keys a lease call found and went around
 // (levels skipped, task keys set aside): corruption for an operator to fix,
 // not an outage.
-func (r *Runtime) logCorrupt(res *engine.LeaseResult) {
+func (r *Runtime) logCorrupt(res *store.LeaseResult) {
 	for _, err := range res.Corrupt {
 		r.log.Error("corrupt queue key; leasing goes on without it", zap.Error(err))
 	}
@@ -230,7 +230,7 @@ func (r *Runtime) poolRoom() int {
 // killMalformed dead-letters leased records that could not be decoded, off
 // the dispatcher goroutine (a Redis outage would hold it for a lease
 // duration); Shutdown waits for them like for handlers.
-func (r *Runtime) killMalformed(res *engine.LeaseResult) {
+func (r *Runtime) killMalformed(res *store.LeaseResult) {
 	for _, m := range res.Malformed {
 		rn := &run{t: m.Task, log: r.log.With(zap.String("task_id", m.Task.ID))}
 		r.tasks.Add(1)

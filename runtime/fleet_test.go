@@ -1,7 +1,7 @@
 package runtime_test
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"fmt"
@@ -254,7 +254,7 @@ func TestFleetDeadWorkerRecordExpires(t *testing.T) {
 
 				// "ghost" reports 4 free slots once and dies.
 				before := time.Now()
-				_, err := engine.Of(f.q).Heartbeat(context.Background(), engine.Heartbeat{Worker: "ghost", Capacity: 4, TTL: ttl})
+				_, err := store.Of(f.q).Heartbeat(context.Background(), store.Heartbeat{Worker: "ghost", Capacity: 4, TTL: ttl})
 				require.NoError(t, err)
 				u := enqueue(t, f.q, "urgent", "", 2)
 				at := ptRecv(t, f.urgent, "urgent run")

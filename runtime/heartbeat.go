@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"time"
@@ -53,7 +53,7 @@ func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capac
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	counts, poolCounts := r.takeCounts()
-	reply, err := r.eng.Heartbeat(ctx, engine.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
+	reply, err := r.eng.Heartbeat(ctx, store.Heartbeat{Worker: r.cfg.WorkerID, Capacity: capacity,
 		TTL: 2*r.cfg.HeartbeatInterval + 500*time.Millisecond, Leases: leases, Counts: counts,
 		PoolCounts: poolCounts, Pools: r.poolLayout()})
 	if err != nil {

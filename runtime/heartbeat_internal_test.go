@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"errors"
@@ -27,13 +27,13 @@ func TestStaleHeartbeatSparesNewLease(t *testing.T) {
 		_, err = q.Enqueue(ctx, queue.NewTask("x", nil))
 		require.NoError(t, err)
 		lease := func() *queue.Task {
-			res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "w"})
+			res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "w"})
 			require.NoError(t, err)
 			require.Len(t, res.Tasks, 1)
 			return res.Tasks[0]
 		}
 		old := lease()
-		require.NoError(t, engine.Of(q).Requeue(ctx, old, engine.RequeueYield))
+		require.NoError(t, store.Of(q).Requeue(ctx, old, store.RequeueYield))
 		cur := lease()
 		require.NotEqual(t, old.Token, cur.Token)
 

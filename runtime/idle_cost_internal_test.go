@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"testing"
@@ -40,15 +40,15 @@ func TestIdleCostGuard(t *testing.T) {
 		// for due and expired work.
 		fresh, err := queue.New(rdb, queue.Config{})
 		require.NoError(t, err)
-		_, err = engine.Of(fresh).Lease(ctx, engine.LeaseRequest{Worker: cfg.WorkerID, Count: cfg.Concurrency})
+		_, err = store.Of(fresh).Lease(ctx, store.LeaseRequest{Worker: cfg.WorkerID, Count: cfg.Concurrency})
 		require.NoError(t, err)
 	})
 	beat := count(func() {
-		_, err := engine.Of(q).Heartbeat(ctx, engine.Heartbeat{Worker: cfg.WorkerID, Capacity: cfg.Concurrency,
+		_, err := store.Of(q).Heartbeat(ctx, store.Heartbeat{Worker: cfg.WorkerID, Capacity: cfg.Concurrency,
 			TTL: 2*cfg.HeartbeatInterval + 500e6})
 		require.NoError(t, err)
 	})
-	sub := rdb.Subscribe(ctx, engine.Of(q).WakeChannel())
+	sub := rdb.Subscribe(ctx, store.Of(q).WakeChannel())
 	defer sub.Close()
 	_, err = sub.Receive(ctx)
 	require.NoError(t, err)

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -23,6 +23,18 @@ const maxLeasesInFlight = 2
 type leaseOutcome struct {
 	err  error
 	next time.Time
+}
+
+// dueAt tells the dispatcher that a task becomes due at at (a retry this
+// worker scheduled): a lease call that ran before the retry was stored
+// reported no due time, and the dispatcher must not sleep past at.
+func (r *Runtime) dueAt(at time.Time) {
+	r.mu.Lock()
+	if r.leaseOut.next.IsZero() || at.Before(r.leaseOut.next) {
+		r.leaseOut.next = at
+	}
+	r.mu.Unlock()
+	r.signal()
 }
 
 // leaseFree asks, in a lease call of its own, for tasks for the free slots
@@ -51,7 +63,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 	if free <= 0 || inFlight >= maxLeasesInFlight || (inFlight > 0 && (!backlog || free < r.secondLeaseAt())) {
 		return false
 	}
-	req := engine.LeaseRequest{Worker: r.cfg.WorkerID, Count: free, Skip: r.pausedLevels()}
+	req := store.LeaseRequest{Worker: r.cfg.WorkerID, Count: free, Skip: r.pausedLevels()}
 	if len(r.pools) > 1 {
 		req.Groups = r.leaseGroups(frees)
 	}
@@ -171,18 +183,18 @@ func (r *Runtime) startLeased(rn *run) {
 // leaseGroups asks, for each pool with free slots, for tasks of its band,
 // then, for each pool that may borrow, for tasks of its band in the slots
 // the others leave idle.
-func (r *Runtime) leaseGroups(frees []int) []engine.LeaseGroup {
-	var gs []engine.LeaseGroup
+func (r *Runtime) leaseGroups(frees []int) []store.LeaseGroup {
+	var gs []store.LeaseGroup
 	lendable := 0
 	for p, f := range frees {
 		if f > 0 {
-			gs = append(gs, engine.LeaseGroup{Levels: r.pools[p].levels, Count: f, Pool: p + 1})
+			gs = append(gs, store.LeaseGroup{Levels: r.pools[p].levels, Count: f, Pool: p + 1})
 			lendable += f
 		}
 	}
 	for p, pl := range r.pools {
 		if pl.borrow && lendable > frees[p] {
-			gs = append(gs, engine.LeaseGroup{Levels: pl.levels, Spare: true})
+			gs = append(gs, store.LeaseGroup{Levels: pl.levels, Spare: true})
 		}
 	}
 	return gs

@@ -3,7 +3,7 @@ package runtime_test
 import (
 	"github.com/overtake/overtake/internal/ckpt"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"errors"
@@ -96,8 +96,8 @@ func tinyBackoff(int) time.Duration { return 10 * time.Millisecond }
 func waitSubscribed(t *testing.T, b testredis.Backend, q *queue.Client) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		n, err := b.Client.PubSubNumSub(context.Background(), engine.Of(q).WakeChannel()).Result()
-		return err == nil && n[engine.Of(q).WakeChannel()] >= 1
+		n, err := b.Client.PubSubNumSub(context.Background(), store.Of(q).WakeChannel()).Result()
+		return err == nil && n[store.Of(q).WakeChannel()] >= 1
 	}, 10*time.Second, 5*time.Millisecond, "runtime never subscribed to the wake channel")
 }
 

@@ -1,7 +1,7 @@
 package runtime_test
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"testing"
@@ -133,10 +133,10 @@ func TestRecoveredTaskResumesFirst(t *testing.T) {
 
 		// A worker leases "crashed", saves a checkpoint and dies.
 		crashedID := enqueue(t, q, "low", "crashed", 0)
-		res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "crashed-worker"})
+		res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "crashed-worker"})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
-		_, err = engine.Of(q).SaveCheckpoint(ctx, crashedID, res.Tasks[0].Token, []byte(`"at-42"`))
+		_, err = store.Of(q).SaveCheckpoint(ctx, crashedID, res.Tasks[0].Token, []byte(`"at-42"`))
 		require.NoError(t, err)
 
 		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll})
@@ -147,7 +147,7 @@ func TestRecoveredTaskResumesFirst(t *testing.T) {
 		enqueue(t, q, "low", "L3", 0)
 		// The saturated worker's polls recover the expired lease.
 		require.Eventually(t, func() bool {
-			ids, err := engine.Of(q).Pending(ctx, 0)
+			ids, err := store.Of(q).Pending(ctx, 0)
 			return err == nil && len(ids) == 3 && ids[0] == crashedID
 		}, ptLong, 20*time.Millisecond, "crashed task recovered to the head of its level")
 		doRelease()

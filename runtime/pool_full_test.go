@@ -1,7 +1,7 @@
 package runtime_test
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"testing"
@@ -46,7 +46,7 @@ func TestStuckVictimsFillingThePoolStopPreemption(t *testing.T) {
 		urgent := enqueue(t, q, "l2", "", 2)
 		require.Never(t, func() bool { return rt.Stats().Reserved > 1 }, 500*time.Millisecond, 10*time.Millisecond,
 			"reserved an urgent task the pool could not start")
-		ids, err := engine.Of(q).Pending(context.Background(), 2)
+		ids, err := store.Of(q).Pending(context.Background(), 2)
 		require.NoError(t, err)
 		require.Equal(t, []string{urgent}, ids, "the urgent task waits in its list for any worker")
 		close(release)

@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/wire"
-
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"errors"
 	"fmt"
@@ -99,7 +97,7 @@ func validatePools(pools []Pool, levels int, concurrency int, autoscale *Autosca
 	total := 0
 	for _, p := range pools {
 		switch {
-		case !wire.ValidPoolName(p.Name) || names[p.Name]:
+		case !store.ValidPoolName(p.Name) || names[p.Name]:
 			return fmt.Errorf("%w: pool name %q is repeated or not 1 to 64 letters, digits, '_', '.' or '-'", errPools, p.Name)
 		case p.Size < 1:
 			return fmt.Errorf("%w: pool %q has size %d, want at least 1", errPools, p.Name, p.Size)
@@ -169,13 +167,13 @@ func (r *Runtime) poolNumber(p int) int {
 }
 
 // poolLayout describes the pools for the heartbeat (nil without Pools).
-func (r *Runtime) poolLayout() []engine.PoolLayout {
+func (r *Runtime) poolLayout() []store.PoolLayout {
 	if len(r.pools) == 1 {
 		return nil
 	}
-	out := make([]engine.PoolLayout, len(r.pools))
+	out := make([]store.PoolLayout, len(r.pools))
 	for i, p := range r.pools {
-		out[i] = engine.PoolLayout{Pool: i + 1, Name: p.name, Size: p.size, Levels: p.levels, Borrow: p.borrow}
+		out[i] = store.PoolLayout{Pool: i + 1, Name: p.name, Size: p.size, Levels: p.levels, Borrow: p.borrow}
 	}
 	return out
 }

@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"sync"
 )
@@ -12,17 +12,17 @@ import (
 // task.
 type outcomeCounts struct {
 	mu     sync.Mutex
-	levels map[int]engine.LevelCounts
-	pools  map[string]engine.LevelCounts
+	levels map[int]store.LevelCounts
+	pools  map[string]store.LevelCounts
 }
 
 // count applies f to the counts of level l and of its pool.
-func (r *Runtime) count(l int, f func(*engine.LevelCounts)) {
+func (r *Runtime) count(l int, f func(*store.LevelCounts)) {
 	o := &r.outcomes
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.levels == nil {
-		o.levels, o.pools = map[int]engine.LevelCounts{}, map[string]engine.LevelCounts{}
+		o.levels, o.pools = map[int]store.LevelCounts{}, map[string]store.LevelCounts{}
 	}
 	c := o.levels[l]
 	f(&c)
@@ -36,7 +36,7 @@ func (r *Runtime) count(l int, f func(*engine.LevelCounts)) {
 }
 
 // takeCounts returns the counts since the last take and starts afresh.
-func (r *Runtime) takeCounts() (levels map[int]engine.LevelCounts, pools map[string]engine.LevelCounts) {
+func (r *Runtime) takeCounts() (levels map[int]store.LevelCounts, pools map[string]store.LevelCounts) {
 	o := &r.outcomes
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -46,12 +46,12 @@ func (r *Runtime) takeCounts() (levels map[int]engine.LevelCounts, pools map[str
 }
 
 // restoreCounts adds back counts a failed heartbeat could not deliver.
-func (r *Runtime) restoreCounts(levels map[int]engine.LevelCounts, pools map[string]engine.LevelCounts) {
+func (r *Runtime) restoreCounts(levels map[int]store.LevelCounts, pools map[string]store.LevelCounts) {
 	o := &r.outcomes
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.levels == nil {
-		o.levels, o.pools = map[int]engine.LevelCounts{}, map[string]engine.LevelCounts{}
+		o.levels, o.pools = map[int]store.LevelCounts{}, map[string]store.LevelCounts{}
 	}
 	for l, c := range levels {
 		o.levels[l] = addCounts(o.levels[l], c)
@@ -61,7 +61,7 @@ func (r *Runtime) restoreCounts(levels map[int]engine.LevelCounts, pools map[str
 	}
 }
 
-func addCounts(a, b engine.LevelCounts) engine.LevelCounts {
-	return engine.LevelCounts{Processed: a.Processed + b.Processed, Failed: a.Failed + b.Failed,
+func addCounts(a, b store.LevelCounts) store.LevelCounts {
+	return store.LevelCounts{Processed: a.Processed + b.Processed, Failed: a.Failed + b.Failed,
 		Preempted: a.Preempted + b.Preempted, SLABreaches: a.SLABreaches + b.SLABreaches}
 }

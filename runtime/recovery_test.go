@@ -1,7 +1,7 @@
 package runtime_test
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"testing"
@@ -39,12 +39,12 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 		q := setup(t, b, queue.Config{})
 		crashed := setup(t, b, queue.Config{LeaseDuration: 300 * time.Millisecond})
 		id := enqueue(t, q, "job", "", 1)
-		res, err := engine.Of(crashed).Lease(ctx, engine.LeaseRequest{Worker: "crashed-worker", Count: 1})
+		res, err := store.Of(crashed).Lease(ctx, store.LeaseRequest{Worker: "crashed-worker", Count: 1})
 		require.NoError(t, err)
 		require.Len(t, res.Tasks, 1)
 		stale := res.Tasks[0]
 		require.Equal(t, id, stale.ID)
-		_, err = engine.Of(crashed).SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":3}`))
+		_, err = store.Of(crashed).SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":3}`))
 		require.NoError(t, err)
 
 		resumed := make(chan recoveredRun, 2)
@@ -62,9 +62,9 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 		require.Equal(t, recoveredRun{id, recProgress{Step: 3}, 1, 0}, got)
 
 		// The crashed worker wakes up: it can neither save, nor finish.
-		_, err = engine.Of(crashed).SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":4}`))
+		_, err = store.Of(crashed).SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":4}`))
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
-		require.ErrorIs(t, engine.Of(crashed).Ack(ctx, stale), queue.ErrLeaseLost)
+		require.ErrorIs(t, store.Of(crashed).Ack(ctx, stale), queue.ErrLeaseLost)
 		require.ErrorIs(t, crashed.DeadLetter(ctx, stale, "stale"), queue.ErrLeaseLost)
 		tk, err := q.Inspect(ctx, id)
 		require.NoError(t, err)
@@ -122,7 +122,7 @@ func TestLeaseLostToAnotherRuntime(t *testing.T) {
 		require.Equal(t, recoveredRun{id, recProgress{Step: 1}, 1, 0}, waitFor(t, resumed, "B to resume the task"))
 		waitGone(t, q, id)
 		require.ErrorIs(t, waitFor(t, aCause, "A's handler to be cancelled"), queue.ErrLeaseLost)
-		require.ErrorIs(t, engine.Of(qA).Ack(ctx, stale), queue.ErrLeaseLost)
+		require.ErrorIs(t, store.Of(qA).Ack(ctx, stale), queue.ErrLeaseLost)
 
 		close(release)
 		require.ErrorIs(t, waitFor(t, aLateSave, "A's late save"), queue.ErrLeaseLost)

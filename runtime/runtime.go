@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"errors"
@@ -21,7 +21,7 @@ import (
 // running low-priority tasks when urgent ones arrive and no worker is free.
 type Runtime struct {
 	q   *queue.Client
-	eng engine.Queue // q's runtime side: lease, heartbeat, ack, ...
+	eng *store.Store // q's runtime side: lease, heartbeat, ack, ...
 	h   handlers.Handler
 	cfg Config
 	log *zap.Logger
@@ -124,7 +124,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{
-		q: q, eng: engine.Of(q), h: handlers.Recover()(h), cfg: cfg,
+		q: q, eng: store.Of(q), h: handlers.Recover()(h), cfg: cfg,
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
 		kick:      make(chan struct{}, 1),

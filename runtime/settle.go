@@ -3,7 +3,7 @@ package runtime
 import (
 	"github.com/overtake/overtake/internal/outcome"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"errors"
@@ -40,7 +40,7 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	var ferr error
 	switch out.Action {
 	case outcome.ActionDone:
-		r.count(t.Level, func(c *engine.LevelCounts) { c.Processed++ })
+		r.count(t.Level, func(c *store.LevelCounts) { c.Processed++ })
 		ferr = r.ack(rn)
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 	case outcome.ActionRequeue:
@@ -49,11 +49,11 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 	case outcome.ActionDead:
-		r.count(t.Level, func(c *engine.LevelCounts) { c.Failed++ })
+		r.count(t.Level, func(c *store.LevelCounts) { c.Failed++ })
 		ferr = r.kill(rn, out.Err.Error())
 	default: // retry, retry after
 		r.stats.failed.Add(1)
-		r.count(t.Level, func(c *engine.LevelCounts) { c.Failed++ })
+		r.count(t.Level, func(c *store.LevelCounts) { c.Failed++ })
 		if !t.RetriesLeft() {
 			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err))
 			break
@@ -65,6 +65,9 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		out.Delay = delay // for the span's retry event
 		at := r.q.Config().Clock().Add(delay)
 		ferr = r.finishWithRetry(rn, "retry", func(c context.Context) error { return r.eng.Retry(c, t, at, out.Err.Error()) })
+		if ferr == nil {
+			r.dueAt(at)
+		}
 		rn.log.Warn("task failed; retry scheduled", zap.Error(out.Err), zap.Int("attempt", t.Attempt+1),
 			zap.Duration("delay", delay))
 	}
@@ -116,12 +119,12 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 // requeueReason says why a run that ended in a requeue stopped, from the
 // cause of its context: preempted, shutdown, or yield (the handler asked).
 // The requeue script, the log line and the span's requeued event all use it.
-func requeueReason(ctx context.Context) engine.RequeueReason {
+func requeueReason(ctx context.Context) store.RequeueReason {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, handlers.ErrPreempted):
-		return engine.RequeuePreempted
+		return store.RequeuePreempted
 	case errors.Is(cause, handlers.ErrShutdown):
-		return engine.RequeueShutdown
+		return store.RequeueShutdown
 	}
-	return engine.RequeueYield
+	return store.RequeueYield
 }

@@ -3,7 +3,7 @@ package runtime
 import (
 	"github.com/overtake/overtake/handlers"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"fmt"
@@ -61,7 +61,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 		r.log.Warn("could not report shutdown to the fleet", zap.Error(err))
 	}
 	for _, rn := range waiting { // reserved but never started: straight back
-		if err := r.eng.Requeue(ctx, rn.t, engine.RequeueShutdown); err != nil {
+		if err := r.eng.Requeue(ctx, rn.t, store.RequeueShutdown); err != nil {
 			rn.log.Error("could not requeue reserved task", zap.Error(err))
 		}
 	}
@@ -98,7 +98,7 @@ func (r *Runtime) teardown(ctx context.Context) {
 	defer cancel()
 	if counts, pools := r.takeCounts(); len(counts) > 0 {
 		// The outcomes since the last heartbeat, for the fleet's rates.
-		if _, err := r.eng.Heartbeat(dctx, engine.Heartbeat{Worker: r.cfg.WorkerID, TTL: time.Second, Counts: counts,
+		if _, err := r.eng.Heartbeat(dctx, store.Heartbeat{Worker: r.cfg.WorkerID, TTL: time.Second, Counts: counts,
 			PoolCounts: pools, Pools: r.poolLayout()}); err != nil {
 			r.log.Warn("could not report the last outcomes for the fleet's rates", zap.Error(err))
 		}

@@ -1,7 +1,7 @@
 package runtime_test
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"slices"
@@ -81,7 +81,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 		}
 		require.Empty(t, laterRan, "a waiting task ran during shutdown")
 
-		pending, err := engine.Of(q).Pending(context.Background(), 1)
+		pending, err := store.Of(q).Pending(context.Background(), 1)
 		require.NoError(t, err)
 		require.Len(t, pending, running+len(later))
 		require.ElementsMatch(t, long, pending[:running], "requeued tasks are at the head")

@@ -3,7 +3,7 @@ package runtime
 import (
 	"github.com/overtake/overtake/internal/victim"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"errors"
@@ -78,7 +78,7 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 		return false, time.Time{}, err
 	}
 	slot := r.slotOf(vic.ID, p)
-	t, res, err := r.eng.Reserve(ctx, engine.ReserveRequest{
+	t, res, err := r.eng.Reserve(ctx, store.ReserveRequest{
 		Worker: r.cfg.WorkerID, VictimID: vic.ID, VictimLevel: vic.Level,
 		MinLevel: minLevel, MinRunTime: pol.MinRunTime,
 		MaxPreemptions: pol.MaxPreemptions, NeverPreempted: pol.NeverPreempted, NeverPreempt: pol.NeverPreempt,
@@ -86,15 +86,15 @@ func (r *Runtime) tryPreempt(p, announced int) (preempted bool, retryAt time.Tim
 	})
 	if res != nil {
 		r.killMalformed(res)
-		if len(res.Malformed) > 0 && errors.Is(err, engine.ErrNoTask) {
+		if len(res.Malformed) > 0 && errors.Is(err, store.ErrNoTask) {
 			r.rejoinRun(vic.ID) // the reservation took only a malformed record
 		}
 	}
 	switch {
-	case errors.Is(err, engine.ErrFreeSlotInFleet), errors.Is(err, engine.ErrLowerVictimElsewhere):
+	case errors.Is(err, store.ErrFreeSlotInFleet), errors.Is(err, store.ErrLowerVictimElsewhere):
 		retryAt, err = r.deferToFleet(ctx, p, minLevel, now, err)
 		return false, retryAt, err
-	case errors.Is(err, engine.ErrNoTask):
+	case errors.Is(err, store.ErrNoTask):
 		r.endDeferral()
 		return false, time.Time{}, nil
 	case err != nil:
@@ -185,7 +185,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 	r.mu.Unlock()
 
 	r.stats.preempted.Add(1)
-	r.count(v.t.Level, func(c *engine.LevelCounts) { c.Preempted++ })
+	r.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
 	r.obs.preempted(v, urgent, r.cfg.GracePeriod)
 	v.cancel(cause)
 	if immediate {

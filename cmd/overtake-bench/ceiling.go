@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/overtake/overtake/internal/ckpt"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"fmt"
@@ -108,7 +108,7 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	if _, err := p.prod.EnqueueBatch(ctx, tasks); err != nil {
 		return res, err
 	}
-	lr, err := engine.Of(p.rt).Lease(ctx, engine.LeaseRequest{Worker: "bench-" + b.ns, Count: workers})
+	lr, err := store.Of(p.rt).Lease(ctx, store.LeaseRequest{Worker: "bench-" + b.ns, Count: workers})
 	if err != nil {
 		return res, err
 	}
@@ -117,14 +117,14 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	}
 	defer func() {
 		for _, t := range lr.Tasks {
-			_ = engine.Of(p.rt).Ack(context.WithoutCancel(ctx), t)
+			_ = store.Of(p.rt).Ack(context.WithoutCancel(ctx), t)
 		}
 	}()
 	data := make([]byte, 1024)
 	for i := range data {
 		data[i] = byte('a' + i%26)
 	}
-	h := ckpt.New(engine.Of(p.rt), lr.Tasks[0])
+	h := ckpt.New(store.Of(p.rt), lr.Tasks[0])
 	for i := range ops + ops/10 {
 		t0 := time.Now()
 		if err := h.Save(ctx, data); err != nil {
@@ -136,7 +136,7 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	}
 	hs := make([]*ckpt.Handle, workers)
 	for i, t := range lr.Tasks {
-		hs[i] = ckpt.New(engine.Of(p.rt), t)
+		hs[i] = ckpt.New(store.Of(p.rt), t)
 	}
 	var next atomic.Int64
 	res.parallel, err = hammer(ctx, workers, d, func(ctx context.Context) error {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"regexp"
@@ -104,11 +104,11 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		// A worker leases the high task and checkpoints binary state.
 		q := c.client()
 		ctx := context.Background()
-		res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "w1", MinLevel: 2})
+		res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "w1", MinLevel: 2})
 		if err != nil || len(res.Tasks) != 1 {
 			t.Fatalf("lease: %v %v", res, err)
 		}
-		if _, err := engine.Of(q).SaveCheckpoint(ctx, "mail-1", res.Tasks[0].Token, []byte{0, 1, 2, 0xff}); err != nil {
+		if _, err := store.Of(q).SaveCheckpoint(ctx, "mail-1", res.Tasks[0].Token, []byte{0, 1, 2, 0xff}); err != nil {
 			t.Fatal(err)
 		}
 		out = c.ok("inspect", "mail-1")
@@ -158,11 +158,11 @@ func TestDeadCommands(t *testing.T) {
 		for i, reason := range []string{"boom", "bad input\nline two"} {
 			out := c.ok("enqueue", "--type", "job", "--level", "normal", "--payload", `{"i":1}`)
 			ids = append(ids, enqueuedID.FindStringSubmatch(out)[1])
-			res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "w"})
+			res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "w"})
 			if err != nil || len(res.Tasks) != 1 || res.Tasks[0].ID != ids[i] {
 				t.Fatalf("lease: %v %v", res, err)
 			}
-			if _, err := engine.Of(q).SaveCheckpoint(ctx, ids[i], res.Tasks[0].Token, []byte(`{"row":7}`)); err != nil {
+			if _, err := store.Of(q).SaveCheckpoint(ctx, ids[i], res.Tasks[0].Token, []byte(`{"row":7}`)); err != nil {
 				t.Fatal(err)
 			}
 			if err := q.DeadLetter(ctx, res.Tasks[0], reason); err != nil {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"context"
 	"errors"
@@ -69,7 +69,7 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.Task,
 	}
 	state := string(t.State)
 	if t.State == queue.StatePending {
-		if ids, err := engine.Of(q).Pending(ctx, t.Level); err == nil {
+		if ids, err := store.Of(q).Pending(ctx, t.Level); err == nil {
 			if i := slices.Index(ids, t.ID); i >= 0 {
 				state += fmt.Sprintf(" (position %d of %d in %s)", i+1, len(ids), q.LevelName(t.Level))
 			}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"bytes"
 	"context"
@@ -116,10 +116,10 @@ func seedWatch(t *testing.T, b testredis.Backend, q *queue.Client) {
 	if err := q.Pause(ctx, 1, queue.PauseWait); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.Of(q).Heartbeat(ctx, engine.Heartbeat{Worker: "w-live", Capacity: 4}); err != nil {
+	if _, err := store.Of(q).Heartbeat(ctx, store.Heartbeat{Worker: "w-live", Capacity: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := engine.Of(q).Lease(ctx, engine.LeaseRequest{Worker: "w-live", MinLevel: 2}); err != nil || len(res.Tasks) != 1 {
+	if res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "w-live", MinLevel: 2}); err != nil || len(res.Tasks) != 1 {
 		t.Fatalf("lease: %v %v", res, err)
 	}
 	now, err := b.Client.Time(ctx).Result()
@@ -132,8 +132,8 @@ func seedWatch(t *testing.T, b testredis.Backend, q *queue.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = engine.Of(qc).Heartbeat(ctx, engine.Heartbeat{Worker: "w-rates", Capacity: 2, TTL: 10 * time.Minute,
-		Counts: map[int]engine.LevelCounts{
+	_, err = store.Of(qc).Heartbeat(ctx, store.Heartbeat{Worker: "w-rates", Capacity: 2, TTL: 10 * time.Minute,
+		Counts: map[int]store.LevelCounts{
 			2: {Processed: 120, Failed: 6, SLABreaches: 3},
 			0: {Processed: 30, Preempted: 15},
 		}})

@@ -3,7 +3,7 @@ package ckpt_test
 import (
 	"github.com/overtake/overtake/internal/ckpt"
 
-	"github.com/overtake/overtake/internal/engine"
+	"github.com/overtake/overtake/internal/store"
 
 	"testing"
 
@@ -14,7 +14,7 @@ import (
 )
 
 // The engine of a queue.Client is the Saver the runtime uses.
-var _ ckpt.Saver = engine.Queue(nil)
+var _ ckpt.Saver = (*store.Store)(nil)
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)

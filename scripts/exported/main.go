@@ -2,7 +2,8 @@
 // packages and prints them per package: top-level names and methods of
 // exported types (the count of the API issue, target ≤ 200), and beside
 // it the same with exported struct fields. internal/, cmd/, examples/,
-// e2e/, bench/ and scripts/ are left out. make lint runs it.
+// e2e/, bench/ and scripts/ are left out; an alias of an internal type
+// counts that type's exported methods and fields. make lint runs it.
 //
 //	go run ./scripts/exported [root]
 package main
@@ -28,7 +29,12 @@ func main() {
 	}
 	counts := map[string]int{}
 	fields := map[string]int{}
-	err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+	inner, err := internalTypes(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exported:", err)
+		os.Exit(1)
+	}
+	err = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
@@ -47,6 +53,7 @@ func main() {
 			return nil
 		}
 		pkg, _ := filepath.Rel(root, filepath.Dir(p))
+		imports := importDirs(f)
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
@@ -59,6 +66,15 @@ func main() {
 					case *ast.TypeSpec:
 						if s.Name.IsExported() {
 							counts[pkg]++
+							// An alias of an internal type exports that
+							// type's methods and fields under this name.
+							if sel, ok := s.Type.(*ast.SelectorExpr); ok && s.Assign.IsValid() {
+								if x, ok := sel.X.(*ast.Ident); ok {
+									t := inner[imports[x.Name]+"."+sel.Sel.Name]
+									counts[pkg] += t.methods
+									fields[pkg] += t.fields
+								}
+							}
 							if st, ok := s.Type.(*ast.StructType); ok {
 								for _, fl := range st.Fields.List {
 									for _, n := range fl.Names {
@@ -114,4 +130,92 @@ func recvExported(fl *ast.FieldList) bool {
 	}
 	id, ok := t.(*ast.Ident)
 	return ok && id.IsExported()
+}
+
+// typeCounts are an internal type's exported methods and fields.
+type typeCounts struct{ methods, fields int }
+
+// internalTypes returns the exported methods and fields of every type
+// declared under root/internal, by "internal/dir.Type".
+func internalTypes(root string) (map[string]typeCounts, error) {
+	out := map[string]typeCounts{}
+	base := filepath.Join(root, "internal")
+	err := filepath.Walk(base, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, 0)
+		if err != nil {
+			return nil
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(p))
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv != nil && d.Name.IsExported() {
+					k := dir + "." + recvName(d.Recv)
+					c := out[k]
+					c.methods++
+					out[k] = c
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					ts, ok := s.(*ast.TypeSpec)
+					if !ok {
+						continue
+					}
+					st, ok := ts.Type.(*ast.StructType)
+					if !ok {
+						continue
+					}
+					k := dir + "." + ts.Name.Name
+					c := out[k]
+					for _, fl := range st.Fields.List {
+						for _, n := range fl.Names {
+							if n.IsExported() {
+								c.fields++
+							}
+						}
+					}
+					out[k] = c
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// importDirs maps a file's import names to their directories in this
+// module ("internal/store"); other imports are left out.
+func importDirs(f *ast.File) map[string]string {
+	const mod = "github.com/overtake/overtake/"
+	out := map[string]string{}
+	for _, im := range f.Imports {
+		path := strings.Trim(im.Path.Value, `"`)
+		if !strings.HasPrefix(path, mod) {
+			continue
+		}
+		name := path[strings.LastIndex(path, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		out[name] = strings.TrimPrefix(path, mod)
+	}
+	return out
+}
+
+// recvName is the name of a method's receiver type.
+func recvName(fl *ast.FieldList) string {
+	t := fl.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	if g, ok := t.(*ast.IndexExpr); ok {
+		t = g.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
 }

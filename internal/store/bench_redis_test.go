@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/internal/testredis"
+)
+
+// scriptMicros reads what Redis spent in scripts so far (see
+// testredis.ScriptMicros).
+func scriptMicros(b *testing.B, rdb *redis.Client) float64 {
+	b.Helper()
+	us, err := testredis.ScriptMicros(context.Background(), rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(us)
+}
+
+// BenchmarkScriptsOnRedis reports Redis's own time in the scripts per task
+// (redis-µs/task) on a real redis-server: the yardstick for work on the
+// Lua, free of the client's and the network's share (which ns/op
+// includes). Each sub-benchmark runs on a fresh server.
+//
+//	enqueue4: a grouped call of 4 Enqueues at 3 levels (16 producers
+//	share calls of about 4)
+//	lease20+ack20: a lease call of 20 tasks carrying the acks of the
+//	previous call's 20 (a worker at concurrency 64 under load)
+func BenchmarkScriptsOnRedis(b *testing.B) {
+	b.Run("enqueue4", func(b *testing.B) {
+		c, rdb := benchRedisClient(b)
+		ctx := context.Background()
+		before := scriptMicros(b, rdb)
+		for b.Loop() {
+			batch := make([]*enqWait, 4)
+			for i := range batch {
+				nt, ks, args, _, err := c.prepare(ctx, NewTask("bench", nil), []Option{Level(i % 3)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				batch[i] = &enqWait{nt: nt, keys: ks, args: args}
+			}
+			for _, err := range c.enqueueMany(ctx, batch) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric((scriptMicros(b, rdb)-before)/float64(b.N*4), "redis-µs/task")
+	})
+	b.Run("lease20+ack20", func(b *testing.B) {
+		const per = 20
+		c, rdb := benchRedisClient(b)
+		ctx := context.Background()
+		fill := func(n int) {
+			for n > 0 {
+				k := min(n, 1000)
+				tasks := make([]*Task, k)
+				for i := range tasks {
+					tasks[i] = NewTask("bench", nil)
+				}
+				if _, err := c.EnqueueBatch(ctx, tasks, Level(n%3)); err != nil {
+					b.Fatal(err)
+				}
+				n -= k
+			}
+		}
+		fill(per * (b.N + 1))
+		var prev []*Task
+		before := scriptMicros(b, rdb)
+		b.ResetTimer()
+		for range b.N {
+			for _, t := range prev {
+				c.carried.queue(finishOp{t: t, mode: "ack"})
+			}
+			res, _, err := c.lease(ctx, LeaseRequest{Worker: "w", Count: per}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Tasks) != per {
+				b.Fatalf("leased %d, want %d", len(res.Tasks), per)
+			}
+			prev = res.Tasks
+		}
+		b.StopTimer()
+		b.ReportMetric((scriptMicros(b, rdb)-before)/float64(b.N*per), "redis-µs/task")
+	})
+}
+
+// benchRedisClient is a queue on a fresh real redis-server (skipped
+// without one), and a client of that server.
+func benchRedisClient(b *testing.B) (*Store, *redis.Client) {
+	b.Helper()
+	srv := testredis.StartServer(b, testredis.ServerOptions{})
+	rdb := srv.NewClient(b)
+	c, err := New(rdb, Config{Namespace: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, rdb
+}

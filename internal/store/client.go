@@ -1,0 +1,135 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/overtake/overtake/internal/telemetry"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Store speaks to Redis about the tasks of one queue. It is safe for
+// concurrent use and holds no global state.
+type Store struct {
+	rdb    redis.UniversalClient
+	cfg    Config
+	keys   keys
+	tracer trace.Tracer
+	prop   telemetry.Propagator
+	// serverTime: no Clock was injected, so scripts use Redis's TIME.
+	serverTime bool
+	acks       groupCommit[finishOp] // concurrent Acks share calls
+	carried    groupCommit[finishOp] // acks queued for the next lease call (CarryAck)
+	enqs       groupCommit[*enqWait] // concurrent Enqueues share calls
+	sweep      sweeper
+}
+
+// New returns a client for the queue cfg names on rdb, which may be a
+// standalone, Sentinel or Cluster client.
+func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
+	if rdb == nil {
+		return nil, errors.New("overtake: queue.New: nil redis client")
+	}
+	serverTime := cfg.Clock == nil || reflect.ValueOf(cfg.Clock).Pointer() == reflect.ValueOf(time.Now).Pointer()
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Store{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
+		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
+	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
+	c.carried.limit, c.carried.send = maxAckBatch, c.finishBatch
+	c.enqs.limit, c.enqs.send, c.enqs.flushers, c.enqs.minBatch = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers, enqueueMinBatch
+	return c, nil
+}
+
+// Config returns the client's configuration with defaults filled in.
+func (c *Store) Config() Config { return c.cfg }
+
+// Redis returns the underlying Redis client.
+func (c *Store) Redis() redis.UniversalClient { return c.rdb }
+
+// Name returns the queue's name.
+func (c *Store) Name() string { return c.cfg.Name }
+
+// Levels returns the number of priority levels.
+func (c *Store) Levels() int { return c.cfg.Levels }
+
+// WakeChannel is the Pub/Sub channel on which the queue announces, with the
+// level as the message, every task that becomes pending, and with the
+// message "s" every delayed task enqueued (workers then look up its due
+// time).
+func (c *Store) WakeChannel() string { return c.keys.wake() }
+
+// newID returns 16 random bytes as hex.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newToken returns a fresh random lease token.
+func newToken() string { return newID()[:20] }
+
+// now is the client's idea of the current time: the injected clock, else
+// time.Now. It only turns the API's absolute times into delays; scripts
+// take the time from Redis (see scriptNow).
+func (c *Store) now() time.Time { return c.cfg.Clock() }
+
+// scriptNow is the ARGV "now" of a script: "" to use Redis's clock, or the
+// injected clock's milliseconds.
+func (c *Store) scriptNow() string {
+	if c.serverTime {
+		return ""
+	}
+	return strconv.FormatInt(c.cfg.Clock().UnixMilli(), 10)
+}
+
+// scriptErr maps the errors scripts raise to the package's sentinels.
+func scriptErr(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, leaseLostMsg):
+		return ErrLeaseLost
+	case strings.Contains(msg, corruptMsg+" "):
+		return fmt.Errorf("%w: %s", ErrCorrupt, msg[strings.Index(msg, corruptMsg+" ")+len(corruptMsg)+1:])
+	case strings.Contains(msg, schemaMsg+" "):
+		return fmt.Errorf("%w: %s", ErrSchema, msg[strings.Index(msg, schemaMsg+" ")+len(schemaMsg)+1:])
+	}
+	return err
+}
+
+// NewSuffix returns 6 random hex digits, to tell apart worker IDs made on
+// one host by one process ID.
+func NewSuffix() string { return newID()[:6] }
+
+// Source is what a queue.Client tells of itself: its Redis client and its
+// validated Config.
+type Source interface {
+	Redis() redis.UniversalClient
+	Config() Config
+}
+
+// Of returns a store over the queue src describes: its own connection
+// state (group commits, scripts) on src's Redis client and Config. The
+// Config of a queue.Client was validated when it was opened, so New
+// cannot fail on it; Of panics if it does.
+func Of(src Source) *Store {
+	s, err := New(src.Redis(), src.Config())
+	if err != nil {
+		panic(fmt.Sprintf("overtake: store.Of: %v", err))
+	}
+	return s
+}

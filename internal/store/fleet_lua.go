@@ -1,0 +1,83 @@
+package store
+
+// luaFleetCheck is the fleet check of a reservation (see Reserve), part of
+// leaseScript: fleet_refuses returns {-1} when another live worker has a
+// free slot where the urgent task could run, {-2} when one runs an
+// eligible preemptible task below the victim's level, an error reply when
+// a fleet key holds the wrong type, or nil when this worker may preempt.
+// It reads ARGV as leaseScript documents them.
+const luaFleetCheck = `
+local function fleet_refuses(now, w, minl, maxl)
+  local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash', 'running', 'zset')
+  if g then return redis.error_reply(g) end
+  local vlvl = tonumber(ARGV[11])
+  -- The levels the urgent task may come from (the pops below).
+  local want, skip0 = {}, ARGV[15] or ','
+  for l = minl, maxl do
+    if not string.find(skip0, ',' .. l .. ',', 1, true) then want[l] = true end
+  end
+  -- A worker with slot pools (its heartbeat's layout after a second '@')
+  -- counts only where the urgent task could run: a pool of those levels
+  -- with a free slot, or one that borrows while another has one.
+  local layouts = {}
+  local function layout(o)
+    if layouts[o] == nil then
+      local c = redis.call('HGET', P .. 'cap', o) or ''
+      local lay = string.match(c, '^[^@]*@[^@]*@(.+)$')
+      local pools = false
+      if lay then
+        pools = {free = false}
+        for bd, sz, ls, br in string.gmatch(lay, '(%d+):(%d+):([%d,]*):(%d)') do
+          local p = {bd = bd, fr = tonumber(sz) - num(redis.call('HGET', P .. 'busy', o .. '|' .. bd)),
+            br = br == '1', lv = {}, hit = false}
+          for l in string.gmatch(ls, '%d+') do
+            p.lv[tonumber(l)] = true
+            if want[tonumber(l)] then p.hit = true end
+          end
+          if p.fr > 0 then pools.free = true end
+          pools[#pools + 1] = p
+        end
+      end
+      layouts[o] = {c = c, pools = pools}
+    end
+    return layouts[o]
+  end
+  local live = redis.call('ZRANGEBYSCORE', P .. 'alive', now, '+inf')
+  for _, o in ipairs(live) do
+    if o ~= w then
+      local lo = layout(o)
+      if lo.pools then
+        for _, p in ipairs(lo.pools) do
+          if p.hit and (p.fr > 0 or (p.br and lo.pools.free)) then return {-1} end
+        end
+      elseif num(string.match(lo.c, '^%-?%d+')) - num(redis.call('HGET', P .. 'busy', o)) > 0 then
+        return {-1}
+      end
+    end
+  end
+  local minrun, maxpre, never = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
+  local lower = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', '(' .. vlvl, 'WITHSCORES', 'LIMIT', 0, 50)
+  for i = 1, #lower, 2 do
+    local id, lvl = lower[i], lower[i + 1]
+    local s = sget(id) or {}
+    local ow = s.w
+    local live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
+    local same = true -- with pools, ow preempts inside the urgent task's pool
+    if ow and ow ~= w and live then
+      local lo = layout(ow)
+      if lo.pools then
+        same = false
+        for _, p in ipairs(lo.pools) do
+          if p.hit and (p.bd == s.b or p.lv[tonumber(lvl)]) then same = true end
+        end
+      end
+    end
+    if ow ~= w and live and same and not string.find(never, ',' .. lvl .. ',', 1, true)
+      and num(s.stt) + minrun <= now
+      and (maxpre < 0 or num(s.pre) < maxpre) then
+      return {-2}
+    end
+  end
+  return nil
+end
+`

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A lease call takes the carried acks, then appends the Ack group's queued
+// items to what it took. That append must not write into the carried
+// queue's backing array: the item queued there next would overwrite (or be
+// overwritten by) an item the call carries, leaving one waiter unanswered
+// until its 5 s timeout (seen as drain stalls and "retrying ack: context
+// deadline exceeded" before take returned a clipped slice).
+func TestGroupTakeDoesNotAliasQueue(t *testing.T) {
+	var carried, acks groupCommit[int]
+	for i := range 5 {
+		carried.queue(i) // length 5, capacity 8: appends reuse the array
+	}
+	acks.queue(100)
+	acks.queue(101)
+
+	taken := carried.take(4) // one carried ack is left for the next call
+	require.Len(t, taken, 4)
+	taken = append(taken, acks.take(maxAckBatch-len(taken))...)
+	later := carried.queue(5) // queued while the call is in flight
+
+	items := make([]int, len(taken))
+	for i, w := range taken {
+		items[i] = w.item
+	}
+	require.Equal(t, []int{0, 1, 2, 3, 100, 101}, items, "the call carries what it took")
+	left := make([]int, len(carried.queued))
+	for i, w := range carried.queued {
+		left[i] = w.item
+	}
+	require.Equal(t, []int{4, 5}, left, "the items left and queued later are untouched")
+	require.Same(t, later, carried.queued[1])
+
+	answer(taken, make([]error, len(taken)))
+	for _, w := range taken {
+		require.Len(t, w.done, 1, "every taken item is answered")
+	}
+	require.Empty(t, later.done, "the later item waits for the next call")
+}
+
+// gatedGroup is a group whose calls block until released, one gate per
+// call in the order they went out, and report each call's items.
+type gatedGroup struct {
+	g     groupCommit[int]
+	calls chan []int         // each call's items, as it goes out
+	gates chan chan struct{} // each call's release, as it goes out
+}
+
+func newGatedGroup(flushers, minBatch int) *gatedGroup {
+	gg := &gatedGroup{calls: make(chan []int, 16), gates: make(chan chan struct{}, 16)}
+	gg.g.limit, gg.g.flushers, gg.g.minBatch = 256, flushers, minBatch
+	gg.g.shareWait = time.Hour // the share is waited for; TestGroupSlowCallHoldsNoOneLong sets its own
+	gg.g.send = func(_ context.Context, items []int) []error {
+		gate := make(chan struct{})
+		gg.gates <- gate
+		gg.calls <- items
+		<-gate
+		return make([]error, len(items))
+	}
+	return gg
+}
+
+// call returns the items of the next call to go out, failing the test if
+// none does within 5 s.
+func (gg *gatedGroup) call(t *testing.T) []int {
+	t.Helper()
+	select {
+	case items := <-gg.calls:
+		return items
+	case <-time.After(5 * time.Second):
+		t.Fatal("no call went out")
+		return nil
+	}
+}
+
+// state reads the calls in flight and the items queued, under the lock.
+func (gg *gatedGroup) state() (flushing, queued int) {
+	gg.g.mu.Lock()
+	defer gg.g.mu.Unlock()
+	return gg.g.flushing, len(gg.g.queued)
+}
+
+// A few callers go side by side, one item each, as they would alone: the
+// share of items a call beside others waits for is 1 while few are
+// outstanding.
+func TestGroupFewCallersGoAtOnce(t *testing.T) {
+	gg := newGatedGroup(4, 4)
+	ctx := t.Context()
+	errs := make(chan error, 4)
+	for i := range 3 {
+		go func() { errs <- gg.g.do(ctx, i) }()
+		require.Len(t, gg.call(t), 1, "caller %d goes at once", i)
+	}
+	for range 3 {
+		close(<-gg.gates)
+		require.NoError(t, <-errs)
+	}
+}
+
+// With many callers outstanding, a call beside others goes out only once
+// its share of them waits (at most minBatch): a caller answered by one call
+// and back at once no longer finds a free turn and goes alone (with 16
+// producers most calls carried one task). A call that comes back to fewer
+// leaves them to the others in flight; the last one sends what is left.
+func TestGroupCallBesideOthersWaitsForItsShare(t *testing.T) {
+	gg := newGatedGroup(3, 4)
+	ctx := t.Context()
+	errs := make(chan error, 32)
+	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
+	queuedIs := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool { _, q := gg.state(); return q == n }, 5*time.Second, time.Millisecond)
+	}
+
+	var gates []chan struct{}
+	for i := range 3 { // few outstanding: each goes at once
+		do(i)
+		require.Equal(t, []int{i}, gg.call(t))
+		gates = append(gates, <-gg.gates)
+	}
+	for i := 3; i < 12; i++ { // no free turn: they queue
+		do(i)
+	}
+	queuedIs(9)
+	close(gates[0]) // comes back to 9 waiting (share 4): sends them all
+	require.ElementsMatch(t, []int{3, 4, 5, 6, 7, 8, 9, 10, 11}, gg.call(t))
+	gates = append(gates, <-gg.gates)
+
+	for i := 12; i < 15; i++ {
+		do(i)
+	}
+	queuedIs(3)
+	close(gates[1]) // comes back to 3 waiting of 13 outstanding (share 4): leaves them
+	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 2 }, 5*time.Second, time.Millisecond)
+	_, q := gg.state()
+	require.Equal(t, 3, q, "three items wait for their share")
+	require.Empty(t, gg.calls, "no call carries fewer than the share beside others")
+
+	do(15) // the fourth fills the share and takes the free turn
+	require.ElementsMatch(t, []int{12, 13, 14, 15}, gg.call(t))
+	gates = append(gates, <-gg.gates)
+
+	do(16)
+	queuedIs(1)
+	close(gates[2])
+	close(gates[3]) // two calls come back: one item is not their share
+	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
+	require.Empty(t, gg.calls)
+	close(gates[4]) // the last call in flight sends what is left
+	require.Equal(t, []int{16}, gg.call(t))
+	close(<-gg.gates)
+	for range 17 {
+		require.NoError(t, <-errs)
+	}
+	f, q := gg.state()
+	require.Zero(t, f, "no call left in flight")
+	require.Zero(t, q)
+	require.Zero(t, gg.g.inCalls)
+}
+
+// A call in flight that stalls holds an item waiting for its share at
+// most shareWait: with a turn free, its caller then sends it, as a lone
+// call would have gone, rather than wait out the stalled call (up to
+// groupTimeout, 5 s).
+func TestGroupSlowCallHoldsNoOneLong(t *testing.T) {
+	gg := newGatedGroup(2, 4)
+	gg.g.shareWait = 10 * time.Millisecond
+	ctx := t.Context()
+	errs := make(chan error, 16)
+	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
+
+	do(0)
+	require.Equal(t, []int{0}, gg.call(t))
+	gateA := <-gg.gates
+	do(1) // two outstanding: goes at once
+	require.Equal(t, []int{1}, gg.call(t))
+	gateB := <-gg.gates
+	for i := 2; i < 10; i++ {
+		do(i)
+	}
+	require.Eventually(t, func() bool { _, q := gg.state(); return q == 8 }, 5*time.Second, time.Millisecond)
+	close(gateA)
+	require.ElementsMatch(t, []int{2, 3, 4, 5, 6, 7, 8, 9}, gg.call(t))
+	stalled := <-gg.gates // held until the end: 8 items in a stalled call
+	close(gateB)
+	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
+
+	do(10) // 9 outstanding, share 4: it waits, but only shareWait
+	require.Equal(t, []int{10}, gg.call(t), "sent beside the stalled call")
+	close(<-gg.gates)
+	close(stalled)
+	for range 11 {
+		require.NoError(t, <-errs)
+	}
+	f, q := gg.state()
+	require.Zero(t, f)
+	require.Zero(t, q)
+	require.Zero(t, gg.g.inCalls)
+}
+
+// Without minBatch (the Ack group) every caller that finds a free turn
+// goes at once, as before.
+func TestGroupWithoutMinBatchSendsAtOnce(t *testing.T) {
+	gg := newGatedGroup(2, 0)
+	ctx := t.Context()
+	errs := make(chan error, 4)
+	go func() { errs <- gg.g.do(ctx, 0) }()
+	require.Equal(t, []int{0}, gg.call(t))
+	go func() { errs <- gg.g.do(ctx, 1) }()
+	require.Equal(t, []int{1}, gg.call(t), "a free turn is taken at once")
+	close(<-gg.gates)
+	close(<-gg.gates)
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+}

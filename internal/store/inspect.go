@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// LevelStats counts the tasks of one level.
+type LevelStats struct {
+	Level     int
+	Name      string
+	Pending   int64 // waiting in the level's list
+	Active    int64 // leased by a worker
+	Scheduled int64 // delayed or waiting for a retry
+	Dead      int64 // dead-lettered
+	// OldestReadyAt is when the task at the head of the list became
+	// pending; zero when the level is empty.
+	OldestReadyAt time.Time
+	// Paused says whether workers lease from the level (see Pause).
+	Paused PauseMode
+	// Rates are the fleet's outcomes per second at this level over the
+	// last RateWindow, as reported in workers' heartbeats.
+	Rates Rates
+}
+
+// Stats is a snapshot of a queue.
+type Stats struct {
+	Queue   string
+	Levels  []LevelStats // lowest level first
+	Workers int64        // live workers
+	// PoolRates are the fleet's rates by slot pool name (runtime pools),
+	// over the last RateWindow; empty when no worker has pools.
+	PoolRates map[string]Rates
+}
+
+// statsScript reads every counter of a queue in one round trip: the
+// lists' lengths, the head's ready time, the counters in n, live workers,
+// the paused levels and the rate buckets.
+//
+//	KEYS[1] n  ARGV[1] prefix  ARGV[2] levels  ARGV[3] now ms or ""
+var statsScript = newScript(ratesLua + `
+local n, now = tonumber(ARGV[2]), clock(ARGV[3])
+local g = guard('n', 'hash', 'alive', 'zset')
+if g then return redis.error_reply(g) end
+local out = {}
+for l = 0, n - 1 do
+  local key = P .. 'p:' .. l
+  local len, rdy = 0, 0
+  local t = typeof(key)
+  if t == 'list' then
+    len = redis.call('LLEN', key)
+    local head = redis.call('LINDEX', key, 0)
+    if head then
+      local s = decode(redis.call('GET', skey(head))) or {}
+      local h = hdr_of(head) or {}
+      rdy = num(s.rdy or h.enq)
+    end
+  elseif t ~= 'none' then
+    len = 0 -- a wrong-typed list: nothing pending there can be leased
+  end
+  local a, s, d = unpack(redis.call('HMGET', KEYS[1], 'a' .. l, 's' .. l, 'd' .. l))
+  out[#out + 1] = {len, num(a), num(s), num(d), rdy}
+end
+out[#out + 1] = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
+local okp, paused = pcall(redis.call, 'GET', P .. 'paused')
+out[#out + 1] = (okp and paused) or ''
+out[#out + 1] = read_rates(now)
+return out
+`)
+
+// Stats returns the depth, in-flight, scheduled and dead counts per level
+// in one round trip.
+func (c *Store) Stats(ctx context.Context) (*Stats, error) {
+	raw, err := statsScript.Run(ctx, c.rdb, []string{c.keys.counts()},
+		c.keys.prefix, c.cfg.Levels, c.scriptNow()).Slice()
+	if err != nil {
+		return nil, wrapf(scriptErr(err), "stats")
+	}
+	st := &Stats{Queue: c.cfg.Name}
+	for l := 0; l < c.cfg.Levels && l < len(raw); l++ {
+		v, _ := raw[l].([]any)
+		n := func(i int) int64 {
+			if i < len(v) {
+				x, _ := v[i].(int64)
+				return x
+			}
+			return 0
+		}
+		ls := LevelStats{Level: l, Name: c.LevelName(l), Pending: n(0), Active: n(1), Scheduled: n(2), Dead: n(3)}
+		if ms := n(4); ms > 0 {
+			ls.OldestReadyAt = time.UnixMilli(ms)
+		}
+		st.Levels = append(st.Levels, ls)
+	}
+	if len(raw) > c.cfg.Levels+2 {
+		st.Workers, _ = raw[c.cfg.Levels].(int64)
+		p, _ := raw[c.cfg.Levels+1].(string)
+		rr, _ := raw[c.cfg.Levels+2].([]any)
+		paused := c.parsePaused(p)
+		var rates []Rates
+		rates, st.PoolRates = parseRates(rr, c.cfg.Levels)
+		for i := range st.Levels {
+			st.Levels[i].Paused, st.Levels[i].Rates = paused[i], rates[i]
+		}
+	}
+	return st, nil
+}
+
+// Depths returns the pending count per level in one round trip.
+func (c *Store) Depths(ctx context.Context) (map[int]int64, error) {
+	cmds := make([]*redis.IntCmd, c.cfg.Levels)
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for l := range cmds {
+			cmds[l] = p.LLen(ctx, c.keys.pending(l))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapf(err, "depths")
+	}
+	out := make(map[int]int64, len(cmds))
+	for l, cmd := range cmds {
+		out[l] = cmd.Val()
+	}
+	return out, nil
+}
+
+// Inspect returns the record of task id, or ErrTaskNotFound. A record
+// that cannot be decoded is returned with what could be read and an error
+// wrapping ErrMalformedRecord (or ErrCorrupt when a key of the task holds
+// another type).
+func (c *Store) Inspect(ctx context.Context, id string) (*Task, error) {
+	var vals *redis.SliceCmd
+	var dl *redis.FloatCmd
+	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		vals = p.MGet(ctx, c.keys.task(id), c.keys.state(id), c.keys.checkpoint(id))
+		dl = p.ZScore(ctx, c.keys.leases(), id) // a missing or corrupt leases key: no deadline
+		return nil
+	})
+	if err := vals.Err(); err != nil {
+		return nil, wrapf(err, "inspect %s", id)
+	}
+	v := vals.Val()
+	if len(v) != 3 {
+		return nil, fmt.Errorf("overtake: inspect %s: short reply", id)
+	}
+	if v[0] == nil && v[1] == nil {
+		for _, k := range []string{c.keys.task(id), c.keys.state(id)} {
+			if typ := c.rdb.Type(ctx, k).Val(); typ != "none" && typ != "" {
+				return nil, fmt.Errorf("%w: %s is a %s, want a string", ErrCorrupt, k, typ)
+			}
+		}
+		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
+	}
+	if v[0] == nil && c.rdb.Exists(ctx, c.keys.prefix+"x:"+id).Val() == 0 {
+		// Only a state left behind by a record deleted from outside.
+		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
+	}
+	t, err := decodeTask(id, v[0], v[1], v[2])
+	if ms := dl.Val(); ms > 0 && t.Token != "" {
+		t.LeaseDeadline = msTime(int64(ms))
+	}
+	return t, err
+}
+
+// DeadTasks returns up to count dead-lettered tasks, oldest first, from
+// offset. Records that cannot be decoded are returned with what could be
+// read.
+func (c *Store) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, error) {
+	if offset < 0 || count < 1 {
+		return nil, fmt.Errorf("%w: DeadTasks offset %d, count %d: want offset >= 0 and count >= 1", ErrInvalidTask, offset, count)
+	}
+	ids, err := c.rdb.ZRange(ctx, c.keys.dead(), offset, offset+count-1).Result()
+	if err != nil {
+		return nil, wrapf(err, "dead tasks")
+	}
+	out := make([]*Task, 0, len(ids))
+	for _, id := range ids {
+		t, err := c.Inspect(ctx, id)
+		if err != nil && !errors.Is(err, ErrMalformedRecord) && !errors.Is(err, ErrSchema) {
+			if errors.Is(err, ErrTaskNotFound) {
+				continue
+			}
+			return out, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Pending returns the IDs waiting at level, head first (the next to run).
+func (c *Store) Pending(ctx context.Context, level int) ([]string, error) {
+	if level < 0 || level >= c.cfg.Levels {
+		return nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, level, c.cfg.Levels-1)
+	}
+	ids, err := c.rdb.LRange(ctx, c.keys.pending(level), 0, -1).Result()
+	if err != nil {
+		return nil, wrapf(err, "pending %s", strconv.Itoa(level))
+	}
+	return ids, nil
+}

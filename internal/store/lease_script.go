@@ -1,0 +1,349 @@
+package store
+
+// leaseScript promotes due scheduled tasks, recovers expired leases, ages
+// long-waiting tasks up a level (Config.AgeAfter), then leases up to Count
+// tasks, highest level first, FIFO within a level, with one LPOP per level,
+// one MGET for every task's keys and one write per shared key, whatever the
+// count. With reserve set it first checks the fleet, for preemption (see
+// Reserve).
+//
+//	KEYS[1] leases (routes the call to the queue's slot)
+//	ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] lease ms  ARGV[4] worker
+//	ARGV[5] count   ARGV[6] min level  ARGV[7] max level  ARGV[8] the call's token
+//	ARGV[9] "1" to reserve  ARGV[10] victim id  ARGV[11] victim level
+//	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
+//	ARGV[14] never-preempted levels as ",l1,l2,"
+//	ARGV[15] levels not to take from (paused, or never preempting in a
+//	reservation) as ",l1,l2,"
+//	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
+//	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
+//	ARGV[18] "1" to promote due tasks, recover expired leases and age first
+//	ARGV[19] groups as "count:l,l,...:pool;" ("b" for a spare group, pool
+//	"" for none), or ""  ARGV[20] the slot pool of a lease without groups
+//	(a reservation), or ""
+//
+//	ARGV[21..] the acks the call carries: id, token, ... (see Client.lease)
+//
+// Returns {code, now, deadline, {corrupt...}, {taken per group}, {ack
+// results, as finishScript's}, id, record, state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
+// expires when nothing was leased (0: none), or -1 / -2 when a reservation
+// is refused (free slot / lower victim elsewhere).
+var leaseScript = newScript(luaFastAcks + luaFleetCheck + leaseBody)
+
+const leaseBody = `
+local now = clock(ARGV[2])
+local dl, w = now + tonumber(ARGV[3]), ARGV[4]
+local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local bad = {}
+if ARGV[18] == '1' then
+  local sch, exp, e = due_reads(now, bad)
+  if e then return redis.error_reply(e) end
+  if #sch > 0 or #exp > 0 or tonumber(ARGV[16]) > 0 then
+    local g = shared() or guard('scheduled', 'zset')
+    if g then return redis.error_reply(g) end
+    promote(sch, now, maxl, bad)
+    recover(exp, now, bad)
+    age(now, tonumber(ARGV[16]), maxl, bad)
+  end
+end
+if ARGV[9] == '1' and ARGV[17] ~= '1' then
+  local refused = fleet_refuses(now, w, minl, maxl)
+  if refused then return refused end
+end
+-- The acks this call carries (ARGV[21..]: id, token) end their leases
+-- first, so their slots' counts are settled before new leases count.
+local acked = {}
+if #ARGV > 20 and ARGV[9] ~= '1' then
+  acked = fast_acks(20, 2, (#ARGV - 20) / 2)
+  if acked.err then return acked end
+end
+-- Pop IDs, highest level first; a wrong-typed list fails its LPOP, which
+-- writes nothing: that level is reported and the others go on. IDs that
+-- yield no task (a record deleted or set aside) are replaced by popping
+-- again, so they delay nothing.
+local skip = ARGV[15] or ','
+local taken = {}
+local out = {0, now, dl, bad, taken, acked}
+local set, lz, rz, acnt, leased = {}, {}, {}, {}, {}
+-- Lengths kept by hand: # costs a search per append in Lua 5.1.
+local ns, nr, no = 0, 0, #out
+local ids, lvls = {}, {}
+local n, popped, stuck, drained = 0, 0, false, false
+local first -- the first task leased: the urgent one of a reservation
+-- Numbers turned into strings once per call, not once per task (each
+-- conversion is a sprintf); a plain worker ID is quoted without cjson.
+local nows, dls, LS = tostring(now), tostring(dl), {}
+for l = 0, maxl do LS[l] = tostring(l) end
+local wj = '"' .. w .. '"'
+if string.find(w, '[%c"\\/]') then wj = cjson.encode(w) end
+-- Every task of a call shares the call's token (a lease is the pair of
+-- ID and token), so a fresh task's state is the same string for every
+-- task of a level (and slot pool): joined once per call, in JS1, and
+-- found again by the ack (see fast_acks) without parsing it.
+local JS_W = '","w":' .. wj .. ',"tk":"' .. tok .. '","stt":"' .. nows .. '"'
+local JS1 = {}
+-- prb0 says whether a record's header marks it not preemptible
+-- ("2|<level>|0|"), without parsing the rest of it: one C call for a
+-- level of one digit.
+local function prb0(rec)
+  local b1, b2, b3, b4, b5, b6 = string.byte(rec, 1, 6)
+  if b1 ~= 50 or b2 ~= 124 then return false end
+  if b4 == 124 and b3 ~= 124 then return b5 == 48 and b6 == 124 end
+  local p = string.find(rec, '|', 3, true)
+  return p ~= nil and string.byte(rec, p + 1) == 48 and string.byte(rec, p + 2) == 124
+end
+local broken, mine = {}, {}
+local EMPTY = {} -- the state of a fresh task, never written to
+-- Groups (LeaseRequest.Groups): each takes up to its count from its levels,
+-- in order; a spare group ("b") takes what earlier counted groups left.
+local groups = {}
+if (ARGV[19] or '') == '' then
+  local lv = {}
+  for lvl = maxl, minl, -1 do lv[#lv + 1] = lvl end
+  groups[1] = {c = tostring(count), lv = lv, bd = ARGV[20] or ''}
+else
+  for c, ls, bd in string.gmatch(ARGV[19], '([%db]+):([%d,]*):(%d*);') do
+    local lv = {}
+    for l in string.gmatch(ls, '%d+') do lv[#lv + 1] = tonumber(l) end
+    groups[#groups + 1] = {c = c, lv = lv, bd = bd}
+  end
+end
+local spare = 0
+-- Slot pools (bands): a task leased by a counted group holds a slot of
+-- that group's pool; one leased by a spare group holds a slot the counted
+-- groups left free, the first in their order (as the runtime assigns them).
+local lend, lend_i, bcnt = {}, 1, {}
+local function slot_band(g)
+  if g.c ~= 'b' then
+    if g.bd == '' then return nil end
+    return g.bd
+  end
+  while lend_i <= #lend and lend[lend_i].left <= 0 do lend_i = lend_i + 1 end
+  if lend_i > #lend then return nil end
+  lend[lend_i].left = lend[lend_i].left - 1
+  return lend[lend_i].bd
+end
+for gi, g in ipairs(groups) do
+  local want = spare
+  if g.c ~= 'b' then want = tonumber(g.c) end
+  local n0 = n
+  count = n + want
+  if want > 0 and not stuck then
+  repeat
+    local from = #ids + 1
+    -- LMPOP takes from the highest non-empty level in one command; the
+    -- loop goes on to lower levels while slots are left.
+    local levels = {}
+    for _, lvl in ipairs(g.lv) do
+      if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then levels[#levels + 1] = lvl end
+    end
+    local at = 1
+    local ask = count - n
+    while at <= #levels and #ids - from + 1 + n < count do
+      local args = {'LMPOP', #levels - at + 1}
+      for j = at, #levels do args[#args + 1] = P .. 'p:' .. levels[j] end
+      args[#args + 1] = 'LEFT'; args[#args + 1] = 'COUNT'; args[#args + 1] = count - n - (#ids - from + 1)
+      local ok, got = pcall(redis.call, unpack(args))
+      if not ok then
+        -- A wrong-typed list: find it with one LPOP per level (each fails
+        -- without writing), report it and take from the others.
+        for j = at, #levels do
+          local lvl, key = levels[j], P .. 'p:' .. levels[j]
+          if #ids - from + 1 + n >= count then break end
+          local ok2, got2 = pcall(redis.call, 'LPOP', key, count - n - (#ids - from + 1))
+          if not ok2 then
+            broken[lvl] = true
+            bad[#bad + 1] = 'CORRUPT ' .. key .. ' is a ' .. typeof(key) .. ', want a list'
+          elseif got2 then
+            for _, id in ipairs(got2) do ids[#ids + 1] = id; lvls[#lvls + 1] = lvl end
+          end
+        end
+        break
+      end
+      if not got then break end
+      local key = got[1]
+      local j = at
+      while j <= #levels and P .. 'p:' .. levels[j] ~= key do j = j + 1 end
+      local k, lj = #ids, levels[j]
+      for _, id in ipairs(got[2]) do k = k + 1; ids[k] = id; lvls[k] = lj end
+      at = j + 1
+    end
+    if #ids < from then break end
+    -- Fewer than asked: every list popped is empty now, so popping again
+    -- (to replace IDs that yield no task) would find nothing.
+    drained = #ids - from + 1 < ask
+    popped = #ids
+    local mk, m = {}, 0
+    for i = from, #ids do
+      local id = ids[i]
+      mk[m + 1] = P .. 't:' .. id; mk[m + 2] = P .. 's:' .. id
+      m = m + 2
+    end
+    -- The paused key rides along (no extra command): a level paused while
+    -- this worker did not know yet is put back, untouched, and skipped.
+    mk[m + 1] = P .. 'paused'
+    local vals = redis.call('MGET', unpack(mk))
+    -- Checkpoints, read only for tasks with a state: a fresh task (the
+    -- common case) has none, since a save needs a lease, which writes one.
+    local ck, cat, cps = {}, {}, {}
+    for i = from, #ids do
+      if vals[2 * (i - from) + 2] then ck[#ck + 1] = P .. 'c:' .. ids[i]; cat[#ck] = i end
+    end
+    if #ck > 0 then
+      local got = redis.call('MGET', unpack(ck))
+      for k, i in ipairs(cat) do cps[i] = got[k] end
+    end
+    local pz, held = vals[#vals], {}
+    if pz then
+      for i = #ids, from, -1 do
+        if string.find(pz, ',' .. lvls[i] .. ':', 1, true) then
+          redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]); held[i] = true; broken[lvls[i]] = true
+        end
+      end
+    end
+    -- An ID twice in the lists (a record deleted behind its list's back,
+    -- then enqueued again) is one task: one lease, the other entry dropped
+    -- as stale (two copies would share the call's token).
+    for i = from, #ids do
+      if not held[i] then
+        if mine[ids[i]] then held[i] = true else mine[ids[i]] = true end
+      end
+    end
+    for i = from, #ids do
+      if not held[i] then
+        local id, lvl = ids[i], lvls[i]
+        local ls = LS[lvl] or tostring(lvl)
+        local j = 2 * (i - from)
+        local rec, raw, cp = vals[j + 1], vals[j + 2], cps[i]
+        local s = EMPTY
+        if raw then s = decode(raw) end
+        if not rec then
+          local t = typeof(tkey(id))
+          local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
+          if g then
+            -- Nowhere safe to put it: back at the head of its list, unchanged.
+            redis.call('LPUSH', P .. 'p:' .. lvl, id)
+            bad[#bad + 1] = g
+            stuck = true
+          elseif t ~= 'none' then
+            set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
+            bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
+          elseif raw then
+            redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
+          end
+        else
+          if not s then
+            if typeof(skey(id)) ~= 'none' and typeof(skey(id)) ~= 'string' then
+              redis.call('RENAME', skey(id), P .. 'xs:' .. id)
+              bad[#bad + 1] = 'CORRUPT ' .. skey(id) .. ' was not a string (set aside as xs:' .. id .. ')'
+            end
+            s = {}
+          end
+          n = n + 1
+          local js
+          local band = slot_band(g)
+          if band then bcnt[band] = (bcnt[band] or 0) + 1 end
+          if not raw then
+            -- A fresh task (the common case): its state written by hand.
+            local jk = ls
+            if band then jk = ls .. '|' .. band end
+            js = JS1[jk]
+            if not js then
+              js = '{"st":"active","l":"' .. ls .. '","al":"' .. ls .. JS_W
+              if band then js = js .. ',"b":"' .. band .. '"}' else js = js .. '}' end
+              JS1[jk] = js
+            end
+          else
+            s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', ls, w, tok, nows, ls, band
+            js = cjson.encode(s)
+          end
+          set[ns + 1] = mk[j + 2]; set[ns + 2] = js; ns = ns + 2
+          lz[ns - 1] = dls; lz[ns] = id
+          -- The fleet looks in running for victims below an urgent task:
+          -- the top level is below none, so its tasks are left out.
+          if lvl < maxl and not prb0(rec) then rz[nr + 1] = ls; rz[nr + 2] = id; nr = nr + 2 end
+          if n == 1 then
+            local h = header(rec)
+            first = {id = id, lvl = lvl, rdy = num(s.rdy or (h and h.enq))}
+          end
+          if raw and num(s.pre) > 0 then
+            -- A preempted task resumes: the preemption feed says where.
+            feed('resumed', now, 'id', id, 'l', lvl, 'w', w, 'pre', s.pre, 'cps', s.cps or '0')
+          end
+          acnt[lvl] = (acnt[lvl] or 0) + 1
+          leased[i] = true
+          out[no + 1] = id; out[no + 2] = rec; out[no + 3] = js; out[no + 4] = cp or false; no = no + 4
+        end
+      end
+    end
+  until n >= count or stuck or drained
+  end
+  taken[gi] = n - n0
+  if g.c == 'b' then
+    spare = spare - taken[gi]
+  else
+    spare = spare + want - taken[gi]
+    if g.bd ~= '' then lend[#lend + 1] = {bd = g.bd, left = want - taken[gi]} end
+  end
+end
+if popped == 0 then
+  local ok1, s = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
+  local ok2, l = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'leases', '-inf', BELOW_ANCHOR, 'WITHSCORES', 'LIMIT', 0, 1)
+  if not ok1 then s = {} end
+  if not ok2 then l = {} end
+  local due = 0
+  if s[2] then due = tonumber(s[2]) end
+  if l[2] and (due == 0 or tonumber(l[2]) < due) then due = tonumber(l[2]) end
+  if due > 0 then out[1] = math.max(due - now, 1) end
+  return out
+end
+if n > 0 then
+  -- The first write to each shared key is the one a wrong type fails; a
+  -- failure undoes what came before (the IDs go back to the heads of their
+  -- lists) and changes nothing.
+  local undo = {}
+  local function fail(suffix, want)
+    for j = #undo, 1, -1 do undo[j]() end
+    local k = P .. suffix
+    return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
+  end
+  undo[1] = function()
+    for i = #ids, 1, -1 do
+      if leased[i] then redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]) end
+    end
+  end
+  -- A reservation ends by taking its victim out of running, a write no
+  -- undo follows: the fleet check has checked its type, and when that
+  -- check is skipped it is checked here (the urgent task's own ZADD may
+  -- not run, as the top level stays out of running).
+  if ARGV[9] == '1' and ARGV[17] == '1' and guard('running', 'zset') then return fail('running', 'zset') end
+  if not pcall(redis.call, 'HINCRBY', P .. 'busy', w, n) then return fail('busy', 'hash') end
+  undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'busy', w, -n) end
+  for b, k in pairs(bcnt) do
+    redis.call('HINCRBY', P .. 'busy', w .. '|' .. b, k)
+    undo[#undo + 1] = function() band_release(w, b, -k) end
+  end
+  for l, k in pairs(acnt) do
+    if not pcall(redis.call, 'HINCRBY', P .. 'n', 'a' .. l, k) then return fail('n', 'hash') end
+    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -k) end
+  end
+  if #rz > 0 then
+    rz[#rz + 1] = ANCHOR_SCORE; rz[#rz + 1] = ANCHOR -- keeps the set a skiplist (anchor.go)
+    if not pcall(redis.call, 'ZADD', P .. 'running', unpack(rz)) then return fail('running', 'zset') end
+    undo[#undo + 1] = function()
+      local rm = {}
+      for i = 1, #ids do if leased[i] then rm[#rm + 1] = ids[i] end end
+      redis.call('ZREM', P .. 'running', unpack(rm))
+    end
+  end
+  lz[#lz + 1] = ANCHOR_SCORE; lz[#lz + 1] = ANCHOR
+  if not pcall(redis.call, 'ZADD', P .. 'leases', unpack(lz)) then return fail('leases', 'zset') end
+  redis.call('MSET', unpack(set))
+  if ARGV[9] == '1' then
+    redis.call('ZREM', P .. 'running', ARGV[10])
+    feed('preempt', now, 'id', first.id, 'l', first.lvl, 'victim', ARGV[10], 'vl', ARGV[11], 'w', w,
+      'wait', math.max(now - first.rdy, 0))
+  end
+end
+return out
+`

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Processing rates. Each worker counts its outcomes per level and adds
+// them to the fleet's counters in its heartbeat, so rates cost no command
+// per task: one HINCRBY per non-zero counter and an EXPIRE per heartbeat
+// of a busy worker, nothing for an idle one. The counters live in one hash
+// per 10-second bucket of Redis's clock (r:<bucket>, fields <level><kind>),
+// which expires after rateKeep. Stats sums the last complete buckets, so
+// any client reads fleet-wide rates without an OpenTelemetry backend;
+// counts reach them at the worker's next heartbeat (HeartbeatInterval,
+// 10 s by default).
+const (
+	// rateBucket is the width of one counter bucket.
+	rateBucket = 10 * time.Second
+	// rateBuckets is how many complete buckets Stats sums.
+	rateBuckets = 6
+	// rateKeep is how long a bucket outlives its end.
+	rateKeep = (rateBuckets + 7) * rateBucket
+)
+
+// RateWindow is the span over which Stats computes rates: the last six
+// complete 10-second buckets of Redis's clock.
+const RateWindow = rateBuckets * rateBucket
+
+// Rates are fleet-wide outcomes per second at one level over RateWindow.
+type Rates struct {
+	Processed   float64
+	Failed      float64
+	Preempted   float64
+	SLABreaches float64
+}
+
+// countsLua adds a heartbeat's counts (ARGV as "level:d:f:x:s;..." and
+// "P<pool>:d:f:x:s;...") to the current bucket; a wrong-typed bucket is
+// reported and skipped.
+var countsLua = `
+local function add_counts(now, enc, bad)
+  if enc == '' then return end
+  local k = P .. 'r:' .. math.floor(now / ` + ms(rateBucket) + `)
+  local t = typeof(k)
+  if t ~= 'none' and t ~= 'hash' then
+    bad[#bad + 1] = 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a hash'
+    return
+  end
+  for e in string.gmatch(enc, '[^;]+') do
+    local l, d, f, x, s = string.match(e, '^(P?[%w_.-]+):(%d+):(%d+):(%d+):(%d+)$')
+    if l then
+      if d ~= '0' then redis.call('HINCRBY', k, l .. 'd', d) end
+      if f ~= '0' then redis.call('HINCRBY', k, l .. 'f', f) end
+      if x ~= '0' then redis.call('HINCRBY', k, l .. 'x', x) end
+      if s ~= '0' then redis.call('HINCRBY', k, l .. 's', s) end
+    end
+  end
+  redis.call('PEXPIRE', k, ` + ms(rateKeep) + `)
+end
+`
+
+// ms formats d in milliseconds for a script.
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// encodeCounts writes non-zero counts for countsLua, by level and by pool
+// (pool names that are not ValidPoolName are left out); "" when there are
+// none.
+func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
+	var b strings.Builder
+	put := func(key string, c LevelCounts) {
+		b.WriteString(key)
+		for _, v := range []int64{c.Processed, c.Failed, c.Preempted, c.SLABreaches} {
+			b.WriteByte(':')
+			b.WriteString(strconv.FormatInt(max(v, 0), 10))
+		}
+		b.WriteByte(';')
+	}
+	for l, c := range m {
+		if !c.IsZero() && l >= 0 {
+			put(strconv.Itoa(l), c)
+		}
+	}
+	for name, c := range pools {
+		if !c.IsZero() && ValidPoolName(name) {
+			put("P"+name, c)
+		}
+	}
+	return b.String()
+}
+
+// ratesLua sums the last complete buckets into {field, total, ...}.
+var ratesLua = `
+local function read_rates(now)
+  local b = math.floor(now / ` + ms(rateBucket) + `)
+  local sum, out = {}, {}
+  for i = b - ` + strconv.Itoa(rateBuckets) + `, b - 1 do
+    local ok, kv = pcall(redis.call, 'HGETALL', P .. 'r:' .. i)
+    if ok then
+      for j = 1, #kv, 2 do sum[kv[j]] = (sum[kv[j]] or 0) + tonumber(kv[j + 1]) end
+    end
+  end
+  for f, v in pairs(sum) do out[#out + 1] = f; out[#out + 1] = v end
+  return out
+end
+`
+
+// parseRates turns read_rates' reply into per-level and per-pool rates.
+func parseRates(raw []any, levels int) ([]Rates, map[string]Rates) {
+	out, pools := make([]Rates, levels), map[string]Rates{}
+	for i := 0; i+1 < len(raw); i += 2 {
+		f, _ := raw[i].(string)
+		v, _ := raw[i+1].(int64)
+		if len(f) < 2 {
+			continue
+		}
+		key, kind := f[:len(f)-1], f[len(f)-1]
+		r := float64(v) / RateWindow.Seconds()
+		if name, ok := strings.CutPrefix(key, "P"); ok && ValidPoolName(name) {
+			pr := pools[name]
+			pr.add(kind, r)
+			pools[name] = pr
+		} else if l, err := strconv.Atoi(key); err == nil && l >= 0 && l < levels {
+			out[l].add(kind, r)
+		}
+	}
+	return out, pools
+}
+
+// add adds r to the rate of kind (d, f, x or s).
+func (rs *Rates) add(kind byte, r float64) {
+	switch kind {
+	case 'd':
+		rs.Processed += r
+	case 'f':
+		rs.Failed += r
+	case 'x':
+		rs.Preempted += r
+	case 's':
+		rs.SLABreaches += r
+	}
+}

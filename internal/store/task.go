@@ -1,0 +1,114 @@
+package store
+
+import (
+	"time"
+)
+
+// State is where a task is in its lifecycle.
+type State string
+
+// The states a task record can be in. A task is in exactly one of them.
+const (
+	StatePending   State = "pending"   // waiting in its level's list
+	StateActive    State = "active"    // leased by a worker
+	StateScheduled State = "scheduled" // delayed: waits in the scheduled set until due
+	StateRetry     State = "retry"     // failed, waits in the scheduled set for its backoff
+	StateDone      State = "done"      // finished; kept only while retention lasts
+	StateDead      State = "dead"      // dead-lettered with a reason
+)
+
+// Task is one unit of work. Producers fill Type, Payload and options at
+// enqueue; a leased task carries the rest of its record as well.
+type Task struct {
+	// ID identifies the task within its queue. Generated when empty.
+	ID string
+	// Type selects the handler.
+	Type string
+	// Payload is opaque to Overtake.
+	Payload []byte
+	// Level is the priority level, 0..Levels-1; higher is more urgent.
+	Level int
+
+	// Fields below are set by options at enqueue and read back on lease.
+
+	// MaxRetries is how many failed attempts are retried before the task
+	// is dead-lettered. Zero means DefaultMaxRetries (25); NoRetries means
+	// none (a task read back without retries has NoRetries).
+	MaxRetries int
+	// Timeout bounds one run of the handler. Zero means none.
+	Timeout time.Duration
+	// NotPreemptible keeps a running task from being displaced by more
+	// urgent work. The zero value, false, lets it be preempted.
+	NotPreemptible bool
+	// Class is the logical priority class the task was enqueued with, if
+	// any ("paying", "free").
+	Class string
+	// Headers carries propagation data such as W3C trace context.
+	Headers map[string]string
+
+	// Fields below are read-only: the queue maintains them.
+
+	// OriginalLevel is the level the task was enqueued at. It differs from
+	// Level once the task aged (Config.AgeAfter).
+	OriginalLevel int
+	// AgedAt is when the task last moved up a level by aging, zero if it
+	// never did.
+	AgedAt time.Time
+	// State is the lifecycle state when the record was read.
+	State State
+	// Attempt counts failed attempts so far (a preemption is not one).
+	Attempt int
+	// Preemptions counts how often the task gave way to more urgent work.
+	Preemptions int
+	// Recoveries counts how often the task was recovered after its
+	// worker's lease expired.
+	Recoveries int
+	// EnqueuedAt is when the task was first enqueued.
+	EnqueuedAt time.Time
+	// ReadyAt is when the task last became pending (enqueue, retry due,
+	// requeue); wait time is measured from it.
+	ReadyAt time.Time
+	// ProcessAt is when a scheduled or retrying task becomes due.
+	ProcessAt time.Time
+	// Checkpoint is the state the task saved last, nil if none.
+	Checkpoint []byte
+	// CheckpointSeq increases with every saved checkpoint.
+	CheckpointSeq int64
+	// LastError is the error of the last failed attempt, or the reason it
+	// was dead-lettered.
+	LastError string
+	// Worker is the ID of the worker holding the lease, if active.
+	Worker string
+	// Token is the lease token; every transition of an active task
+	// presents it (fencing).
+	Token string
+	// LeaseDeadline is when the current lease expires (Redis's clock).
+	LeaseDeadline time.Time
+	// LeasedAt is when the current lease began, by Redis's clock (or the
+	// injected Config.Clock): with ReadyAt, the task's wait.
+	LeasedAt time.Time
+	// RunSpans holds the W3C traceparent of the process span of each of
+	// the task's earlier runs (the last 16, oldest first), so a
+	// run after a preemption or a retry links to them. The runtime adds the
+	// running span; a retry, a dead letter and a requeue store the list.
+	RunSpans []string
+}
+
+// NewTask returns a task of the given type and payload at level 0, with
+// the defaults (as the zero values of Task's fields give them).
+func NewTask(typ string, payload []byte) *Task {
+	return &Task{Type: typ, Payload: payload}
+}
+
+// DefaultMaxRetries is the retry budget of a task enqueued without MaxRetries.
+const DefaultMaxRetries = 25
+
+// NoRetries as Task.MaxRetries dead-letters a task at its first failure.
+const NoRetries = -1
+
+// retries returns the task's retry budget (0 for NoRetries).
+func (t *Task) retries() int { return max(t.MaxRetries, 0) }
+
+// RetriesLeft reports whether a task that has failed Attempt times may be
+// retried once more after its current attempt fails.
+func (t *Task) RetriesLeft() bool { return t.Attempt+1 <= t.retries() }
