@@ -11,7 +11,7 @@ CHAOS_ARGS ?=
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo clean
+.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -79,6 +79,11 @@ demo: ## run the demo (embedded Redis); traces go to Jaeger if `make jaeger` run
 		echo "traces: $$OVERTAKE_JAEGER_QUERY"; \
 		otlp="--otlp $$OVERTAKE_JAEGER_OTLP_GRPC --otlp-protocol grpc"; fi; \
 	$(GO) run ./cmd/overtake demo $${otlp:-} $(DEMO_ARGS)
+
+COMMITS ?= main..HEAD
+
+commits: ## check the messages of COMMITS (default main..HEAD): subject <= 72 characters, "pkg: what changed"
+	scripts/commitmsg -r $(COMMITS)
 
 clean: ## remove build outputs and local run state
 	rm -rf .run bin coverage.out coverage.html

@@ -1,5 +1,5 @@
-// Package readme compiles the Go snippets of the repository's README.md,
-// so that they stay true as the API changes.
+// Package readme compiles the Go snippets of the repository's README.md
+// and docs/*.md, so that they stay true as the API changes.
 package readme
 
 import (
@@ -24,6 +24,10 @@ import (
 	"context"
 	"log"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -53,6 +57,10 @@ func resizePart(ResizeArgs, int) {}
 var (
 	_ = log.Fatal
 	_ = http.Handle
+	_ = os.Interrupt
+	_ = signal.NotifyContext
+	_ = syscall.SIGTERM
+	_ = time.Second
 	_ = checkpoint.Load[int]
 	_ = console.New
 	_ = runtime.New
@@ -62,10 +70,10 @@ var (
 
 var goBlock = regexp.MustCompile("(?s)\n```go\n(.*?)\n```")
 
-// TestREADMESnippetsCompile builds every Go block of README.md as the body
-// of a function (with "_ = v" added for each variable it declares, so a
-// snippet need not use all it shows) in a package that exists only in a
-// go build -overlay.
+// TestREADMESnippetsCompile builds every Go block of README.md and
+// docs/*.md as the body of a function (with "_ = v" added for each variable
+// it declares, so a snippet need not use all it shows) in a package that
+// exists only in a go build -overlay.
 func TestREADMESnippetsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a package with the go command")
@@ -74,13 +82,26 @@ func TestREADMESnippetsCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := goBlock.FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) < 5 {
-		t.Fatalf("found %d Go blocks in README.md, want at least 5", len(blocks))
+	src, where := prelude, []string{}
+	for _, file := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, file)
+		blocks := goBlock.FindAllStringSubmatch(string(text), -1)
+		if rel == "README.md" && len(blocks) < 2 {
+			t.Fatalf("found %d Go blocks in README.md, want at least 2 (a producer and a worker)", len(blocks))
+		}
+		for i, b := range blocks {
+			n := len(where) + 1
+			where = append(where, fmt.Sprintf("snippet%d: %s, Go block %d", n, rel, i+1))
+			src += "\n" + wrap(t, n, where[n-1], b[1])
+		}
 	}
 	dir := filepath.Join(root, "internal", "readme", "snippets") // overlay only
 	overlay := map[string]string{}
@@ -90,10 +111,6 @@ func TestREADMESnippetsCompile(t *testing.T) {
 			t.Fatal(err)
 		}
 		overlay[filepath.Join(dir, name)] = p
-	}
-	src := prelude
-	for i, b := range blocks {
-		src += "\n" + wrap(t, i+1, b[1])
 	}
 	add("snippets.go", src)
 	ov, err := json.Marshal(map[string]any{"Replace": overlay})
@@ -107,17 +124,18 @@ func TestREADMESnippetsCompile(t *testing.T) {
 	cmd := exec.Command("go", "build", "-overlay", ovPath, "./internal/readme/snippets")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("README.md snippets do not compile (snippetN is the Nth Go block):\n%s", out)
+		t.Fatalf("Go snippets do not compile:\n%s\nwhere snippetN is:\n%s", out, strings.Join(where, "\n"))
 	}
 }
 
-// wrap makes snippet n the body of func snippetN() error.
-func wrap(t *testing.T, n int, body string) string {
+// wrap makes snippet n, found where the caller says, the body of func
+// snippetN() error.
+func wrap(t *testing.T, n int, where, body string) string {
 	t.Helper()
 	fn := fmt.Sprintf("func snippet%d() error {\n%s\n", n, body)
 	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\n"+fn+"}\n", 0)
 	if err != nil {
-		t.Fatalf("README.md Go block %d does not parse: %v", n, err)
+		t.Fatalf("%s does not parse: %v", where, err)
 	}
 	var uses []string
 	for _, st := range f.Decls[0].(*ast.FuncDecl).Body.List {
