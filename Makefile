@@ -28,12 +28,13 @@ test/short: ## quick go test -short, miniredis only
 GOLANGCI_VERSION ?= v2.15.0
 GOLANGCI = $(shell $(GO) env GOPATH)/bin/golangci-lint-$(GOLANGCI_VERSION)
 
-lint: $(GOLANGCI) ## gofmt, vet, tidy, golangci-lint (layering rules too), exported names (<= 200), producer binary size (<= 12 MB)
+lint: $(GOLANGCI) ## gofmt, vet, tidy, golangci-lint (layering rules too), exported names (<= 200), comments name only what exists, producer binary size (<= 12 MB)
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) mod tidy -diff
 	$(GOLANGCI) run ./...
 	@$(GO) run ./scripts/exported
+	@$(GO) run ./scripts/staleref
 	@bin=$$(mktemp -d)/producer && $(GO) build -o $$bin ./scripts/producer && size=$$(stat -c %s $$bin) && rm -f $$bin && \
 		awk -v s=$$size 'BEGIN { printf "producer binary (scripts/producer): %.1f MB (target: <= 12 MB)\n", s/1e6; exit (s > 12e6) }'
 

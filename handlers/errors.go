@@ -22,14 +22,13 @@ var (
 	// more urgent work needs its slot: check it with
 	// errors.Is(context.Cause(ctx), handlers.ErrPreempted). The handler
 	// should save its checkpoint and return; the task is requeued at the
-	// head of its level and the preemption is not a failed attempt. Package
-	// runtime re-exports this value; it lives here so that handlers need not
-	// import the runtime.
+	// head of its level and the preemption is not a failed attempt. It
+	// lives in package handlers so that handlers need not import the runtime.
 	ErrPreempted = errors.New("overtake: preempted by more urgent work")
 
 	// ErrShutdown is the cause of a handler's context cancelled because the
 	// worker is shutting down. The runtime treats it like ErrPreempted:
-	// checkpoint, requeue, no attempt counted. Package runtime re-exports it.
+	// checkpoint, requeue, no attempt counted.
 	ErrShutdown = errors.New("overtake: worker shutting down")
 
 	// ErrNoHandler is matched by the error a Mux returns for a task type

@@ -4,7 +4,7 @@
 //
 // It is pure configuration: a plain value set as runtime.Config.Preemption.
 // The runtime applies it when a worker is saturated and more urgent work
-// arrives (see "Preemption protocol" in DESIGN.md):
+// arrives (see "Preemption protocol" in docs/design.md):
 //
 //	cfg := runtime.Config{Preemption: preempt.Policy{
 //		MinRunTime:     2 * time.Second, // let short tasks finish

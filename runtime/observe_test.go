@@ -140,7 +140,7 @@ func obsEvent(t *testing.T, s sdktrace.ReadOnlySpan, name string) map[attribute.
 	return obsAttrs(found[0].Attributes)
 }
 
-// obsMetrics collects the rig's metrics by name.
+// metrics collects the rig's metrics by name.
 func (o *obsRig) metrics(t *testing.T) map[string]metricdata.Aggregation {
 	t.Helper()
 	var rm metricdata.ResourceMetrics

@@ -366,7 +366,7 @@ func (m *model) check(msg string) {
 	require.Equal(t, busy, gotBusy, "leases per worker, %s", msg)
 }
 
-// Fields of the decoded record that checkModel compares.
+// Fields of the decoded record that model.check compares.
 const (
 	fState = "state"
 	fToken = "tok"

@@ -71,7 +71,7 @@ func (p Propagator) SpanContextFromHeaders(headers map[string]string) trace.Span
 
 // Inject writes the trace context of ctx into headers with
 // [DefaultPropagator] and returns headers, allocated if nil and needed:
-// t.Headers = tracing.Inject(ctx, t.Headers).
+// t.Headers = telemetry.Inject(ctx, t.Headers).
 func Inject(ctx context.Context, headers map[string]string) map[string]string {
 	return Propagator{}.Inject(ctx, headers)
 }

@@ -124,7 +124,7 @@ func (p Policy) Choose(running []Candidate, arriving int, now time.Time) (victim
 // Victim returns the task that would give way to any arrival urgent
 // enough: the best Eligible task of running by the order of Choose, or
 // ok=false if none is eligible. The runtime names it when it reserves an
-// urgent task (queue.ReserveRequest) before the arrival's level is known;
+// urgent task, before the arrival's level is known;
 // for any arriving level that Preempts(arriving, victim.Level), Choose
 // with the same now returns this victim.
 func (p Policy) Victim(running []Candidate, now time.Time) (victim Candidate, ok bool) {
