@@ -24,7 +24,8 @@ type Client struct {
 	keys   keys
 	tracer trace.Tracer
 	prop   telemetry.Propagator
-	// serverTime: no Clock was injected, so scripts use Redis's TIME.
+	// serverTime: no Clock was injected (Config.serverTime), so scripts
+	// use Redis's TIME.
 	serverTime bool
 	acks       groupCommit[finishOp] // concurrent Acks share calls
 	carried    groupCommit[finishOp] // acks queued for the next lease call (CarryAck)
@@ -38,7 +39,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if rdb == nil {
 		return nil, errors.New("overtake: queue.New: nil redis client")
 	}
-	serverTime := cfg.Clock == nil
+	serverTime := cfg.serverTime()
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -58,8 +59,11 @@ type Config struct {
 	// deadlines, liveness, schedules, retries, aging): tests inject a fake
 	// one. Left nil, the default, every script reads Redis's TIME, so a
 	// worker whose clock is off changes nothing; Config().Clock then
-	// returns time.Now, used only to turn absolute times of the API
-	// (ProcessAt, a retry's time) into delays and for display.
+	// returns the host's clock (time.Now), used only to turn absolute
+	// times of the API (ProcessAt, a retry's time) into delays and for
+	// display. New knows that clock from an injected one, so a config read
+	// back with Config (or filled by WithDefaults) and passed to New keeps
+	// Redis's clock.
 	Clock func() time.Time
 	// TracerProvider makes the producer span "enqueue <queue>" of every
 	// Enqueue. Defaults to the otel global (otel.GetTracerProvider), a no-op
@@ -116,7 +120,7 @@ func (c Config) WithDefaults() Config {
 		c.Backoff = defaultBackoff
 	}
 	if c.Clock == nil {
-		c.Clock = time.Now
+		c.Clock = hostClock
 	}
 	if c.TracerProvider == nil {
 		c.TracerProvider = otel.GetTracerProvider()
@@ -159,6 +163,19 @@ func (c Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// hostClock is the Clock WithDefaults fills in when none was injected:
+// time.Now, under a name of its own so that serverTime can tell it from an
+// injected clock (even an injected time.Now).
+func hostClock() time.Time { return time.Now() }
+
+// serverTime reports whether a client of c runs its scripts on Redis's
+// clock: no Clock was injected, or the one WithDefaults fills in. Funcs
+// cannot be compared in Go; their code pointers can, and no function but
+// hostClock has hostClock's code.
+func (c Config) serverTime() bool {
+	return c.Clock == nil || reflect.ValueOf(c.Clock).Pointer() == reflect.ValueOf(hostClock).Pointer()
 }
 
 // defaultBackoff is exponential backoff with full jitter: a random delay in

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/internal/wire"
 )
 
 // Bad configuration is refused at New with a message naming what is wrong.
@@ -51,5 +52,51 @@ func TestBadArgumentsRejected(t *testing.T) {
 		_, err = eng(e.c).Pending(e.ctx, 7)
 		require.ErrorIs(t, err, ErrInvalidLevel)
 		require.Equal(t, []counts{{}, {}, {}}, e.levelCounts(), "nothing stored")
+	})
+}
+
+// A config read back with Config, or filled by WithDefaults, and passed to
+// New keeps Redis's clock: a lease's deadline follows Redis's TIME (set a
+// year back on miniredis), not the host's. An injected clock read back
+// stays injected.
+func TestConfigReadBackKeepsItsClock(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		ctx := t.Context()
+		if b.IsMini() {
+			b.Miniredis.SetTime(time.Now().AddDate(-1, 0, 0))
+		}
+		ns := b.Prefix + ".readback"
+		orig, err := New(b.Client, Config{Namespace: ns})
+		require.NoError(t, err)
+		leaseDeadline := func(c *Client, id string) time.Time {
+			t.Helper()
+			_, err := c.Enqueue(ctx, NewTask("t", nil), ID(id))
+			require.NoError(t, err)
+			res, err := eng(c).Lease(ctx, wire.LeaseRequest{Worker: "w-" + id})
+			require.NoError(t, err)
+			require.Len(t, res.Tasks, 1)
+			require.NoError(t, eng(c).Ack(ctx, res.Tasks[0]))
+			return res.Tasks[0].LeaseDeadline
+		}
+		for name, cfg := range map[string]Config{"Config": orig.Config(), "WithDefaults": Config{Namespace: ns}.WithDefaults()} {
+			c, err := New(b.Client, cfg)
+			require.NoError(t, err)
+			require.True(t, c.serverTime, name)
+			redisNow, err := b.Client.Time(ctx).Result()
+			require.NoError(t, err)
+			require.WithinDuration(t, redisNow.Add(defaultLeaseDuration), leaseDeadline(c, name), 5*time.Second,
+				"%s: the lease follows Redis's clock", name)
+		}
+
+		clk := newFakeClock()
+		injected, err := New(b.Client, Config{Namespace: ns, Clock: clk.Now})
+		require.NoError(t, err)
+		again, err := New(b.Client, injected.Config())
+		require.NoError(t, err)
+		require.False(t, again.serverTime)
+		require.Equal(t, clk.Now().Add(defaultLeaseDuration), leaseDeadline(again, "injected"), "the injected clock drives the scripts")
+		hostNow, err := New(b.Client, Config{Namespace: ns, Clock: time.Now})
+		require.NoError(t, err)
+		require.False(t, hostNow.serverTime, "an injected time.Now is an injected clock")
 	})
 }
