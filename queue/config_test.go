@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -25,16 +26,36 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		"class out of range":    {Config{Classes: map[string]int{"gold": 3}}, `class "gold" maps to level 3`},
 		"levels":                {Config{Levels: 65}, "Levels must be 1..64"},
 		"lease":                 {Config{LeaseDuration: time.Millisecond}, "under 100ms"},
+		"numbers reversed":      {Config{LevelNames: []string{"2", "1", "0"}}, `level name "2" of level 0 reads as level 2`},
+		"number of no level":    {Config{LevelNames: []string{"a", "b", "7"}}, `level name "7" of level 2 reads as level 7`},
+		"signed number":         {Config{LevelNames: []string{"a", "+0", "c"}}, `level name "+0" of level 1 reads as level 0`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(rdb, tc.cfg)
-			require.Error(t, err)
+			require.ErrorIs(t, err, ErrInvalidConfig)
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
 	_, err := New(rdb, Config{LevelNames: []string{"bulk", "std", "page"}, Levels: 3, Classes: map[string]int{"free": 0}})
 	require.NoError(t, err)
+	// A number may name its own level (the default names of 5 levels are
+	// their numbers); a name, number or not, then means one level.
+	for _, names := range [][]string{{"0", "1", "2"}, {"bulk", "1", "page"}, {"00", "+1", "2"}} {
+		c, err := New(rdb, Config{LevelNames: names})
+		require.NoError(t, err, names)
+		for i, n := range names {
+			l, err := c.LevelByName(n)
+			require.NoError(t, err)
+			require.Equal(t, i, l, "%v: %q", names, n)
+			l, err = c.LevelByName(strconv.Itoa(i))
+			require.NoError(t, err)
+			require.Equal(t, i, l, "%v: %d", names, i)
+		}
+	}
+	c, err := New(rdb, Config{Levels: 5})
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1", "2", "3", "4"}, c.Config().LevelNames)
 }
 
 // Bad arguments get a clear error and store nothing.
