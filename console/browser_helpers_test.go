@@ -44,8 +44,11 @@ func realRedis(t *testing.T) *testredis.Backend {
 	return nil
 }
 
-// newBrowser starts headless Chromium for the test (see testbrowser.New).
-func newBrowser(t *testing.T, path string) context.Context { return testbrowser.New(t, path) }
+// newBrowser starts headless Chromium for the test (see testbrowser.New);
+// aliases are further names that resolve to 127.0.0.1.
+func newBrowser(t *testing.T, path string, aliases ...string) context.Context {
+	return testbrowser.New(t, path, aliases...)
+}
 
 // browse runs steps with a bound, naming what failed.
 func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {

@@ -181,3 +181,39 @@ func portOf(raw string) string {
 	u, _ := url.Parse(raw)
 	return u.Port()
 }
+
+// DNS rebinding: a page under another site's name that resolves to the
+// console's address gets 421 for every read and action, so its script
+// reads nothing of the queue; the console's own names (localhost, its
+// address, AllowedHosts) serve the pages, live updates included.
+func TestBrowserOtherHosts(t *testing.T) {
+	path := chromium(t)
+	e := newEnv(t, realRedis(t), console.Options{AllowActions: true, Token: testToken, AllowedHosts: []string{"console.example"}})
+	ctx := newBrowser(t, path, "evil.example", "console.example")
+	port := portOf(e.srv.URL)
+	id := e.enqueue("report", "secret-payload", 1, queue.ProcessIn(time.Hour))
+
+	browse(t, ctx, "open the console as evil.example", chromedp.Navigate("http://evil.example:"+port+"/task?id="+id))
+	waitText(t, ctx, "body", 5*time.Second, `421 misdirected request: this console does not answer the host name "evil.example"`)
+	require.Equal(t, http.StatusMisdirectedRequest, eval[int](t, ctx, `performance.getEntriesByType('navigation')[0].responseStatus`))
+	// The rebinding page's own script: same origin as the console's
+	// address, so fetch reads whatever the console answers.
+	got := eval[string](t, ctx, `Promise.all(['./', 'task?id=`+id+`', 'pending?level=1', 'dead', 'static/app.js', 'events?view=queue']
+		.map(p => fetch(p).then(async r => r.status + ((await r.text()).includes('secret-payload') ? ' leaked' : ''))))
+		.then(a => a.join(','))`, chromedp.EvalAwaitPromise)
+	require.Equal(t, "421,421,421,421,421,421", got)
+	status := eval[int](t, ctx, `fetch('pause', {method: 'POST', headers: {'X-Overtake-Token': '`+testToken+`'},
+		body: new URLSearchParams({level: '0', op: 'pause'})}).then(r => r.status)`, chromedp.EvalAwaitPromise)
+	require.Equal(t, http.StatusMisdirectedRequest, status)
+	paused, err := e.q.Paused(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, paused, "a misdirected action changed nothing")
+
+	for _, base := range []string{"http://console.example:" + port + "/", "http://localhost:" + port + "/", e.srv.URL + "/"} {
+		browse(t, ctx, "open the task at "+base, chromedp.Navigate(base+"task?id="+id))
+		waitText(t, ctx, "pre.payload", 5*time.Second, "secret-payload")
+		browse(t, ctx, "open the queue page at "+base, chromedp.Navigate(base))
+		waitText(t, ctx, "main", 5*time.Second, "Levels", "high", "normal", "low")
+		waitText(t, ctx, "#status", 5*time.Second, "live")
+	}
+}

@@ -39,6 +39,15 @@ type Options struct {
 	// LiveInterval is how often a live page is re-rendered and, when it
 	// changed, pushed to the browser. Default 500ms.
 	LiveInterval time.Duration
+	// AllowedHosts are the host names, besides localhost (and names under
+	// .localhost) and IP addresses, that a request's Host header may name:
+	// "console.example.com", without scheme or port; case and a trailing
+	// dot do not matter. A request for any other name, to any page, the
+	// static files and the live updates included, is answered 421
+	// Misdirected Request, so that a web page whose own name is made to
+	// resolve to the console's address (DNS rebinding) cannot read the
+	// queue. "*" answers every name (when a proxy in front checks them).
+	AllowedHosts []string
 }
 
 // HeaderToken is the request header that may carry Options.Token.
@@ -55,6 +64,7 @@ type Console struct {
 	mux  *http.ServeMux
 	tmpl map[string]*template.Template
 	hist *history
+	host hostSet // the names it answers (Options.AllowedHosts)
 
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
@@ -77,6 +87,10 @@ func New(q *queue.Client, opts Options) (*Console, error) {
 	if opts.AllowActions && opts.Token == "" {
 		return nil, errors.New("console: AllowActions needs a Token")
 	}
+	hosts, err := newHostSet(opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.SampleInterval <= 0 {
 		opts.SampleInterval = 2 * time.Second
 	}
@@ -94,7 +108,7 @@ func New(q *queue.Client, opts Options) (*Console, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Console{q: q, opts: opts, log: opts.Logger, tmpl: tmpl, ctx: ctx, cancel: cancel,
+	c := &Console{q: q, opts: opts, log: opts.Logger, tmpl: tmpl, host: hosts, ctx: ctx, cancel: cancel,
 		hist: newHistory(q.Levels(), int(opts.History/opts.SampleInterval)+1), stopped: make(chan struct{})}
 	c.routes()
 	return c, nil
@@ -127,14 +141,20 @@ func (c *Console) routes() {
 }
 
 // ServeHTTP serves the console; it starts the sampler on the first call.
+// A request whose Host the console does not answer (Options.AllowedHosts)
+// gets 421 Misdirected Request.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c.start.Do(func() { go c.sample() })
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
 		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
+	if !c.host.allows(r.Host) {
+		misdirected(w, r)
+		return
+	}
+	c.start.Do(func() { go c.sample() })
 	c.mux.ServeHTTP(w, r)
 }
 

@@ -16,6 +16,12 @@
 // field, and cross-origin requests are refused
 // (net/http.CrossOriginProtection).
 //
+// Reads are guarded too: the console answers only requests whose Host is
+// localhost, an IP address or one of [Options].AllowedHosts, and 421
+// Misdirected Request to any other, so that a web page the operator visits
+// cannot read the queue by making its own name resolve to the console's
+// address (DNS rebinding). Mounted under a public name, list that name.
+//
 // Mount it in a server of your own:
 //
 //	c, err := console.New(q, console.Options{})

@@ -34,3 +34,7 @@ var (
 // ErrNotDead is returned by RequeueDead and DeleteDead for a task that
 // is not dead-lettered.
 var ErrNotDead = store.ErrNotDead
+
+// ErrInvalidConfig is returned by New for a Config it cannot use; the
+// message says which field and why.
+var ErrInvalidConfig = store.ErrInvalidConfig

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/overtake/overtake/console"
@@ -24,6 +25,8 @@ const envConsoleToken = "OVERTAKE_CONSOLE_TOKEN"
 type consoleOptions struct {
 	addr          string
 	listenAny     bool
+	allowedHosts  string   // the --allowed-hosts flag
+	hosts         []string // the names answered besides localhost and IP addresses
 	actions       bool
 	jaeger        string
 	jaegerService string
@@ -32,11 +35,14 @@ type consoleOptions struct {
 
 // cmdConsole serves the web console of a queue until interrupted.
 func cmdConsole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("console", "[--addr 127.0.0.1:8090] [--actions] [--demo] [flags]", stderr)
+	fs := newFlagSet("console", "[--addr 127.0.0.1:8090] [--allowed-hosts names] [--actions] [--demo] [flags]", stderr)
 	rf := addRedisFlags(fs)
 	var o consoleOptions
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8090", "address to serve on (a loopback address unless --listen-any; port 0 picks a free one)")
 	fs.BoolVar(&o.listenAny, "listen-any", false, "allow --addr to be a non-loopback address: anyone who reaches it reads the queue")
+	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "comma-separated host names the console answers besides localhost, "+
+		"IP addresses and --addr's name (this host's DNS name, a proxy's; * for any): other names get 421, "+
+		"so that no web page can read the console through DNS rebinding")
 	fs.BoolVar(&o.actions, "actions", false, "enable pause, resume, requeue and delete; they need the token printed at start (or $"+envConsoleToken+")")
 	fs.StringVar(&o.jaeger, "jaeger", os.Getenv(envJaegerQuery), "base URL of a Jaeger UI: task IDs link to their traces (default $"+envJaegerQuery+")")
 	fs.StringVar(&o.jaegerService, "jaeger-service", "", "service.name of the workers, searched in Jaeger")
@@ -49,6 +55,9 @@ func cmdConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageErr("unexpected argument %q", pos[0])
 	}
 	if err := checkListen(o.addr, o.listenAny); err != nil {
+		return err
+	}
+	if o.hosts, err = consoleHosts(o.addr, o.allowedHosts); err != nil {
 		return err
 	}
 	if o.demo {
@@ -85,9 +94,32 @@ func checkListen(addr string, anyHost bool) error {
 		"add --listen-any if you mean it (and put it behind authentication)", addr, what)
 }
 
+// consoleHosts returns the host names the console answers besides
+// localhost and IP addresses (console.Options.AllowedHosts): those of
+// --allowed-hosts and the name in --addr, if it is one.
+func consoleHosts(addr, allowed string) ([]string, error) {
+	var hosts []string
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && host != "localhost" && net.ParseIP(host) == nil {
+		hosts = append(hosts, host)
+	}
+	if allowed == "" {
+		return hosts, nil
+	}
+	for _, h := range strings.Split(allowed, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" || strings.ContainsAny(h, ":/[] ") {
+			return nil, usageErr("--allowed-hosts %q: want host names separated by commas, "+
+				"without scheme or port (\"console.example.com,ops-1\"), or *", allowed)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
+}
+
 // serveConsole serves the console of q on o.addr until ctx ends.
 func serveConsole(ctx context.Context, q *queue.Client, o consoleOptions, stdout io.Writer) error {
-	opts := console.Options{AllowActions: o.actions, JaegerURL: o.jaeger, JaegerService: o.jaegerService}
+	opts := console.Options{AllowActions: o.actions, JaegerURL: o.jaeger, JaegerService: o.jaegerService,
+		AllowedHosts: o.hosts}
 	tokenFrom := ""
 	if o.actions {
 		opts.Token, tokenFrom = os.Getenv(envConsoleToken), "$"+envConsoleToken
@@ -110,6 +142,12 @@ func serveConsole(ctx context.Context, q *queue.Client, o consoleOptions, stdout
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "overtake console of queue %q: http://%s/\n", q.Name(), ln.Addr())
+	switch {
+	case len(o.hosts) > 0:
+		fmt.Fprintf(stdout, "answers localhost, IP addresses and %s (other host names get 421)\n", strings.Join(o.hosts, ", "))
+	case o.listenAny:
+		fmt.Fprintln(stdout, "answers localhost and IP addresses only: give the names it is reached by with --allowed-hosts")
+	}
 	switch {
 	case !o.actions:
 		fmt.Fprintln(stdout, "read-only: start with --actions to pause, resume, requeue and delete")

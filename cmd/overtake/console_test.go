@@ -112,3 +112,50 @@ func TestConsoleListen(t *testing.T) {
 	}
 	require.NoError(t, checkListen("0.0.0.0:1", true))
 }
+
+// getHost fetches u with the Host header host.
+func getHost(t *testing.T, u, host string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	require.NoError(t, err)
+	req.Host = host
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, string(b)
+}
+
+// console answers localhost, IP addresses, --addr's name and the names of
+// --allowed-hosts; any other Host (a DNS rebinding page's) gets 421.
+func TestConsoleHosts(t *testing.T) {
+	m := miniredis.RunT(t)
+	base, out := startConsole(t, "--redis", "redis://"+m.Addr(), "--allowed-hosts", "ops.example, console.example")
+	require.Contains(t, out.String(), "answers localhost, IP addresses and ops.example, console.example (other host names get 421)")
+	port := base[strings.LastIndex(base, ":")+1 : len(base)-1]
+	for host, want := range map[string]int{
+		"evil.example:" + port: http.StatusMisdirectedRequest, "evil.example:8091": http.StatusMisdirectedRequest,
+		"127.0.0.1:" + port: http.StatusOK, "localhost:" + port: http.StatusOK,
+		"ops.example:" + port: http.StatusOK, "console.example": http.StatusOK,
+	} {
+		code, body := getHost(t, base+"dead", host)
+		require.Equal(t, want, code, "%s: %s", host, body)
+	}
+	base, out = startConsole(t, "--redis", "redis://"+m.Addr())
+	code, body := getHost(t, base, "evil.example:8090")
+	require.Equal(t, http.StatusMisdirectedRequest, code, "without --allowed-hosts too: %s", body)
+	require.NotContains(t, out.String(), "answers")
+
+	hosts, err := consoleHosts("console.lan:8090", "")
+	require.NoError(t, err)
+	require.Equal(t, []string{"console.lan"}, hosts, "--addr's name")
+	hosts, err = consoleHosts("localhost:8090", "a.example,*")
+	require.NoError(t, err)
+	require.Equal(t, []string{"a.example", "*"}, hosts)
+	for _, bad := range []string{"a.example,", "a.example:8090", "http://a.example", "[::1]"} {
+		_, errOut, code := runCLI(t, "console", "--allowed-hosts", bad, "--demo")
+		require.Equal(t, 2, code, bad)
+		require.Contains(t, errOut, "--allowed-hosts", bad)
+	}
+}

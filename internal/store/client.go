@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +24,8 @@ type Store struct {
 	keys   keys
 	tracer trace.Tracer
 	prop   telemetry.Propagator
-	// serverTime: no Clock was injected, so scripts use Redis's TIME.
+	// serverTime: no Clock was injected (Config.serverTime), so scripts
+	// use Redis's TIME.
 	serverTime bool
 	acks       groupCommit[finishOp] // concurrent Acks share calls
 	carried    groupCommit[finishOp] // acks queued for the next lease call (CarryAck)
@@ -39,7 +39,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("overtake: queue.New: nil redis client")
 	}
-	serverTime := cfg.Clock == nil || reflect.ValueOf(cfg.Clock).Pointer() == reflect.ValueOf(time.Now).Pointer()
+	serverTime := cfg.serverTime()
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -24,7 +26,9 @@ type Config struct {
 	// urgent. Defaults to 3.
 	Levels int
 	// LevelNames names each level, lowest first. Defaults to low, normal,
-	// high when Levels is 3, else the level numbers.
+	// high when Levels is 3, else the level numbers. A name that reads as a
+	// number (strconv.Atoi) must be its own level's number: levels are
+	// given by name or number alike (LevelByName, LevelNamed).
 	LevelNames []string
 	// Classes maps logical priority classes ("paying", "free") to levels,
 	// used by the Class option. Defaults to none.
@@ -58,10 +62,11 @@ type Config struct {
 	// deadlines, liveness, schedules, retries, aging): tests inject a fake
 	// one. Left nil, the default, every script reads Redis's TIME, so a
 	// worker whose clock is off changes nothing; Config().Clock then
-	// returns time.Now, used only to turn absolute times of the API
-	// (ProcessAt, a retry's time) into delays and for display. A Clock
-	// that is time.Now itself counts as none, so a client opened with
-	// another's Config() still reads Redis's TIME.
+	// returns the host's clock (time.Now), used only to turn absolute
+	// times of the API (ProcessAt, a retry's time) into delays and for
+	// display. New knows that clock from an injected one, so a config read
+	// back with Config (or filled by WithDefaults) and passed to New keeps
+	// Redis's clock.
 	Clock func() time.Time
 	// TracerProvider makes the producer span "enqueue <queue>" of every
 	// Enqueue. Defaults to the otel global (otel.GetTracerProvider), a no-op
@@ -75,6 +80,10 @@ type Config struct {
 	// left the global unset.
 	Propagator propagation.TextMapPropagator
 }
+
+// ErrInvalidConfig is returned by New for a Config it cannot use; the
+// message says which field is wrong.
+var ErrInvalidConfig = errors.New("overtake: invalid config")
 
 // Default values of Config.
 const (
@@ -118,7 +127,7 @@ func (c Config) WithDefaults() Config {
 		c.Backoff = defaultBackoff
 	}
 	if c.Clock == nil {
-		c.Clock = time.Now
+		c.Clock = hostClock
 	}
 	if c.TracerProvider == nil {
 		c.TracerProvider = otel.GetTracerProvider()
@@ -132,35 +141,52 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	switch {
 	case c.Levels < 1 || c.Levels > 64:
-		return fmt.Errorf("overtake: config: Levels must be 1..64, got %d", c.Levels)
+		return fmt.Errorf("%w: Levels must be 1..64, got %d", ErrInvalidConfig, c.Levels)
 	case len(c.LevelNames) != c.Levels:
-		return fmt.Errorf("overtake: config: %d LevelNames for %d levels", len(c.LevelNames), c.Levels)
+		return fmt.Errorf("%w: %d LevelNames for %d levels", ErrInvalidConfig, len(c.LevelNames), c.Levels)
 	case c.LeaseDuration < 100*time.Millisecond:
-		return fmt.Errorf("overtake: config: LeaseDuration %v is under 100ms", c.LeaseDuration)
+		return fmt.Errorf("%w: LeaseDuration %v is under 100ms", ErrInvalidConfig, c.LeaseDuration)
 	case c.Retention < 0:
-		return fmt.Errorf("overtake: config: negative Retention %v", c.Retention)
+		return fmt.Errorf("%w: negative Retention %v", ErrInvalidConfig, c.Retention)
 	case c.AgeAfter < 0 || (c.AgeAfter > 0 && c.AgeAfter < time.Millisecond):
-		return fmt.Errorf("overtake: config: AgeAfter %v must be 0 (off) or at least 1ms", c.AgeAfter)
+		return fmt.Errorf("%w: AgeAfter %v must be 0 (off) or at least 1ms", ErrInvalidConfig, c.AgeAfter)
 	}
 	seen := map[string]bool{}
 	for i, n := range c.LevelNames {
 		switch {
 		case n == "":
-			return fmt.Errorf("overtake: config: level %d has an empty name", i)
+			return fmt.Errorf("%w: level %d has an empty name", ErrInvalidConfig, i)
 		case seen[n]:
-			return fmt.Errorf("overtake: config: level name %q given twice", n)
+			return fmt.Errorf("%w: level name %q given twice", ErrInvalidConfig, n)
+		}
+		if l, err := strconv.Atoi(n); err == nil && l != i {
+			return fmt.Errorf("%w: level name %q of level %d reads as level %d (a level is given "+
+				"by name or number): a number may name only its own level", ErrInvalidConfig, n, i, l)
 		}
 		seen[n] = true
 	}
 	for name, lvl := range c.Classes {
 		if name == "" {
-			return fmt.Errorf("overtake: config: a class has an empty name")
+			return fmt.Errorf("%w: a class has an empty name", ErrInvalidConfig)
 		}
 		if lvl < 0 || lvl >= c.Levels {
-			return fmt.Errorf("overtake: config: class %q maps to level %d, outside 0..%d", name, lvl, c.Levels-1)
+			return fmt.Errorf("%w: class %q maps to level %d, outside 0..%d", ErrInvalidConfig, name, lvl, c.Levels-1)
 		}
 	}
 	return nil
+}
+
+// hostClock is the Clock WithDefaults fills in when none was injected:
+// time.Now, under a name of its own so that serverTime can tell it from an
+// injected clock (even an injected time.Now).
+func hostClock() time.Time { return time.Now() }
+
+// serverTime reports whether a client of c runs its scripts on Redis's
+// clock: no Clock was injected, or the one WithDefaults fills in. Funcs
+// cannot be compared in Go; their code pointers can, and no function but
+// hostClock has hostClock's code.
+func (c Config) serverTime() bool {
+	return c.Clock == nil || reflect.ValueOf(c.Clock).Pointer() == reflect.ValueOf(hostClock).Pointer()
 }
 
 // defaultBackoff is exponential backoff with full jitter: a random delay in

@@ -51,15 +51,21 @@ func Chromium(t *testing.T) string {
 
 // New starts a headless Chromium at path with a fresh profile, talking to
 // chromedp over a pipe (no debugging port), that resolves no host name but
-// 127.0.0.1 and localhost. It stops at the end of the test.
-func New(t *testing.T, path string) context.Context {
+// 127.0.0.1, localhost and aliases, which resolve to 127.0.0.1 (another
+// site's name, as a DNS rebinding page has). It stops at the end of the
+// test.
+func New(t *testing.T, path string, aliases ...string) context.Context {
 	t.Helper()
+	rules := "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
+	for _, a := range aliases {
+		rules = "MAP " + a + " 127.0.0.1, " + rules
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(Width, Height),
 		chromedp.DisableGPU,
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
+		chromedp.Flag("host-resolver-rules", rules),
 		chromedp.Flag("hide-scrollbars", true),
 	)
 	if os.Geteuid() == 0 {
