@@ -114,7 +114,7 @@ func encodePools(pools []PoolLayout) string {
 	return b.String()
 }
 
-// heartbeat records that hb.Worker is alive with its capacity, extends all
+// Heartbeat records that hb.Worker is alive with its capacity, extends all
 // its leases to now + LeaseDuration and adds its counts to the fleet's
 // rates, in one round trip.
 func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, error) {
