@@ -93,9 +93,17 @@ type counters struct {
 
 // RunStats are cumulative counts of one runtime since it started.
 type RunStats struct {
-	Processed  int64 // runs that succeeded or failed, as the overtake.task.processed metric (requeued runs are not)
-	Failed     int64 // runs that failed (retry or dead)
-	Dead       int64 // tasks dead-lettered by this runtime
+	// Processed counts runs that ended in success or failure, as the
+	// overtake.task.processed metric and the fleet's processed rate
+	// (queue.Rates): requeued runs (preempted, yielded, shut down) are not.
+	Processed int64
+	// Failed counts the processed runs that failed: retried, or
+	// dead-lettered (retries exhausted, SkipRetry, no handler, a
+	// malformed payload), as overtake.task.failed and the failed rate.
+	Failed int64
+	// Dead counts tasks dead-lettered by this runtime, records that could
+	// not be decoded (no run) included.
+	Dead       int64
 	Preempted  int64 // victims this runtime cancelled for urgent work
 	Reserved   int64 // urgent tasks this runtime leased in order to preempt
 	Stuck      int64 // victims that ignored cancellation past the grace period

@@ -35,12 +35,25 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		rn.log.Error("handler panicked", zap.Any("panic", perr.Value), zap.ByteString("stack", perr.Stack))
 	}
 	if out.Action != outcome.ActionRequeue {
-		r.stats.processed.Add(1) // as the overtake.task.processed metric
+		// One meaning everywhere (RunStats, the fleet's rates, the
+		// overtake.task.processed and .failed metrics): a run that ended in
+		// success or failure is processed; one that failed, retried or
+		// dead-lettered (SkipRetry included), is failed too.
+		failed := out.Action != outcome.ActionDone
+		r.stats.processed.Add(1)
+		if failed {
+			r.stats.failed.Add(1)
+		}
+		r.count(t.Level, func(c *engine.LevelCounts) {
+			c.Processed++
+			if failed {
+				c.Failed++
+			}
+		})
 	}
 	var ferr error
 	switch out.Action {
 	case outcome.ActionDone:
-		r.count(t.Level, func(c *engine.LevelCounts) { c.Processed++ })
 		ferr = r.ack(rn)
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 	case outcome.ActionRequeue:
@@ -49,11 +62,8 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 	case outcome.ActionDead:
-		r.count(t.Level, func(c *engine.LevelCounts) { c.Failed++ })
 		ferr = r.kill(rn, out.Err.Error())
 	default: // retry, retry after
-		r.stats.failed.Add(1)
-		r.count(t.Level, func(c *engine.LevelCounts) { c.Failed++ })
 		if !t.RetriesLeft() {
 			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err))
 			break
