@@ -44,6 +44,11 @@ type Runtime struct {
 	// shutdownBy is the deadline of Shutdown's context (unix ns), 0 if
 	// none: transitions during the shutdown give up by then.
 	shutdownBy atomic.Int64
+	// runsCtx is the parent of every run: Shutdown cancels it (cause
+	// handlers.ErrShutdown) to tell every handler at once, those a lease
+	// call still in flight starts included.
+	runsCtx  context.Context
+	stopRuns context.CancelCauseFunc
 
 	kick      chan struct{} // a slot freed or a task arrived
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
@@ -55,7 +60,7 @@ type Runtime struct {
 	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
 	outcomes outcomeCounts                           // for the fleet's rates, see rates.go
 
-	baseCtx   context.Context // parent of every run; never cancelled by Run's ctx
+	baseCtx   context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
 	stopLease chan struct{}   // closed when leasing stops
 	// dispatchCtx ends once the dispatcher stopped (after it sent the
 	// acks queued for its lease calls); early counts the runs whose slot
@@ -190,6 +195,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		return err
 	}
 	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
 	if err := r.heartbeat(ctx); err != nil {
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
