@@ -41,8 +41,9 @@ type Runtime struct {
 	// unsettled names the tasks whose outcome could not be written during
 	// a shutdown (see Shutdown's error).
 	unsettled []string
-	// shutdownBy is the deadline of Shutdown's context (unix ns), 0 if
-	// none: transitions during the shutdown give up by then.
+	// shutdownBy is the deadline of Shutdown's context (unix ns) while
+	// Shutdown waits, 0 otherwise (no deadline, or Shutdown returned):
+	// transitions stop retrying by then (finishWithRetry).
 	shutdownBy atomic.Int64
 	// runsCtx is the parent of every run: Shutdown cancels it (cause
 	// handlers.ErrShutdown) to tell every handler at once, those a lease

@@ -95,24 +95,27 @@ func (r *Runtime) kill(rn *run, reason string) error {
 // finishWithRetry runs a transition, retrying with backoff while Redis is
 // unreachable, for at most one lease duration: after that the lease has
 // expired and recovery owns the task. queue.ErrLeaseLost is final.
+//
+// While Shutdown waits, retries stop a little before its deadline, so
+// that the failure is in Shutdown's error; the first attempt is never cut
+// short by it, and once Shutdown has returned (a handler that outlived
+// it) only the lease bounds the transition: a late handler's outcome is
+// still written while its lease is held.
 func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context) error) error {
 	deadline := time.Now().Add(r.q.Config().LeaseDuration)
-	if by := r.shutdownBy.Load(); by != 0 && time.Unix(0, by).Before(deadline) {
-		// A shutdown gives up by its own deadline, a little before it, so
-		// that the failure is recorded before Shutdown reports.
-		deadline = time.Unix(0, by).Add(-100 * time.Millisecond)
-	}
+	bound := deadline // the first attempt's
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	for {
 		attempt := time.Now().Add(5 * time.Second)
-		if deadline.Before(attempt) {
-			attempt = deadline
+		if bound.Before(attempt) {
+			attempt = bound
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), attempt)
 		err := fn(ctx)
 		cancel()
 		wait := bo.next()
-		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(deadline) {
+		bound = r.retryBound(deadline)
+		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(bound) {
 			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 				r.noteUnsettled(rn.t.ID, err)
 			}
@@ -121,6 +124,18 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", wait))
 		time.Sleep(wait)
 	}
+}
+
+// retryBound is when a transition that must end by deadline stops
+// retrying: by then, or, while Shutdown waits, 100 ms before Shutdown's
+// deadline if that is earlier.
+func (r *Runtime) retryBound(deadline time.Time) time.Time {
+	if by := r.shutdownBy.Load(); by != 0 {
+		if end := time.Unix(0, by).Add(-100 * time.Millisecond); end.Before(deadline) {
+			return end
+		}
+	}
+	return deadline
 }
 
 // requeueReason says why a run that ended in a requeue stopped, from the

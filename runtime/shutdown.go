@@ -25,12 +25,17 @@ import (
 // It waits for handlers until ctx ends. A task whose handler is still
 // running then is never requeued behind its back (another worker would run
 // it while it still runs): its lease is kept and extended by the heartbeat
-// until the handler returns, and the task is then requeued (or acked, if it
-// finished); if the process exits first, the lease expires and the task is
-// recovered after LeaseDuration. Shutdown then returns an error naming those
-// tasks, and the runtime finishes stopping in the background once they
-// return. It also names the tasks whose requeue failed (Redis unreachable):
-// they are recovered after their lease expires. Safe to call more than once.
+// until the handler returns, and the handler's outcome is then recorded
+// like any other (acked if it succeeded, retried or dead-lettered if it
+// failed, requeued if it gave way), with the usual retries while Redis is
+// unreachable, for at most a lease duration; if the process exits first,
+// the lease expires and the task is recovered after LeaseDuration. For
+// such tasks Shutdown returns when ctx ends, without waiting for their
+// outcome: an error that wraps ctx.Err() and names them, and the runtime
+// finishes stopping in the background once they return. It also names the
+// tasks whose requeue failed (Redis unreachable): they are recovered after
+// their lease expires. Safe to call more than once; later calls return the
+// first one's result.
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	if !r.started.Load() {
 		return ErrNotStarted
@@ -86,6 +91,9 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 		r.preemptAll()
 	}
 	if !r.waitTasks(ctx) {
+		// From now on the handlers that return record their outcome under
+		// their lease alone (finishWithRetry): nobody waits for it here.
+		r.shutdownBy.Store(0)
 		err := r.stillRunning(ctx)
 		go func() { // finish stopping once the stuck handlers return
 			r.tasks.Wait()
@@ -166,7 +174,8 @@ func (r *Runtime) stillRunning(ctx context.Context) error {
 	errs := []error{fmt.Errorf("overtake: shutdown: %w", ctx.Err())}
 	if len(stuck) > 0 {
 		errs = append(errs, fmt.Errorf("%d handler(s) still running, their leases kept and extended until they "+
-			"return (then requeued), or recovered after the lease duration if this process exits: %v", len(stuck), stuck))
+			"return (then their outcome is recorded: acked, retried or requeued), or recovered after the lease "+
+			"duration if this process exits: %v", len(stuck), stuck))
 	}
 	if len(writing) > 0 {
 		errs = append(errs, fmt.Errorf("%d task(s) could not be requeued yet (their outcome is still being written); "+
