@@ -177,6 +177,40 @@ func TestPoolsBorrowAndGiveBack(t *testing.T) {
 	}
 }
 
+// The README's free/paying example with waiting: the free pool borrows an
+// idle paying slot, and paying (Reclaim: ReclaimWait) lets the borrowed
+// task finish when its own work arrives. Neither the reclaim path nor
+// ordinary preemption (whose victims include tasks in the pool's slots)
+// cancels it, however often the dispatcher looks; the paying task starts
+// once a slot frees.
+func TestPoolsReclaimWaitLeavesBorrowedTask(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		q := setup(t, b, queue.Config{})
+		j := newPoolJobs(func(l int) string { return map[bool]string{true: "paying", false: "free"}[l == 2] })
+		rt := startRuntime(t, q, j.mux(), runtime.Config{Pools: []runtime.Pool{
+			{Name: "paying", Levels: []int{2}, Size: 1, Reclaim: runtime.ReclaimWait},
+			{Name: "free", Levels: []int{0, 1}, Size: 1, Borrow: true}},
+			PollInterval: 20 * time.Millisecond}) // the dispatcher looks often
+		enqueue(t, q, "block", "", 0)
+		enqueue(t, q, "block", "", 1)
+		waitFor(t, j.started, "a free task")
+		waitFor(t, j.started, "the free task in the borrowed paying slot")
+		ps := rt.PoolStats()
+		require.Equal(t, []int{1, 1}, []int{ps[0].Lent, ps[1].Borrowed}, "%+v", ps)
+
+		paying := enqueue(t, q, "quick", "", 2)
+		require.Never(t, func() bool { return len(j.ended) > 0 || len(j.started) > 0 }, 500*time.Millisecond,
+			10*time.Millisecond, "a borrowed task was cancelled (or the paying task started) while paying waits")
+		require.Zero(t, rt.Stats().Preempted)
+		close(j.release) // the free tasks end by themselves
+		require.Equal(t, paying, waitFor(t, j.started, "the paying task").ID)
+		for range 2 {
+			require.NoError(t, waitFor(t, j.ended, "a free task's end"), "a free task was cancelled")
+		}
+		require.Zero(t, rt.Stats().Preempted)
+	})
+}
+
 // Preemption stays inside a pool: an urgent task of the high pool preempts
 // the high pool's lower task, not the bulk pool's lowest one.
 func TestPoolsPreemptInsideThePool(t *testing.T) {

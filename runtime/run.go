@@ -57,7 +57,7 @@ func (r *Runtime) newRun(t *queue.Task) *run {
 // what a shutdown or a lost lease needs to cancel it.
 func (r *Runtime) bareRun(t *queue.Task) *run {
 	rn := &run{t: t}
-	rn.ctx, rn.cancel = context.WithCancelCause(r.baseCtx)
+	rn.ctx, rn.cancel = context.WithCancelCause(r.runsCtx)
 	return rn
 }
 

@@ -41,9 +41,15 @@ type Runtime struct {
 	// unsettled names the tasks whose outcome could not be written during
 	// a shutdown (see Shutdown's error).
 	unsettled []string
-	// shutdownBy is the deadline of Shutdown's context (unix ns), 0 if
-	// none: transitions during the shutdown give up by then.
+	// shutdownBy is the deadline of Shutdown's context (unix ns) while
+	// Shutdown waits, 0 otherwise (no deadline, or Shutdown returned):
+	// transitions stop retrying by then (finishWithRetry).
 	shutdownBy atomic.Int64
+	// runsCtx is the parent of every run: Shutdown cancels it (cause
+	// handlers.ErrShutdown) to tell every handler at once, those a lease
+	// call still in flight starts included.
+	runsCtx  context.Context
+	stopRuns context.CancelCauseFunc
 
 	kick      chan struct{} // a slot freed or a task arrived
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
@@ -55,7 +61,7 @@ type Runtime struct {
 	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
 	outcomes outcomeCounts                           // for the fleet's rates, see rates.go
 
-	baseCtx   context.Context // parent of every run; never cancelled by Run's ctx
+	baseCtx   context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
 	stopLease chan struct{}   // closed when leasing stops
 	// dispatchCtx ends once the dispatcher stopped (after it sent the
 	// acks queued for its lease calls); early counts the runs whose slot
@@ -93,9 +99,17 @@ type counters struct {
 
 // RunStats are cumulative counts of one runtime since it started.
 type RunStats struct {
-	Processed  int64 // runs that succeeded or failed, as the overtake.task.processed metric (requeued runs are not)
-	Failed     int64 // runs that failed (retry or dead)
-	Dead       int64 // tasks dead-lettered by this runtime
+	// Processed counts runs that ended in success or failure, as the
+	// overtake.task.processed metric and the fleet's processed rate
+	// (queue.Rates): requeued runs (preempted, yielded, shut down) are not.
+	Processed int64
+	// Failed counts the processed runs that failed: retried, or
+	// dead-lettered (retries exhausted, SkipRetry, no handler, a
+	// malformed payload), as overtake.task.failed and the failed rate.
+	Failed int64
+	// Dead counts tasks dead-lettered by this runtime, records that could
+	// not be decoded (no run) included.
+	Dead       int64
 	Preempted  int64 // victims this runtime cancelled for urgent work
 	Reserved   int64 // urgent tasks this runtime leased in order to preempt
 	Stuck      int64 // victims that ignored cancellation past the grace period
@@ -182,6 +196,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		return err
 	}
 	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
 	if err := r.heartbeat(ctx); err != nil {
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}

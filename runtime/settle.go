@@ -35,12 +35,25 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		rn.log.Error("handler panicked", zap.Any("panic", perr.Value), zap.ByteString("stack", perr.Stack))
 	}
 	if out.Action != outcome.ActionRequeue {
-		r.stats.processed.Add(1) // as the overtake.task.processed metric
+		// One meaning everywhere (RunStats, the fleet's rates, the
+		// overtake.task.processed and .failed metrics): a run that ended in
+		// success or failure is processed; one that failed, retried or
+		// dead-lettered (SkipRetry included), is failed too.
+		failed := out.Action != outcome.ActionDone
+		r.stats.processed.Add(1)
+		if failed {
+			r.stats.failed.Add(1)
+		}
+		r.count(t.Level, func(c *store.LevelCounts) {
+			c.Processed++
+			if failed {
+				c.Failed++
+			}
+		})
 	}
 	var ferr error
 	switch out.Action {
 	case outcome.ActionDone:
-		r.count(t.Level, func(c *store.LevelCounts) { c.Processed++ })
 		ferr = r.ack(rn)
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 	case outcome.ActionRequeue:
@@ -49,11 +62,8 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 	case outcome.ActionDead:
-		r.count(t.Level, func(c *store.LevelCounts) { c.Failed++ })
 		ferr = r.kill(rn, out.Err.Error())
 	default: // retry, retry after
-		r.stats.failed.Add(1)
-		r.count(t.Level, func(c *store.LevelCounts) { c.Failed++ })
 		if !t.RetriesLeft() {
 			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err))
 			break
@@ -88,24 +98,27 @@ func (r *Runtime) kill(rn *run, reason string) error {
 // finishWithRetry runs a transition, retrying with backoff while Redis is
 // unreachable, for at most one lease duration: after that the lease has
 // expired and recovery owns the task. queue.ErrLeaseLost is final.
+//
+// While Shutdown waits, retries stop a little before its deadline, so
+// that the failure is in Shutdown's error; the first attempt is never cut
+// short by it, and once Shutdown has returned (a handler that outlived
+// it) only the lease bounds the transition: a late handler's outcome is
+// still written while its lease is held.
 func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context) error) error {
 	deadline := time.Now().Add(r.q.Config().LeaseDuration)
-	if by := r.shutdownBy.Load(); by != 0 && time.Unix(0, by).Before(deadline) {
-		// A shutdown gives up by its own deadline, a little before it, so
-		// that the failure is recorded before Shutdown reports.
-		deadline = time.Unix(0, by).Add(-100 * time.Millisecond)
-	}
+	bound := deadline // the first attempt's
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	for {
 		attempt := time.Now().Add(5 * time.Second)
-		if deadline.Before(attempt) {
-			attempt = deadline
+		if bound.Before(attempt) {
+			attempt = bound
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), attempt)
 		err := fn(ctx)
 		cancel()
 		wait := bo.next()
-		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(deadline) {
+		bound = r.retryBound(deadline)
+		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(bound) {
 			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 				r.noteUnsettled(rn.t.ID, err)
 			}
@@ -114,6 +127,18 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", wait))
 		time.Sleep(wait)
 	}
+}
+
+// retryBound is when a transition that must end by deadline stops
+// retrying: by then, or, while Shutdown waits, 100 ms before Shutdown's
+// deadline if that is earlier.
+func (r *Runtime) retryBound(deadline time.Time) time.Time {
+	if by := r.shutdownBy.Load(); by != 0 {
+		if end := time.Unix(0, by).Add(-100 * time.Millisecond); end.Before(deadline) {
+			return end
+		}
+	}
+	return deadline
 }
 
 // requeueReason says why a run that ended in a requeue stopped, from the

@@ -17,18 +17,25 @@ import (
 // preempts every running task with the cause handlers.ErrShutdown (after
 // Config.DrainTimeout, if set): each saves its checkpoint and is requeued at
 // the head of its level without counting an attempt, so a rolling deploy
-// loses no progress. Every Redis call it makes, the requeues included, is
-// bounded by ctx.
+// loses no progress. Handlers are told at once (or when the drain ends),
+// before any Redis call, so a Redis that is down or slow does not delay
+// them. Every Redis call it makes, the requeues included, is bounded by
+// ctx.
 //
 // It waits for handlers until ctx ends. A task whose handler is still
 // running then is never requeued behind its back (another worker would run
 // it while it still runs): its lease is kept and extended by the heartbeat
-// until the handler returns, and the task is then requeued (or acked, if it
-// finished); if the process exits first, the lease expires and the task is
-// recovered after LeaseDuration. Shutdown then returns an error naming those
-// tasks, and the runtime finishes stopping in the background once they
-// return. It also names the tasks whose requeue failed (Redis unreachable):
-// they are recovered after their lease expires. Safe to call more than once.
+// until the handler returns, and the handler's outcome is then recorded
+// like any other (acked if it succeeded, retried or dead-lettered if it
+// failed, requeued if it gave way), with the usual retries while Redis is
+// unreachable, for at most a lease duration; if the process exits first,
+// the lease expires and the task is recovered after LeaseDuration. For
+// such tasks Shutdown returns when ctx ends, without waiting for their
+// outcome: an error that wraps ctx.Err() and names them, and the runtime
+// finishes stopping in the background once they return. It also names the
+// tasks whose requeue failed (Redis unreachable): they are recovered after
+// their lease expires. Safe to call more than once; later calls return the
+// first one's result.
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	if !r.started.Load() {
 		return ErrNotStarted
@@ -38,10 +45,26 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 }
 
 func (r *Runtime) shutdown(ctx context.Context) error {
+	begin := time.Now()
 	if dl, ok := ctx.Deadline(); ok {
 		r.shutdownBy.Store(dl.UnixNano())
 	}
+	r.mu.Lock()
+	r.draining = true // from now on every heartbeat reports no capacity
+	r.mu.Unlock()
 	close(r.stopLease)
+	if r.cfg.DrainTimeout == 0 {
+		r.preemptAll() // before any Redis call
+	}
+	// No free capacity to the fleet, beside the rest: with Redis down this
+	// call may take the whole of ctx.
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		if err := r.heartbeat(ctx); err != nil {
+			r.log.Warn("could not report shutdown to the fleet", zap.Error(err))
+		}
+	}()
 	dispatched := make(chan struct{})
 	go func() { r.dispatchWG.Wait(); close(dispatched) }()
 	select {
@@ -50,43 +73,48 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 		r.log.Error("shutdown: the dispatcher did not stop in time", zap.Error(ctx.Err()))
 	}
 	r.mu.Lock()
-	r.draining = true
 	waiting := r.waiting
 	r.waiting = nil
 	for _, rn := range waiting {
 		delete(r.runs, rn.t.ID)
 	}
 	r.mu.Unlock()
-	if err := r.heartbeat(ctx); err != nil {
-		r.log.Warn("could not report shutdown to the fleet", zap.Error(err))
-	}
 	for _, rn := range waiting { // reserved but never started: straight back
 		if err := r.eng.Requeue(ctx, rn.t, store.RequeueShutdown); err != nil {
 			rn.log.Error("could not requeue reserved task", zap.Error(err))
 		}
 	}
 	if r.cfg.DrainTimeout > 0 {
-		dctx, cancel := context.WithTimeout(ctx, r.cfg.DrainTimeout)
+		dctx, cancel := context.WithDeadline(ctx, begin.Add(r.cfg.DrainTimeout))
 		r.waitTasks(dctx)
 		cancel()
+		r.preemptAll()
 	}
-	r.mu.Lock()
-	n := len(r.runs)
-	for _, rn := range r.runs {
-		rn.cancel(fmt.Errorf("%w: worker %s", handlers.ErrShutdown, r.cfg.WorkerID))
-	}
-	r.mu.Unlock()
-	r.log.Info("shutting down: preempting running tasks", zap.Int("running", n))
 	if !r.waitTasks(ctx) {
+		// From now on the handlers that return record their outcome under
+		// their lease alone (finishWithRetry): nobody waits for it here.
+		r.shutdownBy.Store(0)
 		err := r.stillRunning(ctx)
 		go func() { // finish stopping once the stuck handlers return
 			r.tasks.Wait()
+			<-reported
 			r.teardown(context.Background())
 		}()
 		return err
 	}
+	<-reported
 	r.teardown(ctx)
 	return r.unsettledError()
+}
+
+// preemptAll tells every handler, those about to start included, to stop
+// with handlers.ErrShutdown.
+func (r *Runtime) preemptAll() {
+	r.mu.Lock()
+	n := len(r.runs)
+	r.mu.Unlock()
+	r.stopRuns(fmt.Errorf("%w: worker %s", handlers.ErrShutdown, r.cfg.WorkerID))
+	r.log.Info("shutting down: preempting running tasks", zap.Int("running", n))
 }
 
 // teardown stops the loops, leaves the fleet and releases the pool, with
@@ -146,7 +174,8 @@ func (r *Runtime) stillRunning(ctx context.Context) error {
 	errs := []error{fmt.Errorf("overtake: shutdown: %w", ctx.Err())}
 	if len(stuck) > 0 {
 		errs = append(errs, fmt.Errorf("%d handler(s) still running, their leases kept and extended until they "+
-			"return (then requeued), or recovered after the lease duration if this process exits: %v", len(stuck), stuck))
+			"return (then their outcome is recorded: acked, retried or requeued), or recovered after the lease "+
+			"duration if this process exits: %v", len(stuck), stuck))
 	}
 	if len(writing) > 0 {
 		errs = append(errs, fmt.Errorf("%d task(s) could not be requeued yet (their outcome is still being written); "+

@@ -21,14 +21,20 @@ func (r *Runtime) canPreempt() bool { return !r.cfg.Preemption.Disabled }
 
 // candidates returns the running tasks that could give way to urgent work
 // of pool p: those in p's slots, and p's tasks running in slots they
-// borrowed from other pools.
+// borrowed from other pools. Another pool's task that borrowed one of p's
+// slots is no candidate when p waits for its slots (ReclaimWait): reclaim
+// declines to preempt it, and so does ordinary preemption.
 func (r *Runtime) candidates(p int) []victim.Candidate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	wait := r.pools[p].reclaim == ReclaimWait
 	out := make([]victim.Candidate, 0, len(r.runs))
 	for _, rn := range r.runs {
 		if !rn.running || rn.givingWay != nil || !rn.holdsSlot || (rn.slot != p && r.bandOf(rn.t.Level) != p) {
 			continue
+		}
+		if wait && rn.slot == p && r.bandOf(rn.t.Level) != p {
+			continue // borrowed from p, which lets it finish
 		}
 		c := victim.Candidate{ID: rn.t.ID, Level: rn.t.Level, StartedAt: rn.startedAt(),
 			Preemptions: rn.t.Preemptions, Preemptible: !rn.t.NotPreemptible}

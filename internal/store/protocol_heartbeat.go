@@ -84,7 +84,7 @@ func ValidPoolName(name string) bool {
 
 // LevelCounts are outcomes at one level.
 type LevelCounts struct {
-	Processed   int64 // tasks that succeeded
+	Processed   int64 // runs that ended in success or failure (Failed counts a subset)
 	Failed      int64 // failed runs (retried or dead-lettered)
 	Preempted   int64 // runs preempted for more urgent work
 	SLABreaches int64 // tasks leased after waiting longer than their SLA
