@@ -59,8 +59,10 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	case outcome.ActionRequeue:
 		why := requeueReason(ctx)
 		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.eng.Requeue(c, t, why) })
-		rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
-			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
+		if ferr == nil {
+			rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
+				zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
+		}
 	case outcome.ActionDead:
 		ferr = r.kill(rn, out.Err.Error())
 	default: // retry, retry after
@@ -77,27 +79,39 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		ferr = r.finishWithRetry(rn, "retry", func(c context.Context) error { return r.eng.Retry(c, t, at, out.Err.Error()) })
 		if ferr == nil {
 			r.dueAt(at)
+			rn.log.Warn("task failed; retry scheduled", zap.Error(out.Err), zap.Int("attempt", t.Attempt+1),
+				zap.Duration("delay", delay))
 		}
-		rn.log.Warn("task failed; retry scheduled", zap.Error(out.Err), zap.Int("attempt", t.Attempt+1),
-			zap.Duration("delay", delay))
 	}
-	if ferr != nil {
+	switch {
+	case ferr == nil:
+	case errors.Is(ferr, queue.ErrLeaseLost):
+		rn.log.Warn("lease lost before the task's outcome was recorded; another worker owns it",
+			zap.String("action", out.Action.String()), zap.Error(ferr))
+	default:
 		rn.log.Error("could not record the task's outcome; its lease will expire and it will be recovered",
 			zap.String("action", out.Action.String()), zap.Error(ferr))
 	}
 	r.obs.ended(rn, out, runTime, "")
 }
 
-// kill dead-letters rn with reason.
+// kill dead-letters rn with reason; it is counted (RunStats.Dead) and
+// logged once the dead letter is stored, not before.
 func (r *Runtime) kill(rn *run, reason string) error {
-	r.stats.dead.Add(1)
-	rn.log.Error("task dead-lettered", zap.String("reason", reason))
-	return r.finishWithRetry(rn, "dead", func(c context.Context) error { return r.q.DeadLetter(c, rn.t, reason) })
+	err := r.finishWithRetry(rn, "dead letter", func(c context.Context) error { return r.eng.DeadLetter(c, rn.t, reason) })
+	if err == nil {
+		r.stats.dead.Add(1)
+		rn.log.Error("task dead-lettered", zap.String("reason", reason))
+	}
+	return err
 }
 
 // finishWithRetry runs a transition, retrying with backoff while Redis is
 // unreachable, for at most one lease duration: after that the lease has
-// expired and recovery owns the task. queue.ErrLeaseLost is final.
+// expired and recovery owns the task. queue.ErrLeaseLost is final, and so
+// are queue.ErrCorrupt and queue.ErrSchema: a key of the wrong type (or
+// data of another schema) is an operator's to fix, not an outage, and the
+// script changed nothing.
 //
 // While Shutdown waits, retries stop a little before its deadline, so
 // that the failure is in Shutdown's error; the first attempt is never cut
@@ -122,6 +136,11 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
 				r.noteUnsettled(rn.t.ID, err)
 			}
+			return err
+		}
+		if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) {
+			rn.log.Error("corrupt queue data; the task's "+what+" was refused", zap.Error(err))
+			r.noteUnsettled(rn.t.ID, err)
 			return err
 		}
 		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", wait))
