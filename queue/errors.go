@@ -38,3 +38,8 @@ var ErrNotDead = store.ErrNotDead
 // ErrInvalidConfig is returned by New for a Config it cannot use; the
 // message says which field and why.
 var ErrInvalidConfig = store.ErrInvalidConfig
+
+// ErrNotReplicated is returned, with Config.WaitReplicas set, by a write
+// that fewer replicas than asked confirmed in time; it was done on the
+// primary.
+var ErrNotReplicated = store.ErrNotReplicated

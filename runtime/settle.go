@@ -138,6 +138,12 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			}
 			return err
 		}
+		if errors.Is(err, queue.ErrNotReplicated) {
+			// Done on the primary, not confirmed by the replicas: sending
+			// it again would find the lease gone.
+			rn.log.Warn("the task's "+what+" was not confirmed by the replicas", zap.Error(err))
+			return nil
+		}
 		if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) {
 			rn.log.Error("corrupt queue data; the task's "+what+" was refused", zap.Error(err))
 			r.noteUnsettled(rn.t.ID, err)

@@ -92,7 +92,7 @@ func (c *Store) deadAdmin(ctx context.Context, id, mode, reset string) error {
 	if id == "" {
 		return wrapf(fmt.Errorf("%w: empty ID", ErrInvalidTask), "%s dead", mode)
 	}
-	raw, err := deadAdminScript.Run(ctx, c.rdb, []string{c.keys.state(id)},
+	raw, err := c.run(ctx, deadAdminScript, []string{c.keys.state(id)},
 		c.keys.prefix, id, c.scriptNow(), mode, c.cfg.Levels, reset).Slice()
 	if err != nil {
 		return wrapf(scriptErr(err), "%s dead %s", mode, id)

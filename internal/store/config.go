@@ -40,6 +40,19 @@ type Config struct {
 	// (checkpoint.Save); a larger one fails with ErrCheckpointTooLarge.
 	// Defaults to 1 MiB; a negative value means no limit.
 	MaxCheckpointBytes int
+	// WaitReplicas, when positive, makes every write call (an Enqueue or
+	// a grouped one, a lease with its acks, an ack, retry, requeue, dead
+	// letter, heartbeat, checkpoint save, pause, dead-letter admin) send
+	// WAIT WaitReplicas WaitTimeout on its connection, and fail with
+	// ErrNotReplicated when fewer replicas confirm. The change is applied
+	// on the primary either way; WAIT narrows the window in which a
+	// failover loses an acknowledged write, it does not close it (Redis
+	// replication stays asynchronous: a failover may still promote a
+	// replica that missed it). docs/failover.md has what it costs. Zero,
+	// the default, sends no WAIT.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT. Defaults to 1 s.
+	WaitTimeout time.Duration
 	// Retention is how long a completed task's record is kept. Defaults to
 	// zero: the record is deleted at once.
 	Retention time.Duration
@@ -148,6 +161,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: LeaseDuration %v is under 100ms", ErrInvalidConfig, c.LeaseDuration)
 	case c.Retention < 0:
 		return fmt.Errorf("%w: negative Retention %v", ErrInvalidConfig, c.Retention)
+	case c.WaitReplicas < 0 || c.WaitTimeout < 0:
+		return fmt.Errorf("%w: negative WaitReplicas %d or WaitTimeout %v", ErrInvalidConfig, c.WaitReplicas, c.WaitTimeout)
 	case c.AgeAfter < 0 || (c.AgeAfter > 0 && c.AgeAfter < time.Millisecond):
 		return fmt.Errorf("%w: AgeAfter %v must be 0 (off) or at least 1ms", ErrInvalidConfig, c.AgeAfter)
 	}

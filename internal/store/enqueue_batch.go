@@ -151,8 +151,13 @@ func (c *Store) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option)
 	// EVALSHA first; only the chunks that met a server without the script
 	// (fresh or restarted Redis) run again, with EVAL: NOSCRIPT means the
 	// chunk ran nothing, so no task is sent twice.
+	var node redis.Cmdable = c.rdb
+	if c.cfg.WaitReplicas > 0 {
+		node = c.writer(ctx)
+	}
+	var wait *redis.Cmd // WAIT after the chunks, on their connection (Config.WaitReplicas)
 	exec := func(only func(ch *chunk) bool, useSha bool) {
-		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, ch := range chunks {
 				if !only(ch) {
 					continue
@@ -163,6 +168,7 @@ func (c *Store) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option)
 					ch.cmd = enqueueManyScript.Eval(ctx, p, keys, ch.args...)
 				}
 			}
+			wait = c.waitCmd(ctx, p)
 			return nil
 		})
 	}
@@ -173,6 +179,7 @@ func (c *Store) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option)
 	if slices.ContainsFunc(chunks, noScript) {
 		exec(noScript, false)
 	}
+	unconfirmed := c.replicated(wait)
 	for _, ch := range chunks {
 		res, err := enqueueReplies(ch.cmd, len(ch.idx))
 		for j, i := range ch.idx {
@@ -191,6 +198,9 @@ func (c *Store) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option)
 				case string:
 					e = fmt.Errorf("task %d (%s): %w", i, out[i].ID, scriptErr(errors.New(v)))
 				}
+			}
+			if e == nil && unconfirmed != nil {
+				e = fmt.Errorf("task %d (%s): %w", i, out[i].ID, unconfirmed)
 			}
 			endEnqueue(spans[i], e)
 			if e != nil {

@@ -36,7 +36,7 @@ func (c *Store) enqueueGroup(ctx context.Context, batch []*enqWait) []error {
 
 // enqueueOne stores one task with the single-task script.
 func (c *Store) enqueueOne(ctx context.Context, w *enqWait) error {
-	n, err := enqueueScript.Run(ctx, c.rdb, w.keys, w.args...).Int()
+	n, err := c.run(ctx, enqueueScript, w.keys, w.args...).Int()
 	if err != nil {
 		return wrapf(scriptErr(err), "enqueue %s", w.nt.ID)
 	}
@@ -58,7 +58,13 @@ func (c *Store) enqueueMany(ctx context.Context, batch []*enqWait) []error {
 		args = append(args, a[1], a[2], a[4], a[5], a[6], a[7])
 	}
 	errs := make([]error, len(batch))
-	res, err := enqueueReplies(enqueueManyScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...), len(batch))
+	cmd := c.run(ctx, enqueueManyScript, []string{c.keys.leases()}, args...)
+	var unconfirmed error // stored on the primary, not confirmed (Config.WaitReplicas)
+	if errors.Is(cmd.Err(), ErrNotReplicated) {
+		unconfirmed = cmd.Err()
+		cmd.SetErr(nil)
+	}
+	res, err := enqueueReplies(cmd, len(batch))
 	for i, w := range batch {
 		switch {
 		case err != nil:
@@ -70,6 +76,8 @@ func (c *Store) enqueueMany(ctx context.Context, batch []*enqWait) []error {
 			case int64:
 				if v == 0 {
 					errs[i] = fmt.Errorf("%w: %q", ErrDuplicateTask, w.nt.ID)
+				} else if unconfirmed != nil {
+					errs[i] = wrapf(unconfirmed, "enqueue %s", w.nt.ID)
 				}
 			case string:
 				errs[i] = wrapf(scriptErr(errors.New(v)), "enqueue %s", w.nt.ID)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // finishScript ends leases: ack, retry, dead-letter or requeue, for one
@@ -173,7 +175,7 @@ func (c *Store) finishBatch(ctx context.Context, ops []finishOp) []error {
 		for _, op := range ops {
 			args = append(args, op.t.ID, op.t.Token)
 		}
-		raw, err := finishScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+		raw, err := slice(c.run(ctx, finishScript, []string{c.keys.leases()}, args...))
 		return finishResults(ops, raw, err)
 	}
 	for _, op := range ops {
@@ -183,16 +185,27 @@ func (c *Store) finishBatch(ctx context.Context, ops []finishOp) []error {
 		}
 		args = append(args, op.t.ID, op.t.Token, op.mode, a, op.b, encodeRunSpans(op.t.RunSpans))
 	}
-	raw, err := finishScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+	raw, err := slice(c.run(ctx, finishScript, []string{c.keys.leases()}, args...))
 	return finishResults(ops, raw, err)
 }
 
 // finishResults maps a finish call's reply (or error) to one error per op.
+// With ErrNotReplicated and a reply, each op that the reply says was done
+// gets ErrNotReplicated (done on the primary, not confirmed).
 func finishResults(ops []finishOp, raw []any, err error) []error {
 	errs := make([]error, len(ops))
+	unconfirmed := errors.Is(err, ErrNotReplicated) && raw != nil
 	for i, op := range ops {
 		var e error
 		switch {
+		case unconfirmed && i < len(raw):
+			if _, done := raw[i].(int64); done {
+				e = err
+			} else if v, _ := raw[i].(string); v == "L" {
+				e = ErrLeaseLost
+			} else {
+				e = scriptErr(errors.New(v))
+			}
 		case err != nil:
 			e = scriptErr(err)
 		case i >= len(raw):
@@ -250,3 +263,13 @@ func (c *Store) CarryAck(t *Task) (wait func(context.Context) error, ok bool) {
 // or stopped); it returns once they are sent, or once another caller
 // sends them.
 func (c *Store) FlushCarried(ctx context.Context) { c.carried.flushQueued(ctx) }
+
+// slice is cmd.Slice, but with ErrNotReplicated the reply stays readable:
+// the call was done on the primary.
+func slice(cmd *redis.Cmd) ([]any, error) {
+	raw, err := cmd.Slice()
+	if errors.Is(err, ErrNotReplicated) {
+		raw, _ = cmd.Val().([]any)
+	}
+	return raw, err
+}

@@ -204,7 +204,7 @@ func (c *Store) SaveCheckpoint(ctx context.Context, taskID, token string, data [
 	if limit := c.cfg.MaxCheckpointBytes; limit >= 0 && len(data) > limit {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), limit)
 	}
-	seq, err := checkpointScript.Run(ctx, c.rdb, []string{c.keys.state(taskID)},
+	seq, err := c.run(ctx, checkpointScript, []string{c.keys.state(taskID)},
 		c.keys.prefix, taskID, token, data, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds()).Int64()
 	if err = scriptErr(err); err != nil {
 		return 0, wrapf(err, "checkpoint") // the caller knows the task

@@ -108,13 +108,19 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 		defer cancel()
 	}
-	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+	raw, err := slice(c.run(ctx, leaseScript, []string{c.keys.leases()}, args...))
 	if len(acks) > 0 {
 		var res []any
-		if err == nil && len(raw) > 5 {
+		if len(raw) > 5 && (err == nil || errors.Is(err, ErrNotReplicated)) {
 			res, _ = raw[5].([]any)
 		}
 		answer(acks, ackResults(acks, res, err))
+	}
+	if errors.Is(err, ErrNotReplicated) {
+		// The lease happened on the primary: its tasks are held and run
+		// (a failover at worst runs one again); only the carried acks are
+		// told they were not confirmed.
+		err = nil
 	}
 	if err != nil {
 		return nil, 0, wrapf(scriptErr(err), "lease")

@@ -99,7 +99,7 @@ func (c *Store) setPause(ctx context.Context, op string, level int, mode string)
 	} else if level < 0 || level >= c.cfg.Levels {
 		return fmt.Errorf("%w: %s level %d: want 0..%d or AllLevels", ErrInvalidLevel, op, level, c.cfg.Levels-1)
 	}
-	err := pauseScript.Run(ctx, c.rdb, []string{c.keys.paused()}, c.keys.prefix, first, last, mode).Err()
+	err := c.run(ctx, pauseScript, []string{c.keys.paused()}, c.keys.prefix, first, last, mode).Err()
 	if err != nil {
 		return wrapf(scriptErr(err), "%s", op)
 	}

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotReplicated is returned, with WaitReplicas set, by a write call
+// whose change fewer replicas than WaitReplicas confirmed within
+// WaitTimeout. The change was applied on the primary: it may or may not
+// survive a failover. The message says how many replicas confirmed.
+var ErrNotReplicated = errors.New("overtake: write not confirmed by enough replicas")
+
+// defaultWaitTimeout bounds WAIT when Config.WaitTimeout is zero.
+const defaultWaitTimeout = time.Second
+
+// waitTimeout is how long WAIT waits for the replicas.
+func (c *Store) waitTimeout() time.Duration {
+	if c.cfg.WaitTimeout > 0 {
+		return c.cfg.WaitTimeout
+	}
+	return defaultWaitTimeout
+}
+
+// run runs script s like s.Run, and, with Config.WaitReplicas set, sends
+// WAIT in the same pipeline, on the same connection: WAIT waits for that
+// connection's writes. A shortfall sets ErrNotReplicated on the reply
+// (whose value stays readable with Val). Calls that only keep the fleet's
+// books (heartbeat, deregister, rejoin) send no WAIT: a lost one costs a
+// recovery, never a task.
+func (c *Store) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if c.cfg.WaitReplicas <= 0 {
+		return s.Run(ctx, c.rdb, keys, args...)
+	}
+	node := c.writer(ctx)
+	cmd, wait := c.runWait(ctx, node, s.EvalSha, keys, args)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd, wait = c.runWait(ctx, node, s.Eval, keys, args)
+	}
+	if cmd.Err() == nil {
+		if err := c.replicated(wait); err != nil {
+			cmd.SetErr(err)
+		}
+	}
+	return cmd
+}
+
+// runWait sends one script call (EVALSHA or EVAL) and WAIT in a pipeline.
+func (c *Store) runWait(ctx context.Context, node redis.Cmdable,
+	eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, keys []string, args []any) (*redis.Cmd, *redis.Cmd) {
+	var cmd, wait *redis.Cmd
+	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = eval(ctx, p, keys, args...)
+		wait = c.waitCmd(ctx, p)
+		return nil
+	})
+	return cmd, wait
+}
+
+// waitCmd queues WAIT on p, if Config.WaitReplicas asks for it.
+func (c *Store) waitCmd(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
+	if c.cfg.WaitReplicas <= 0 {
+		return nil
+	}
+	return p.Do(ctx, "wait", c.cfg.WaitReplicas, c.waitTimeout().Milliseconds())
+}
+
+// replicated turns WAIT's reply into nil or an error wrapping
+// ErrNotReplicated (or WAIT's own error). A nil wait means none was sent.
+func (c *Store) replicated(wait *redis.Cmd) error {
+	if wait == nil {
+		return nil
+	}
+	n, err := wait.Int64()
+	if err != nil {
+		return fmt.Errorf("%w: WAIT: %v", ErrNotReplicated, err)
+	}
+	if n < int64(c.cfg.WaitReplicas) {
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, c.cfg.WaitReplicas, c.waitTimeout())
+	}
+	return nil
+}
+
+// writer is the client whose connections reach the queue's primary: on
+// Redis Cluster the master of the queue's slot (WAIT has no key, so a
+// cluster client would send it to any node), else the client itself.
+func (c *Store) writer(ctx context.Context) redis.Cmdable {
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+		if node, err := cc.MasterForKey(ctx, c.keys.leases()); err == nil {
+			return node
+		}
+	}
+	return c.rdb
+}
