@@ -11,9 +11,18 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
+// deadSynopses are the usage lines of the dead-letter subcommands.
+var deadSynopses = map[string]string{
+	"list":    "[--limit N] [--offset N] [flags]",
+	"requeue": "[--reset-checkpoint] [flags] ID...",
+	"delete":  "[flags] ID...",
+	"ls":      "[--limit N] [--offset N] [flags]",
+	"rm":      "[flags] ID...",
+}
+
 // cmdDead dispatches the dead-letter subcommands.
 func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const synopsis = "list [--limit N --offset N] | requeue [--reset-checkpoint] ID... | delete ID..."
+	const synopsis = "list [--limit N] [--offset N] | requeue [--reset-checkpoint] ID... | delete ID..."
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, "Usage: overtake dead %s\n", synopsis)
 		return usageErr("a subcommand is required: list, requeue or delete")
@@ -23,7 +32,7 @@ func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "Usage: overtake dead %s\nRun 'overtake dead list -h' for the connection flags.\n", synopsis)
 		return nil
 	}
-	fs := newFlagSet("dead "+sub, synopsis, stderr)
+	fs := newFlagSet("dead "+sub, deadSynopses[sub], stderr)
 	rf := addRedisFlags(fs)
 	switch sub {
 	case "list", "ls":
