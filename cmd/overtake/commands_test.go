@@ -143,6 +143,11 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		if !strings.Contains(errOut, "task not found") {
 			t.Errorf("inspect unknown: %q", errOut)
 		}
+		// A missing task names the queue searched: it may be on another.
+		errOut = c.fail(1, "inspect", "nope", "--queue", "media")
+		if want := `task not found: "nope" in queue "media" (namespace "` + b.Prefix + `")`; !strings.Contains(errOut, want) {
+			t.Errorf("inspect unknown: %q lacks %q", errOut, want)
+		}
 	})
 }
 
