@@ -175,7 +175,8 @@ func TestDeadCommands(t *testing.T) {
 			}
 		}
 		out := c.ok("dead", "list")
-		for _, want := range []string{"ID", "REASON", ids[0], ids[1], "boom", "bad input line two", "showing 1-2 of 2 dead tasks"} {
+		for _, want := range []string{"ID", "REASON", ids[0], ids[1], "boom", "bad input line two", "showing 1-2 of 2 dead tasks",
+			"requeue with: overtake dead requeue --queue default --namespace " + b.Prefix + " ID"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("dead list lacks %q:\n%s", want, out)
 			}

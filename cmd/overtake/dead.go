@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -48,7 +49,7 @@ func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *limit < 1 || *offset < 0 {
 			return usageErr("--limit must be positive and --offset not negative")
 		}
-		return withQueue(ctx, rf, func(q *queue.Client) error { return deadList(ctx, stdout, q, *offset, *limit) })
+		return withQueue(ctx, rf, func(q *queue.Client) error { return deadList(ctx, stdout, q, rf, *offset, *limit) })
 	case "requeue", "delete", "rm":
 		reset := false
 		if sub == "requeue" {
@@ -96,8 +97,9 @@ func withQueue(ctx context.Context, rf *redisFlags, fn func(q *queue.Client) err
 	return fn(q)
 }
 
-// deadList prints a page of dead-lettered tasks, oldest first.
-func deadList(ctx context.Context, w io.Writer, q *queue.Client, offset, limit int64) error {
+// deadList prints a page of dead-lettered tasks, oldest first, and how to
+// requeue one with the queue flags of rf.
+func deadList(ctx context.Context, w io.Writer, q *queue.Client, rf *redisFlags, offset, limit int64) error {
 	st, err := q.Stats(ctx)
 	if err != nil {
 		return err
@@ -125,9 +127,32 @@ func deadList(ctx context.Context, w io.Writer, q *queue.Client, offset, limit i
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Type, q.LevelName(t.Level), t.Attempt, age, oneLine(t.LastError, 80))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nshowing %d-%d of %d dead tasks; requeue with: overtake dead requeue ID\n",
-		offset+1, offset+int64(len(tasks)), max(total, offset+int64(len(tasks))))
+	fmt.Fprintf(w, "\nshowing %d-%d of %d dead tasks; requeue with: overtake dead requeue%s ID\n",
+		offset+1, offset+int64(len(tasks)), max(total, offset+int64(len(tasks))), rf.queueFlags())
 	return nil
+}
+
+// queueFlags returns the flags that select rf's queue, for a command line
+// to copy: always --queue, and --namespace and --levels when not the
+// defaults.
+func (rf *redisFlags) queueFlags() string {
+	def := queue.Config{}.WithDefaults()
+	s := " --queue " + shellQuote(rf.queue)
+	if rf.namespace != def.Namespace {
+		s += " --namespace " + shellQuote(rf.namespace)
+	}
+	if rf.levels != strconv.Itoa(def.Levels) {
+		s += " --levels " + shellQuote(rf.levels)
+	}
+	return s
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs no quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:=/@+-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // oneLine flattens s to one line of at most n runes.

@@ -26,3 +26,16 @@ func TestHelpTexts(t *testing.T) {
 		t.Errorf("enqueue -h: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestQueueFlags: the requeue hint names only the flags that differ from
+// the defaults, besides --queue, quoted for a shell where needed.
+func TestQueueFlags(t *testing.T) {
+	rf := &redisFlags{namespace: "overtake", queue: "default", levels: "3"}
+	if got := rf.queueFlags(); got != " --queue default" {
+		t.Errorf("default queue: %q", got)
+	}
+	rf = &redisFlags{namespace: "my ns", queue: "media", levels: "bulk,std,urgent"}
+	if got := rf.queueFlags(); got != " --queue media --namespace 'my ns' --levels bulk,std,urgent" {
+		t.Errorf("custom queue: %q", got)
+	}
+}
