@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -21,17 +22,30 @@ var deadSynopses = map[string]string{
 	"rm":      "[flags] ID...",
 }
 
-// cmdDead dispatches the dead-letter subcommands.
+// cmdDead dispatches the dead-letter subcommands. Flags may come before
+// the subcommand as well as after it ("dead --queue media list").
 func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	const synopsis = "list [--limit N] [--offset N] | requeue [--reset-checkpoint] ID... | delete ID..."
-	if len(args) == 0 {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprintf(stderr, "Usage: overtake dead %s\nRun 'overtake dead list -h' for the connection flags.\n", synopsis)
+			return nil
+		}
+	}
+	// Every subcommand's flags, to tell a flag's value from the subcommand.
+	all := flag.NewFlagSet("overtake dead", flag.ContinueOnError)
+	addRedisFlags(all)
+	all.Int64("limit", 0, "")
+	all.Int64("offset", 0, "")
+	all.Bool("reset-checkpoint", false, "")
+	sub, args, err := splitCommand(all, args)
+	switch {
+	case errors.Is(err, errNoCommand):
 		fmt.Fprintf(stderr, "Usage: overtake dead %s\n", synopsis)
 		return usageErr("a subcommand is required: list, requeue or delete")
-	}
-	sub, args := args[0], args[1:]
-	if sub == "-h" || sub == "-help" || sub == "--help" || sub == "help" {
-		fmt.Fprintf(stderr, "Usage: overtake dead %s\nRun 'overtake dead list -h' for the connection flags.\n", synopsis)
-		return nil
+	case err != nil:
+		return usageErr("%v", err)
 	}
 	fs := newFlagSet("dead "+sub, deadSynopses[sub], stderr)
 	rf := addRedisFlags(fs)
