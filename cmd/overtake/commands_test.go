@@ -143,6 +143,11 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		if !strings.Contains(errOut, "task not found") {
 			t.Errorf("inspect unknown: %q", errOut)
 		}
+		// A missing task names the queue searched: it may be on another.
+		errOut = c.fail(1, "inspect", "nope", "--queue", "media")
+		if want := `task not found: "nope" in queue "media" (namespace "` + b.Prefix + `")`; !strings.Contains(errOut, want) {
+			t.Errorf("inspect unknown: %q lacks %q", errOut, want)
+		}
 	})
 }
 
@@ -170,7 +175,8 @@ func TestDeadCommands(t *testing.T) {
 			}
 		}
 		out := c.ok("dead", "list")
-		for _, want := range []string{"ID", "REASON", ids[0], ids[1], "boom", "bad input line two", "showing 1-2 of 2 dead tasks"} {
+		for _, want := range []string{"ID", "REASON", ids[0], ids[1], "boom", "bad input line two", "showing 1-2 of 2 dead tasks",
+			"requeue with: overtake dead requeue --queue default --namespace " + b.Prefix + " ID"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("dead list lacks %q:\n%s", want, out)
 			}

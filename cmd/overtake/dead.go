@@ -3,27 +3,51 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/overtake/overtake/queue"
 )
 
-// cmdDead dispatches the dead-letter subcommands.
+// deadSynopses are the usage lines of the dead-letter subcommands.
+var deadSynopses = map[string]string{
+	"list":    "[--limit N] [--offset N] [flags]",
+	"requeue": "[--reset-checkpoint] [flags] ID...",
+	"delete":  "[flags] ID...",
+	"ls":      "[--limit N] [--offset N] [flags]",
+	"rm":      "[flags] ID...",
+}
+
+// cmdDead dispatches the dead-letter subcommands. Flags may come before
+// the subcommand as well as after it ("dead --queue media list").
 func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const synopsis = "list [--limit N --offset N] | requeue [--reset-checkpoint] ID... | delete ID..."
-	if len(args) == 0 {
+	const synopsis = "list [--limit N] [--offset N] | requeue [--reset-checkpoint] ID... | delete ID..."
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprintf(stderr, "Usage: overtake dead %s\nRun 'overtake dead list -h' for the connection flags.\n", synopsis)
+			return nil
+		}
+	}
+	// Every subcommand's flags, to tell a flag's value from the subcommand.
+	all := flag.NewFlagSet("overtake dead", flag.ContinueOnError)
+	addRedisFlags(all)
+	all.Int64("limit", 0, "")
+	all.Int64("offset", 0, "")
+	all.Bool("reset-checkpoint", false, "")
+	sub, args, err := splitCommand(all, args)
+	switch {
+	case errors.Is(err, errNoCommand):
 		fmt.Fprintf(stderr, "Usage: overtake dead %s\n", synopsis)
 		return usageErr("a subcommand is required: list, requeue or delete")
+	case err != nil:
+		return usageErr("%v", err)
 	}
-	sub, args := args[0], args[1:]
-	if sub == "-h" || sub == "-help" || sub == "--help" || sub == "help" {
-		fmt.Fprintf(stderr, "Usage: overtake dead %s\nRun 'overtake dead list -h' for the connection flags.\n", synopsis)
-		return nil
-	}
-	fs := newFlagSet("dead "+sub, synopsis, stderr)
+	fs := newFlagSet("dead "+sub, deadSynopses[sub], stderr)
 	rf := addRedisFlags(fs)
 	switch sub {
 	case "list", "ls":
@@ -39,7 +63,7 @@ func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *limit < 1 || *offset < 0 {
 			return usageErr("--limit must be positive and --offset not negative")
 		}
-		return withQueue(ctx, rf, func(q *queue.Client) error { return deadList(ctx, stdout, q, *offset, *limit) })
+		return withQueue(ctx, rf, func(q *queue.Client) error { return deadList(ctx, stdout, q, rf, *offset, *limit) })
 	case "requeue", "delete", "rm":
 		reset := false
 		if sub == "requeue" {
@@ -87,8 +111,9 @@ func withQueue(ctx context.Context, rf *redisFlags, fn func(q *queue.Client) err
 	return fn(q)
 }
 
-// deadList prints a page of dead-lettered tasks, oldest first.
-func deadList(ctx context.Context, w io.Writer, q *queue.Client, offset, limit int64) error {
+// deadList prints a page of dead-lettered tasks, oldest first, and how to
+// requeue one with the queue flags of rf.
+func deadList(ctx context.Context, w io.Writer, q *queue.Client, rf *redisFlags, offset, limit int64) error {
 	st, err := q.Stats(ctx)
 	if err != nil {
 		return err
@@ -116,9 +141,32 @@ func deadList(ctx context.Context, w io.Writer, q *queue.Client, offset, limit i
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Type, q.LevelName(t.Level), t.Attempt, age, oneLine(t.LastError, 80))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nshowing %d-%d of %d dead tasks; requeue with: overtake dead requeue ID\n",
-		offset+1, offset+int64(len(tasks)), max(total, offset+int64(len(tasks))))
+	fmt.Fprintf(w, "\nshowing %d-%d of %d dead tasks; requeue with: overtake dead requeue%s ID\n",
+		offset+1, offset+int64(len(tasks)), max(total, offset+int64(len(tasks))), rf.queueFlags())
 	return nil
+}
+
+// queueFlags returns the flags that select rf's queue, for a command line
+// to copy: always --queue, and --namespace and --levels when not the
+// defaults.
+func (rf *redisFlags) queueFlags() string {
+	def := queue.Config{}.WithDefaults()
+	s := " --queue " + shellQuote(rf.queue)
+	if rf.namespace != def.Namespace {
+		s += " --namespace " + shellQuote(rf.namespace)
+	}
+	if rf.levels != strconv.Itoa(def.Levels) {
+		s += " --levels " + shellQuote(rf.levels)
+	}
+	return s
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs no quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:=/@+-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // oneLine flattens s to one line of at most n runes.

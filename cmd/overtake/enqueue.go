@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,9 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	payloadFile := fs.String("payload-file", "", "read the payload from this file (- for stdin)")
 	id := fs.String("id", "", "task ID; enqueueing an ID that exists fails (default: random)")
 	delay := fs.Duration("delay", 0, "run the task no earlier than this from now (e.g. 5s)")
-	maxRetries := fs.Int("max-retries", -1, fmt.Sprintf("failed attempts retried before dead-lettering (default %d)", queue.DefaultMaxRetries))
+	maxRetries := fs.Int("max-retries", -1, "failed attempts retried before dead-lettering")
+	// -1 stands for "not given": -h shows the default that then applies.
+	fs.Lookup("max-retries").DefValue = strconv.Itoa(queue.DefaultMaxRetries)
 	timeout := fs.Duration("timeout", 0, "bound on one run of the handler (0: none)")
 	notPreemptible := fs.Bool("not-preemptible", false, "never preempt this task once it runs")
 	class := fs.String("class", "", "logical priority class, mapped to a level by --classes (instead of --level)")

@@ -48,6 +48,10 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		case errors.Is(err, queue.ErrMalformedRecord) && t != nil:
 			fmt.Fprintf(stdout, "WARNING: %v\n", err)
 			errs = append(errs, err)
+		case errors.Is(err, queue.ErrTaskNotFound):
+			cfg := q.Config()
+			errs = append(errs, fmt.Errorf("%w in queue %q (namespace %q)", err, cfg.Name, cfg.Namespace))
+			continue
 		case err != nil:
 			errs = append(errs, err)
 			continue

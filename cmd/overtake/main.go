@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -53,12 +54,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	name := args[0]
-	switch name {
+	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
 	}
+	// The connection and queue flags may come before the command
+	// ("overtake --queue media dead list"): they are passed on to it.
+	common := flag.NewFlagSet("overtake", flag.ContinueOnError)
+	addRedisFlags(common)
+	name, rest, err := splitCommand(common, args)
+	if err != nil {
+		fmt.Fprintf(stderr, "overtake: %s\n\n", mask(err.Error()))
+		usage(stderr)
+		return 2
+	}
+	if name == "help" {
+		usage(stdout)
+		return 0
+	}
+	args = append([]string{name}, rest...)
 	for _, c := range commands {
 		if c.name != name {
 			continue
@@ -82,12 +97,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, "Overtake: a Redis priority task queue that preempts low-priority work for urgent tasks.\n\n")
-	fmt.Fprint(w, "Usage: overtake <command> [flags] [args]\n\nCommands:\n")
+	fmt.Fprint(w, "Usage: overtake [flags] <command> [flags] [args]\n\nCommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, "\nEvery command but demo connects to Redis with --redis, or $REDIS_URL (default "+defaultRedisURL+");\n")
 	fmt.Fprint(w, "a password not in the URL comes from $REDIS_PASSWORD. Passwords are never printed.\n")
+	fmt.Fprint(w, "The connection and queue flags (--redis, --namespace, --queue, --levels, --classes)\n")
+	fmt.Fprint(w, "may come before or after the command and its subcommand.\n")
 	fmt.Fprint(w, "Run 'overtake <command> -h' for the flags of a command.\n")
 }
 
@@ -123,6 +140,55 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// splitCommand returns the first positional argument of args (a command
+// or subcommand name) and the other arguments in their order, so that flags
+// may come before the name as well as after it. fs tells which flags take
+// a value; a flag before the name that fs does not define is an error, as
+// its value cannot be told from the name. A "--" before the name ends the
+// flags and is dropped.
+func splitCommand(fs *flag.FlagSet, args []string) (name string, rest []string, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 == len(args) {
+				break
+			}
+			return args[i+1], append(slices.Clip(args[:i]), args[i+2:]...), nil
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			return a, append(slices.Clip(args[:i]), args[i+1:]...), nil
+		}
+		fname, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(fname)
+		switch {
+		case f == nil:
+			return "", nil, fmt.Errorf("flag %s before the command: only %s may come before it", a, flagNames(fs))
+		case hasValue || isBoolFlag(f):
+		case i+1 == len(args):
+			return "", nil, fmt.Errorf("flag %s needs a value", a)
+		default:
+			i++ // the flag's value
+		}
+	}
+	return "", nil, errNoCommand
+}
+
+// errNoCommand: splitCommand found only flags.
+var errNoCommand = errors.New("no command given")
+
+// isBoolFlag reports whether f is a flag given without a value (-v).
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// flagNames lists the flags of fs: "--a, --b".
+func flagNames(fs *flag.FlagSet) string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+	return strings.Join(names, ", ")
 }
 
 // quietLogger drops go-redis's internal log lines.

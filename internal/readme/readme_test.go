@@ -27,12 +27,17 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/checkpoint/checkpointtest"
 	"github.com/overtake/overtake/console"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
@@ -62,6 +67,11 @@ var (
 	_ = syscall.SIGTERM
 	_ = time.Second
 	_ = checkpoint.Load[int]
+	_ checkpointtest.Saver
+	_ = miniredis.RunT
+	_ = require.NoError
+	_ = testing.Short
+	_ = zaptest.NewLogger
 	_ = console.New
 	_ = runtime.New
 	_ = otlp.Setup
@@ -73,7 +83,12 @@ var goBlock = regexp.MustCompile("(?s)\n```go\n(.*?)\n```")
 // TestREADMESnippetsCompile builds every Go block of README.md and
 // docs/*.md as the body of a function (with "_ = v" added for each variable
 // it declares, so a snippet need not use all it shows) in a package that
-// exists only in a go build -overlay.
+// exists only in a go build -overlay. A block that starts with "func " or
+// a comment followed by one holds top-level declarations (a test function,
+// the handler it tests) and is compiled as it is; their names must be
+// unique across the docs. Its test functions (a name that starts with
+// "Test", one *testing.T parameter) also run, as subtests of the one test
+// of the overlay package.
 func TestREADMESnippetsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a package with the go command")
@@ -86,7 +101,7 @@ func TestREADMESnippetsCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, where := prelude, []string{}
+	src, where, tests := prelude, []string{}, []string{}
 	for _, file := range append([]string{filepath.Join(root, "README.md")}, docs...) {
 		text, err := os.ReadFile(file)
 		if err != nil {
@@ -100,6 +115,11 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		for i, b := range blocks {
 			n := len(where) + 1
 			where = append(where, fmt.Sprintf("snippet%d: %s, Go block %d", n, rel, i+1))
+			if topLevel(b[1]) {
+				src += "\n// " + where[n-1] + "\n" + b[1] + "\n"
+				tests = append(tests, testFuncs(t, where[n-1], b[1])...)
+				continue
+			}
 			src += "\n" + wrap(t, n, where[n-1], b[1])
 		}
 	}
@@ -113,6 +133,11 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		overlay[filepath.Join(dir, name)] = p
 	}
 	add("snippets.go", src)
+	runner := "package snippets\n\nimport \"testing\"\n\nfunc TestDocSnippets(t *testing.T) {\n\t_ = t\n"
+	for _, name := range tests {
+		runner += fmt.Sprintf("\tt.Run(%q, %s)\n", name, name)
+	}
+	add("snippets_test.go", runner+"}\n")
 	ov, err := json.Marshal(map[string]any{"Replace": overlay})
 	if err != nil {
 		t.Fatal(err)
@@ -121,10 +146,18 @@ func TestREADMESnippetsCompile(t *testing.T) {
 	if err := os.WriteFile(ovPath, ov, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "build", "-overlay", ovPath, "./internal/readme/snippets")
+	// The package directory exists only in the overlay: build the test
+	// binary, then run it elsewhere.
+	bin := filepath.Join(t.TempDir(), "snippets.test")
+	cmd := exec.Command("go", "test", "-c", "-o", bin, "-overlay", ovPath, "-vet=off", "./internal/readme/snippets")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("Go snippets do not compile:\n%s\nwhere snippetN is:\n%s", out, strings.Join(where, "\n"))
+	}
+	cmd = exec.Command(bin, "-test.run", "^TestDocSnippets$", "-test.count", "1")
+	cmd.Dir = filepath.Dir(bin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the tests of the Go snippets fail:\n%s\nwhere snippetN is:\n%s", out, strings.Join(where, "\n"))
 	}
 }
 
@@ -148,4 +181,33 @@ func wrap(t *testing.T, n int, where, body string) string {
 		}
 	}
 	return fn + strings.Join(uses, "\n") + "\n\treturn nil\n}\n"
+}
+
+// topLevel reports whether a snippet is top-level declarations: its first
+// line that is not a comment starts with "func ".
+func topLevel(body string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, "//") {
+			return strings.HasPrefix(line, "func ")
+		}
+	}
+	return false
+}
+
+// testFuncs returns the names of the test functions that a top-level
+// snippet, found where the caller says, declares.
+func testFuncs(t *testing.T, where, body string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\n"+body, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatalf("%s does not parse: %v", where, err)
+	}
+	var names []string
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") && fd.Type.Params.NumFields() == 1 {
+			names = append(names, fd.Name.Name)
+		}
+	}
+	return names
 }
