@@ -5,21 +5,35 @@ import (
 	"time"
 )
 
-// The wait doubles from 10 ms up to the limit and starts over after reset.
+// Each wait lies between half and all of a bound that doubles from 10 ms
+// up to the limit, and starts over after reset.
 func TestBackoff(t *testing.T) {
 	b := backoff{limit: 50 * time.Millisecond}
-	var got []time.Duration
-	for range 5 {
-		got = append(got, b.next())
-	}
-	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("waits %v, want %v", got, want)
+	bounds := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond,
+		50 * time.Millisecond, 50 * time.Millisecond}
+	for i, bound := range bounds {
+		if w := b.next(); w < bound/2 || w > bound {
+			t.Fatalf("wait %d: %v, want between %v and %v", i, w, bound/2, bound)
 		}
 	}
 	b.reset()
-	if w := b.next(); w != 10*time.Millisecond {
-		t.Fatalf("after reset: %v, want 10ms", w)
+	if w := b.next(); w < 5*time.Millisecond || w > 10*time.Millisecond {
+		t.Fatalf("after reset: %v, want between 5ms and 10ms", w)
+	}
+}
+
+// The waits are jittered: a hundred workers that failed together do not
+// all retry at the same instant.
+func TestBackoffJitter(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		b := backoff{limit: 2 * time.Second}
+		for range 20 {
+			b.next()
+		}
+		seen[b.next()] = true
+	}
+	if len(seen) < 50 {
+		t.Fatalf("%d distinct waits at the limit out of 100, want them spread", len(seen))
 	}
 }

@@ -108,7 +108,13 @@ type Config struct {
 	// MeterProvider makes the metrics. Defaults to the global one.
 	MeterProvider metric.MeterProvider
 	// MaxRedisBackoff caps the wait between attempts while Redis is
-	// unreachable. Defaults to 2 s.
+	// unreachable. Defaults to 2 s. The waits double from 10 ms, each
+	// drawn between half and all of its bound (jitter), and start over
+	// only after a call succeeded. While Redis cannot be reached the
+	// worker makes one attempt per wait, all its loops together (a PING
+	// that go-redis does not retry), and looks for work as soon as one
+	// succeeds. (When the port refuses connections, go-redis dials each
+	// connection up to its Options.DialerRetries times, 5 by default.)
 	MaxRedisBackoff time.Duration
 	// SLA is the longest wait each level allows, by level: e.g.
 	// {2: 10 * time.Second}. A task leased after waiting longer, since it
@@ -168,10 +174,10 @@ func (c Config) withDefaults(q *queue.Client) Config {
 }
 
 // wakeCheckInterval is how long the wake-up subscription may stay silent
-// before go-redis PINGs it to find a dead connection (its default is 3 s:
-// a third of an idle worker's Redis commands). Missed wake-ups are covered
-// by the slow poll, which runs as often, so a shorter check would not
-// bound their delay any better.
+// before listen PINGs it to find a dead connection (go-redis's channel
+// would every 3 s: a third of an idle worker's Redis commands). Missed
+// wake-ups are covered by the slow poll, which runs as often, so a shorter
+// check would not bound their delay any better.
 func (c Config) wakeCheckInterval() time.Duration { return max(c.PollInterval, c.HeartbeatInterval) }
 
 // defaultLogger writes warnings and errors as JSON lines to stderr.

@@ -6,45 +6,12 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/queue"
 )
-
-// listen turns wake-up messages (the level of a task that became pending)
-// into dispatcher signals. Idle workers therefore never poll Redis in a
-// loop; go-redis resubscribes by itself after a connection loss, and PINGs
-// the subscription when it has been silent for wakeCheckInterval.
-func (r *Runtime) listen(sub *redis.PubSub) {
-	defer r.loops.Done()
-	defer sub.Close()
-	ch := sub.Channel(redis.WithChannelSize(256), redis.WithChannelHealthCheckInterval(r.cfg.wakeCheckInterval()))
-	for {
-		select {
-		case <-r.baseCtx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			if m, ok := r.eng.PausedFromMessage(msg.Payload); ok { // the paused levels changed
-				r.setPaused(m)
-				continue
-			}
-			if l, err := strconv.Atoi(msg.Payload); err == nil && !r.isPaused(l) {
-				r.raiseWake(int64(l))
-			}
-			r.signal()
-			if r.onWake != nil {
-				r.onWake() // tests only
-			}
-		}
-	}
-}
 
 // raiseWake records that a task of level l was announced, keeping the
 // highest level since the dispatcher last looked.
@@ -69,6 +36,10 @@ func (r *Runtime) dispatch() {
 	defer r.stopCarrying()
 	defer r.leaseWG.Wait() // the calls in flight launch their tasks first
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
+	// notBefore: after a failed call no other goes before it, unless Redis
+	// answered meanwhile (lookNow). While an outage lasts (outage.go) the
+	// call is a probe.
+	var notBefore time.Time
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	// polled: the last wait ended on the timer (or this is the first
@@ -99,6 +70,8 @@ func (r *Runtime) dispatch() {
 		if !out.next.IsZero() {
 			wait = min(wait, max(time.Until(out.next), time.Millisecond))
 		}
+		answered := out.ok
+		down, ready := r.outage.down(), !time.Now().Before(notBefore)
 		frees := r.frees()
 		forcePoll := false // look for urgent work after the wait, whatever ends it
 		if slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
@@ -108,10 +81,14 @@ func (r *Runtime) dispatch() {
 			if len(frees) == 1 {
 				r.endDeferral()
 			}
-			if err == nil && (backlog || wokeSince) && r.leaseFree(frees) {
+			if err == nil && !down && ready && (backlog || wokeSince) && r.leaseFree(frees) {
 				leasing++
 				wokeSince = false
 			}
+		}
+		if err == nil && down && ready && leasing == 0 {
+			r.probe() // Redis is unreachable: one PING, not a lease call
+			leasing++
 		}
 		if leasing > 0 {
 			// A call in flight brings tasks for the slots it asked for or
@@ -123,7 +100,7 @@ func (r *Runtime) dispatch() {
 			}
 		}
 		for p := range frees {
-			if err != nil || frees[p] > 0 || leasing > 0 {
+			if err != nil || down || !ready || frees[p] > 0 || leasing > 0 {
 				continue
 			}
 			// Pool p is saturated: an announced level of its band (or, on
@@ -141,6 +118,7 @@ func (r *Runtime) dispatch() {
 			var preempted bool
 			var retryAt time.Time
 			preempted, retryAt, err = r.tryPreempt(p, announced)
+			answered = answered || err == nil
 			if err == nil && preempted {
 				r.raiseWake(int64(announced))
 				r.wakeMask.Or(mask)
@@ -156,7 +134,9 @@ func (r *Runtime) dispatch() {
 			continue
 		}
 		if err != nil {
+			r.redisFailed(err) // (a lease call or probe did already)
 			wait = bo.next()
+			notBefore = time.Now().Add(wait)
 			if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) {
 				// Not an outage: a key of the queue holds the wrong type (or
 				// data of another schema). Nothing was changed; an operator
@@ -165,8 +145,11 @@ func (r *Runtime) dispatch() {
 			} else {
 				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			}
-		} else {
-			bo.reset()
+		} else if answered {
+			bo.reset() // only a success does: a call just sent may yet fail
+			notBefore = time.Time{}
+		} else if !ready {
+			wait = min(wait, max(time.Until(notBefore), time.Millisecond))
 		}
 		if len(r.kick) == 0 && leasing == 0 {
 			// About to wait: no lease call may come soon to carry the acks
@@ -185,6 +168,9 @@ func (r *Runtime) dispatch() {
 			polled, wokeSince = true, true
 		}
 		polled = polled || forcePoll
+		if r.pollNow.Swap(false) { // Redis answered again, or the subscription is back
+			polled, wokeSince, notBefore = true, true, time.Time{}
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C:

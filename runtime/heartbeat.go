@@ -15,19 +15,34 @@ import (
 
 // heartbeatLoop refreshes the worker record and extends every lease this
 // worker holds, in one Redis call per interval, until the runtime stops.
+// While Redis is unreachable it leaves the tries to the dispatcher's probe
+// (outage.go), and sends the heartbeat it missed as soon as Redis answers.
 func (r *Runtime) heartbeatLoop() {
 	defer r.loops.Done()
 	tick := time.NewTicker(r.cfg.HeartbeatInterval)
 	defer tick.Stop()
+	missed := false // a heartbeat failed or was skipped since the last that went through
 	for {
 		select {
 		case <-r.baseCtx.Done():
 			return
 		case <-tick.C:
-			if err := r.heartbeat(r.baseCtx); err != nil {
-				r.log.Warn("heartbeat failed", zap.Error(err))
+		case <-r.outage.endedCh():
+			if !missed {
+				continue
 			}
 		}
+		if r.outage.down() {
+			missed = true
+			continue
+		}
+		err := r.heartbeat(r.baseCtx)
+		if missed = err != nil; missed {
+			r.redisFailed(err)
+			r.log.Warn("heartbeat failed", zap.Error(err))
+			continue
+		}
+		r.redisAnswered()
 	}
 }
 

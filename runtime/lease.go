@@ -19,10 +19,12 @@ import (
 const maxLeasesInFlight = 2
 
 // leaseOutcome is what the lease calls that ended since the dispatcher
-// last looked left it: the first error and the earliest next due time.
+// last looked left it: the first error, the earliest next due time, and
+// whether one succeeded (which alone resets the dispatcher's backoff).
 type leaseOutcome struct {
 	err  error
 	next time.Time
+	ok   bool
 }
 
 // dueAt tells the dispatcher that a task becomes due at at (a retry this
@@ -80,7 +82,10 @@ func (r *Runtime) leaseFree(frees []int) bool {
 		res, err := r.eng.Lease(ctx, req)
 		cancel()
 		var tasks []*queue.Task
-		if err == nil {
+		if err != nil {
+			r.redisFailed(err)
+		} else {
+			r.redisAnswered()
 			r.killMalformed(res)
 			r.logCorrupt(res)
 			tasks = res.Tasks
@@ -91,6 +96,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 				o.err = cmp.Or(o.err, err)
 				return
 			}
+			o.ok = true
 			if !res.NextDue.IsZero() && (o.next.IsZero() || res.NextDue.Before(o.next)) {
 				o.next = res.NextDue
 			}

@@ -51,7 +51,12 @@ type Runtime struct {
 	runsCtx  context.Context
 	stopRuns context.CancelCauseFunc
 
-	kick      chan struct{} // a slot freed or a task arrived
+	kick chan struct{} // a slot freed or a task arrived
+	// pollNow makes the dispatcher look for work as on its slow poll when
+	// kick wakes it: Redis answered again, or the wake-up subscription
+	// came back, after wake-ups may have been lost (lookNow).
+	pollNow   atomic.Bool
+	outage    redisOutage   // whether Redis answers (outage.go)
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
 	wakeMask  atomic.Uint64 // every level (below 64) announced since then, bit per level
 	// deferral is the episode of bounded deference to the fleet the
@@ -198,19 +203,21 @@ func (r *Runtime) Start(ctx context.Context) error {
 	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
 	if err := r.heartbeat(ctx); err != nil {
+		r.redisFailed(err) // the dispatcher probes before it leases
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
 	sub := r.eng.Redis().Subscribe(r.baseCtx, r.eng.WakeChannel())
 	// Wait for the subscription to be confirmed, so no announcement made
 	// after Start returns is missed.
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	if _, err := sub.Receive(rctx); err != nil {
+	_, err = sub.Receive(rctx)
+	cancel()
+	if err != nil {
 		r.log.Warn("wake-up subscription not confirmed; relying on the fallback poll until it is", zap.Error(err))
 	}
-	cancel()
 	r.loops.Add(3)
 	r.dispatchWG.Add(1)
-	go r.listen(sub)
+	go r.listen(sub, err)
 	go r.heartbeatLoop()
 	go r.dispatch()
 	fields := []zap.Field{zap.Int("concurrency", r.Concurrency())}

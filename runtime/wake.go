@@ -1,0 +1,144 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// listen turns wake-up messages (the level of a task that became pending)
+// into dispatcher signals, so idle workers never poll Redis in a loop.
+// startErr is why Start did not see the subscription confirmed, if it
+// did not.
+//
+// It keeps the subscription itself, where go-redis's channel would
+// reconnect every 100 ms whatever the outage: after a failure it waits for
+// its backoff and for any outage to end (the dispatcher's probe), then
+// makes one attempt with a new subscription. A connection silent for
+// wakeCheckInterval is PINGed, and replaced if the PONG does not come
+// within as long. Once subscribed again it makes the dispatcher look for
+// work: the wake-ups published meanwhile are lost.
+func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
+	defer r.loops.Done()
+	ctx := r.baseCtx
+	// A receive blocks until a message or its timeout, whatever ctx: the
+	// subscription is closed as the runtime stops, which ends it.
+	var cur atomic.Pointer[redis.PubSub]
+	cur.Store(sub)
+	stop := context.AfterFunc(ctx, func() { _ = cur.Load().Close() })
+	defer stop()
+	defer func() { _ = cur.Load().Close() }()
+	bo := backoff{limit: r.cfg.MaxRedisBackoff}
+	check := r.cfg.wakeCheckInterval()
+	confirmed := startErr == nil // a subscription was confirmed once
+	lost := false                // none was since the last failure
+	heard := confirmed           // a message came since the last failure
+	pinged := false              // a PING went out since the last message
+	fresh := false               // sub is new: it subscribes on its next attempt
+	// failed replaces the subscription after err and waits before the
+	// next attempt; false if the runtime stopped meanwhile. go-redis would
+	// keep a connection whose read timed out (no PONG, or no answer on a
+	// new connection) or on which Redis refused the SUBSCRIBE (NOPERM),
+	// and not subscribe on it again.
+	failed := func(err error) bool {
+		old := sub
+		sub, fresh = r.eng.Redis().Subscribe(ctx), true
+		cur.Store(sub)
+		_ = old.Close()
+		heard, pinged = false, false
+		if !lost && confirmed {
+			r.log.Warn("wake-up subscription lost; the dispatcher polls until it is back", zap.Error(err))
+		}
+		lost = true
+		r.redisFailed(err)
+		return r.waitRedis(bo.next())
+	}
+	if startErr != nil && !failed(startErr) { // (Start logged it)
+		return
+	}
+	confirmed = true
+	for {
+		var msg any
+		var err error
+		if fresh {
+			fresh = false
+			err = sub.Subscribe(ctx, r.eng.WakeChannel())
+		}
+		if err == nil {
+			msg, err = sub.ReceiveTimeout(ctx, check)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		var nerr net.Error
+		if errors.As(err, &nerr) && nerr.Timeout() && heard && !pinged {
+			// Silent for check: a PING tells a dead connection from a
+			// quiet channel.
+			pinged = true
+			if err = sub.Ping(ctx); err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			if !failed(err) {
+				return
+			}
+			continue
+		}
+		heard, pinged = true, false
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				bo.reset()
+				if lost {
+					lost = false
+					r.log.Info("wake-up subscription back")
+					r.lookNow()
+				}
+			}
+		case *redis.Message:
+			r.wake(m.Payload)
+		}
+	}
+}
+
+// waitRedis waits for d and then for the end of any outage; false if the
+// runtime stopped meanwhile.
+func (r *Runtime) waitRedis(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-r.baseCtx.Done():
+		return false
+	case <-timer.C:
+	}
+	for r.outage.down() {
+		select {
+		case <-r.baseCtx.Done():
+			return false
+		case <-r.outage.endedCh():
+		}
+	}
+	return true
+}
+
+// wake turns one wake-up message into a dispatcher signal.
+func (r *Runtime) wake(payload string) {
+	if m, ok := r.eng.PausedFromMessage(payload); ok { // the paused levels changed
+		r.setPaused(m)
+		return
+	}
+	if l, err := strconv.Atoi(payload); err == nil && !r.isPaused(l) {
+		r.raiseWake(int64(l))
+	}
+	r.signal()
+	if r.onWake != nil {
+		r.onWake() // tests only
+	}
+}
