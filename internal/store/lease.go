@@ -62,6 +62,12 @@ func (c *Store) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseR
 	return res.Tasks[0], res, nil
 }
 
+// leaseScript is lua/lease.lua, assembled from the helper files its
+// "-- uses:" line names: it promotes, recovers and ages due tasks, ends the
+// leases of the acks it carries, checks the fleet for a reservation and
+// leases up to a count of tasks, in one round trip.
+var leaseScript = script("lease.lua")
+
 func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest) (*LeaseResult, int, error) {
 	if req.Worker == "" {
 		return nil, 0, errors.New("overtake: lease: empty worker ID")
@@ -175,23 +181,9 @@ func levelSet(levels []int) string {
 	return s
 }
 
-// rejoinScript puts a running task back in the fleet's running set after a
-// reservation named it as the victim (which takes it out) but the caller
-// did not preempt it after all. Fenced by the lease token.
-//
-//	KEYS[1] task state  ARGV[1] prefix  ARGV[2] id  ARGV[3] token
-//	ARGV[4] the top level (whose tasks the set leaves out: none is below it)
-//
-// Returns 1 if the task is in the running set again, else 0.
-var rejoinScript = newScript(`
-local s = sget(ARGV[2])
-local al = s and tonumber(s.al)
-if not s or s.tk ~= ARGV[3] or not al or al >= tonumber(ARGV[4]) then return 0 end
-local h = hdr_of(ARGV[2])
-if (h and h.prb == '0') or guard('running', 'zset') then return 0 end
-redis.call('ZADD', P .. 'running', s.al, ARGV[2])
-return 1
-`)
+// rejoinScript is lua/rejoin.lua: it puts a running task back in the
+// fleet's running set after a reservation did not preempt it.
+var rejoinScript = script("rejoin.lua")
 
 // Rejoin returns t, a task the caller runs, to the fleet's view of running
 // preemptible tasks after a Reserve named it as the victim but the caller

@@ -1,36 +1,60 @@
-package store
+-- lease.lua: the lease call (Store.Lease, Store.Reserve). It promotes due
+-- scheduled tasks, recovers expired leases, ages long-waiting tasks up a
+-- level (Config.AgeAfter), ends the leases of the acks it carries, then
+-- leases up to count tasks, highest level first, FIFO within a level, with
+-- one LMPOP per run of levels, one MGET for every task's keys and one write
+-- per shared key, whatever the count. With ARGV[9] = "1" (a reservation,
+-- for preemption) it first checks the fleet (see fleet.lua).
+--
+-- The whole lease is these files, in this order, then this one:
+-- uses: prelude.lua anchor.lua acks.lua fleet.lua
+--
+-- KEYS[1]  leases (ZSET); it routes the call to the queue's slot.
+-- ARGV[1]  the key prefix "{<ns>:<queue>}:" (P)
+-- ARGV[2]  now in ms, or "" for Redis's clock
+-- ARGV[3]  lease duration in ms
+-- ARGV[4]  worker ID
+-- ARGV[5]  count: how many tasks to lease (without groups)
+-- ARGV[6]  min level
+-- ARGV[7]  max level (the queue's top level)
+-- ARGV[8]  the call's token: every task leased gets it (a lease is the
+--          pair of ID and token)
+-- ARGV[9]  "1" to reserve (preemption), else "0"
+-- ARGV[10] victim ID (reservation)
+-- ARGV[11] victim level (reservation)
+-- ARGV[12] min run ms: a task that ran less is no victim (reservation)
+-- ARGV[13] max preemptions of a victim, -1 for no limit (reservation)
+-- ARGV[14] never-preempted levels, as ",l1,l2," ("," for none)
+-- ARGV[15] levels not to take from (paused, or never preempting in a
+--          reservation), as ",l1,l2,"
+-- ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
+-- ARGV[17] "1" to skip the fleet check of a reservation (IgnoreFleet)
+-- ARGV[18] "1" to promote due tasks, recover expired leases and age first
+-- ARGV[19] groups (LeaseRequest.Groups) as "<count>:<l>,<l>,...:<pool>;"
+--          per group, levels highest first; count "b" for a spare group,
+--          pool "" for none (see encodeGroups in lease.go); or "" for one
+--          group of count tasks from max level down to min level
+-- ARGV[20] the slot pool of a lease without groups (a reservation), or ""
+-- ARGV[21..] the acks the call carries: id, token, id, token, ... (none
+--          in a reservation)
+--
+-- Reply: {code, now, deadline, {corrupt...}, {taken per group}, {ack
+-- results, as finish.lua's}, then id, record, state, checkpoint (false if
+-- none) per task leased}. code is the ms until the earliest scheduled task
+-- is due or lease expires when nothing was popped (0: none), or -1 / -2
+-- alone when a reservation is refused (a free slot / a lower victim
+-- elsewhere), or an error reply (CORRUPT ...) when a shared key holds
+-- another type.
+--
+-- Keys it touches. Declared in KEYS: leases. Built from the prefix (the
+-- same slot, by the hash tag; not declared): p:<level> (LISTs), running,
+-- scheduled, dead, alive (ZSETs), busy, cap, n (HASHes), paused (STRING),
+-- t:<id>, s:<id>, c:<id> (STRINGs; x:<id>, xs:<id> when set aside), the
+-- channel wake and the stream feed.
 
-// leaseScript promotes due scheduled tasks, recovers expired leases, ages
-// long-waiting tasks up a level (Config.AgeAfter), then leases up to Count
-// tasks, highest level first, FIFO within a level, with one LPOP per level,
-// one MGET for every task's keys and one write per shared key, whatever the
-// count. With reserve set it first checks the fleet, for preemption (see
-// Reserve).
-//
-//	KEYS[1] leases (routes the call to the queue's slot)
-//	ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] lease ms  ARGV[4] worker
-//	ARGV[5] count   ARGV[6] min level  ARGV[7] max level  ARGV[8] the call's token
-//	ARGV[9] "1" to reserve  ARGV[10] victim id  ARGV[11] victim level
-//	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
-//	ARGV[14] never-preempted levels as ",l1,l2,"
-//	ARGV[15] levels not to take from (paused, or never preempting in a
-//	reservation) as ",l1,l2,"
-//	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
-//	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
-//	ARGV[18] "1" to promote due tasks, recover expired leases and age first
-//	ARGV[19] groups as "count:l,l,...:pool;" ("b" for a spare group, pool
-//	"" for none), or ""  ARGV[20] the slot pool of a lease without groups
-//	(a reservation), or ""
-//
-//	ARGV[21..] the acks the call carries: id, token, ... (see Client.lease)
-//
-// Returns {code, now, deadline, {corrupt...}, {taken per group}, {ack
-// results, as finishScript's}, id, record, state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
-// expires when nothing was leased (0: none), or -1 / -2 when a reservation
-// is refused (free slot / lower victim elsewhere).
-var leaseScript = newScript(luaFastAcks + luaFleetCheck + leaseBody)
+-- The bytes prb0 reads in a record's header, "2|<level>|<preemptible>|".
+local BYTE_TWO, BYTE_BAR, BYTE_ZERO = 50, 124, 48 -- '2', '|', '0'
 
-const leaseBody = `
 local now = clock(ARGV[2])
 local dl, w = now + tonumber(ARGV[3]), ARGV[4]
 local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
@@ -68,7 +92,7 @@ local set, lz, rz, acnt, leased = {}, {}, {}, {}, {}
 -- Lengths kept by hand: # costs a search per append in Lua 5.1.
 local ns, nr, no = 0, 0, #out
 local ids, lvls = {}, {}
-local n, popped, stuck, drained = 0, 0, false, false
+local n, popped, stuck, drained = 0, 0, false
 local first -- the first task leased: the urgent one of a reservation
 -- Numbers turned into strings once per call, not once per task (each
 -- conversion is a sprintf); a plain worker ID is quoted without cjson.
@@ -87,10 +111,10 @@ local JS1 = {}
 -- level of one digit.
 local function prb0(rec)
   local b1, b2, b3, b4, b5, b6 = string.byte(rec, 1, 6)
-  if b1 ~= 50 or b2 ~= 124 then return false end
-  if b4 == 124 and b3 ~= 124 then return b5 == 48 and b6 == 124 end
+  if b1 ~= BYTE_TWO or b2 ~= BYTE_BAR then return false end
+  if b4 == BYTE_BAR and b3 ~= BYTE_BAR then return b5 == BYTE_ZERO and b6 == BYTE_BAR end
   local p = string.find(rec, '|', 3, true)
-  return p ~= nil and string.byte(rec, p + 1) == 48 and string.byte(rec, p + 2) == 124
+  return p ~= nil and string.byte(rec, p + 1) == BYTE_ZERO and string.byte(rec, p + 2) == BYTE_BAR
 end
 local broken, mine = {}, {}
 local EMPTY = {} -- the state of a fresh task, never written to
@@ -219,11 +243,11 @@ for gi, g in ipairs(groups) do
         if raw then s = decode(raw) end
         if not rec then
           local t = typeof(tkey(id))
-          local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
-          if g then
+          local gd = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
+          if gd then
             -- Nowhere safe to put it: back at the head of its list, unchanged.
             redis.call('LPUSH', P .. 'p:' .. lvl, id)
-            bad[#bad + 1] = g
+            bad[#bad + 1] = gd
             stuck = true
           elseif t ~= 'none' then
             set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
@@ -346,4 +370,3 @@ if n > 0 then
   end
 end
 return out
-`

@@ -1,12 +1,20 @@
-package store
+-- fleet.lua: fleet_refuses, the fleet check of a reservation (see
+-- Store.Reserve), part of lease.lua.
+--
+-- uses: prelude.lua
+-- defines: fleet_refuses
+--
+-- fleet_refuses(now, w, minl, maxl) returns {-1} when another live worker
+-- has a free slot where the urgent task could run, {-2} when one runs an
+-- eligible preemptible task below the victim's level, an error reply when
+-- a fleet key holds the wrong type, or nil when worker w may preempt.
+-- It reads lease.lua's ARGV[11] (victim level), ARGV[12] (min run ms),
+-- ARGV[13] (max preemptions), ARGV[14] (never-preempted levels) and
+-- ARGV[15] (levels not to take from).
+--
+-- Keys it reads, all built from P: alive (ZSET), cap, busy (HASHes),
+-- running (ZSET), s:<id> of running tasks (STRINGs).
 
-// luaFleetCheck is the fleet check of a reservation (see Reserve), part of
-// leaseScript: fleet_refuses returns {-1} when another live worker has a
-// free slot where the urgent task could run, {-2} when one runs an
-// eligible preemptible task below the victim's level, an error reply when
-// a fleet key holds the wrong type, or nil when this worker may preempt.
-// It reads ARGV as leaseScript documents them.
-const luaFleetCheck = `
 local function fleet_refuses(now, w, minl, maxl)
   local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash', 'running', 'zset')
   if g then return redis.error_reply(g) end
@@ -61,9 +69,9 @@ local function fleet_refuses(now, w, minl, maxl)
     local id, lvl = lower[i], lower[i + 1]
     local s = sget(id) or {}
     local ow = s.w
-    local live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
+    local ow_live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
     local same = true -- with pools, ow preempts inside the urgent task's pool
-    if ow and ow ~= w and live then
+    if ow and ow ~= w and ow_live then
       local lo = layout(ow)
       if lo.pools then
         same = false
@@ -72,7 +80,7 @@ local function fleet_refuses(now, w, minl, maxl)
         end
       end
     end
-    if ow ~= w and live and same and not string.find(never, ',' .. lvl .. ',', 1, true)
+    if ow ~= w and ow_live and same and not string.find(never, ',' .. lvl .. ',', 1, true)
       and num(s.stt) + minrun <= now
       and (maxpre < 0 or num(s.pre) < maxpre) then
       return {-2}
@@ -80,4 +88,3 @@ local function fleet_refuses(now, w, minl, maxl)
   end
   return nil
 end
-`
