@@ -9,7 +9,8 @@
 // script touches one slot and runs unchanged on Redis Cluster. The data
 // model is schema 2: a task is one STRING record while it waits, a small
 // state once it moved and its checkpoint apart; scripts use Redis's clock
-// and fail closed on keys of the wrong type (ErrCorrupt). The comment of
-// luaPrelude (lua.go) lists every key; docs/design.md describes the
-// protocol.
+// and fail closed on keys of the wrong type (ErrCorrupt). The scripts are
+// the files under lua/ (see luaFiles): the header of lua/prelude.lua
+// describes the data model and lists every key, and each script's header
+// its KEYS, ARGV, reply and the keys it builds from the prefix.
 package store

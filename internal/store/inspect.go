@@ -38,40 +38,9 @@ type Stats struct {
 	PoolRates map[string]Rates
 }
 
-// statsScript reads every counter of a queue in one round trip: the
-// lists' lengths, the head's ready time, the counters in n, live workers,
-// the paused levels and the rate buckets.
-//
-//	KEYS[1] n  ARGV[1] prefix  ARGV[2] levels  ARGV[3] now ms or ""
-var statsScript = newScript(ratesLua + `
-local n, now = tonumber(ARGV[2]), clock(ARGV[3])
-local g = guard('n', 'hash', 'alive', 'zset')
-if g then return redis.error_reply(g) end
-local out = {}
-for l = 0, n - 1 do
-  local key = P .. 'p:' .. l
-  local len, rdy = 0, 0
-  local t = typeof(key)
-  if t == 'list' then
-    len = redis.call('LLEN', key)
-    local head = redis.call('LINDEX', key, 0)
-    if head then
-      local s = decode(redis.call('GET', skey(head))) or {}
-      local h = hdr_of(head) or {}
-      rdy = num(s.rdy or h.enq)
-    end
-  elseif t ~= 'none' then
-    len = 0 -- a wrong-typed list: nothing pending there can be leased
-  end
-  local a, s, d = unpack(redis.call('HMGET', KEYS[1], 'a' .. l, 's' .. l, 'd' .. l))
-  out[#out + 1] = {len, num(a), num(s), num(d), rdy}
-end
-out[#out + 1] = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
-local okp, paused = pcall(redis.call, 'GET', P .. 'paused')
-out[#out + 1] = (okp and paused) or ''
-out[#out + 1] = read_rates(now)
-return out
-`)
+// statsScript is lua/stats.lua: it reads every counter of a queue in one
+// round trip.
+var statsScript = script("stats.lua")
 
 // Stats returns the depth, in-flight, scheduled and dead counts per level
 // in one round trip.

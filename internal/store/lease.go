@@ -2,37 +2,65 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// encodeGroups writes groups for the lease script ("count:l,l;", "b:l;"),
-// levels highest first, without skipped or unknown ones.
-func encodeGroups(groups []LeaseGroup, skip []int, levels int) string {
-	var b strings.Builder
+// leaseArgs is the lease script's options, ARGV[8] of lua/lease.lua, sent
+// as JSON: that file's header documents each field. What a plain lease
+// leaves at its zero value is left out.
+type leaseArgs struct {
+	Count   int              `json:"count,omitempty"`
+	Min     int              `json:"min,omitempty"`
+	Skip    []int            `json:"skip,omitempty"`
+	Age     int64            `json:"age,omitempty"`
+	Groups  []leaseGroupArgs `json:"groups,omitempty"`
+	Reserve *reserveArgs     `json:"reserve,omitempty"`
+}
+
+// leaseGroupArgs is one of leaseArgs.Groups (a LeaseGroup).
+type leaseGroupArgs struct {
+	Count  int    `json:"count"`
+	Levels []int  `json:"levels"`
+	Pool   string `json:"pool,omitempty"`
+	Spare  bool   `json:"spare,omitempty"`
+}
+
+// reserveArgs is leaseArgs.Reserve, the options of a reservation.
+type reserveArgs struct {
+	Victim      string `json:"victim"`
+	Level       int    `json:"level"`
+	MinRun      int64  `json:"min_run"`
+	MaxPre      int    `json:"max_pre"`
+	Never       []int  `json:"never,omitempty"`
+	IgnoreFleet bool   `json:"ignore_fleet,omitempty"`
+	Pool        string `json:"pool,omitempty"`
+}
+
+// groupArgs turns groups into the lease script's: levels highest first,
+// without skipped, unknown or repeated ones; a spare group has no pool.
+func groupArgs(groups []LeaseGroup, skip []int, levels int) []leaseGroupArgs {
+	var out []leaseGroupArgs
 	for _, g := range groups {
+		a := leaseGroupArgs{Count: max(g.Count, 0), Levels: []int{}, Spare: g.Spare}
 		if g.Spare {
-			b.WriteString("b:")
-		} else {
-			b.WriteString(strconv.Itoa(max(g.Count, 0)) + ":")
+			a.Count = 0
+		} else if g.Pool > 0 {
+			a.Pool = strconv.Itoa(g.Pool)
 		}
 		ls := slices.Clone(g.Levels)
 		slices.Sort(ls)
 		for i := len(ls) - 1; i >= 0; i-- {
 			if l := ls[i]; l >= 0 && l < levels && !slices.Contains(skip, l) && (i == len(ls)-1 || ls[i+1] != l) {
-				b.WriteString(strconv.Itoa(l) + ",")
+				a.Levels = append(a.Levels, l)
 			}
 		}
-		b.WriteByte(':')
-		if g.Pool > 0 && !g.Spare {
-			b.WriteString(strconv.Itoa(g.Pool))
-		}
-		b.WriteByte(';')
+		out = append(out, a)
 	}
-	return b.String()
+	return out
 }
 
 // Lease promotes due scheduled tasks, recovers expired leases and leases up
@@ -62,6 +90,12 @@ func (c *Store) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseR
 	return res.Tasks[0], res, nil
 }
 
+// leaseScript is lua/lease.lua, assembled from the helper files its
+// "-- uses:" line names: it promotes, recovers and ages due tasks, ends the
+// leases of the acks it carries, checks the fleet for a reservation and
+// leases up to a count of tasks, in one round trip.
+var leaseScript = script("lease.lua")
+
 func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest) (*LeaseResult, int, error) {
 	if req.Worker == "" {
 		return nil, 0, errors.New("overtake: lease: empty worker ID")
@@ -73,24 +107,22 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 	if minLevel >= c.cfg.Levels {
 		return &LeaseResult{}, 0, nil
 	}
-	args := []any{c.keys.prefix, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds(), req.Worker,
-		req.Count, minLevel, c.cfg.Levels - 1, newToken()}
+	opts := leaseArgs{Count: req.Count, Min: minLevel, Skip: req.Skip, Age: c.cfg.AgeAfter.Milliseconds(),
+		Groups: groupArgs(req.Groups, req.Skip, c.cfg.Levels)}
 	if rv != nil {
-		args = append(args, "1", rv.VictimID, rv.VictimLevel, rv.MinRunTime.Milliseconds(), rv.MaxPreemptions,
-			levelSet(rv.NeverPreempted), levelSet(slices.Concat(rv.NeverPreempt, req.Skip)))
-	} else {
-		args = append(args, "0", "", 0, 0, -1, ",", levelSet(req.Skip))
+		opts.Skip = slices.Concat(rv.NeverPreempt, req.Skip)
+		opts.Reserve = &reserveArgs{Victim: rv.VictimID, Level: rv.VictimLevel, MinRun: rv.MinRunTime.Milliseconds(),
+			MaxPre: rv.MaxPreemptions, Never: rv.NeverPreempted, IgnoreFleet: rv.IgnoreFleet}
+		if rv.Pool > 0 {
+			opts.Reserve.Pool = strconv.Itoa(rv.Pool)
+		}
 	}
-	ignore := "0"
-	if rv != nil && rv.IgnoreFleet {
-		ignore = "1"
+	js, err := json.Marshal(opts)
+	if err != nil {
+		return nil, 0, wrapf(err, "lease")
 	}
-	pool := ""
-	if rv != nil && rv.Pool > 0 {
-		pool = strconv.Itoa(rv.Pool)
-	}
-	args = append(args, c.cfg.AgeAfter.Milliseconds(), ignore, c.sweep.due(c.now()),
-		encodeGroups(req.Groups, req.Skip, c.cfg.Levels), pool)
+	args := []any{c.keys.prefix, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds(), req.Worker, newToken(),
+		c.cfg.Levels - 1, c.sweep.due(c.now()), js}
 	// The call carries the Acks queued meanwhile (group commit): they need
 	// no call of their own. Not with Retention (acks keep records then) nor
 	// in a reservation (refused ones return early).
@@ -172,32 +204,9 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 	return res, n, nil
 }
 
-// levelSet encodes levels as ",l1,l2," for string.find in Lua.
-func levelSet(levels []int) string {
-	s := ","
-	for _, l := range levels {
-		s += strconv.Itoa(l) + ","
-	}
-	return s
-}
-
-// rejoinScript puts a running task back in the fleet's running set after a
-// reservation named it as the victim (which takes it out) but the caller
-// did not preempt it after all. Fenced by the lease token.
-//
-//	KEYS[1] task state  ARGV[1] prefix  ARGV[2] id  ARGV[3] token
-//	ARGV[4] the top level (whose tasks the set leaves out: none is below it)
-//
-// Returns 1 if the task is in the running set again, else 0.
-var rejoinScript = newScript(`
-local s = sget(ARGV[2])
-local al = s and tonumber(s.al)
-if not s or s.tk ~= ARGV[3] or not al or al >= tonumber(ARGV[4]) then return 0 end
-local h = hdr_of(ARGV[2])
-if (h and h.prb == '0') or guard('running', 'zset') then return 0 end
-redis.call('ZADD', P .. 'running', s.al, ARGV[2])
-return 1
-`)
+// rejoinScript is lua/rejoin.lua: it puts a running task back in the
+// fleet's running set after a reservation did not preempt it.
+var rejoinScript = script("rejoin.lua")
 
 // Rejoin returns t, a task the caller runs, to the fleet's view of running
 // preemptible tasks after a Reserve named it as the victim but the caller

@@ -53,8 +53,12 @@ func TestLeaseGroups(t *testing.T) {
 	})
 }
 
-func TestEncodeGroups(t *testing.T) {
-	require.Equal(t, "2:3,1,:;b:2,:;0::2;", encodeGroups([]LeaseGroup{
+func TestGroupArgs(t *testing.T) {
+	require.Equal(t, []leaseGroupArgs{
+		{Count: 2, Levels: []int{3, 1}},
+		{Levels: []int{2}, Spare: true},
+		{Levels: []int{}, Pool: "2"},
+	}, groupArgs([]LeaseGroup{
 		{Levels: []int{1, 3, 3, 9, -1}, Count: 2}, {Levels: []int{2, 0}, Spare: true, Pool: 3}, {Levels: []int{0}, Count: -4, Pool: 2},
 	}, []int{0}, 4))
 }

@@ -1,280 +1,82 @@
 package store
 
-import "github.com/redis/go-redis/v9"
+import (
+	"embed"
+	"fmt"
+	"strings"
 
-// luaPrelude is prepended to every script that moves a task between
-// states. ARGV[1] is always the key prefix "{ns:queue}:"; every key a script
-// builds from it shares the hash tag of KEYS[1].
+	"github.com/redis/go-redis/v9"
+)
+
+// luaFiles holds every script of the package, one file each under lua/,
+// and the helper files they share. A file opens with a header: what it
+// does, its KEYS, ARGV and reply, and the keys it builds from the prefix;
+// a helper's header says what it defines ("-- defines:") and what it
+// expects. lua/prelude.lua describes the data model and lists every key.
 //
-// The data model (schema 2), per task:
-//   - t:<id>  STRING, the record, written once at enqueue:
-//     "2|<level>|<preemptible 0/1>|<enqueued ms>|" then what only Go reads
-//     (see record.go). Scripts read the header, never the payload.
-//   - s:<id>  STRING, the mutable state as a JSON object of strings
-//     (st state, l level, att, pre, rec, cps, rdy, agd, pat, err, fin, w
-//     worker, tk token, stt lease start, al leased level, rs run spans, sl
-//     scheduled level). It exists only once the task left its first
-//     pending state, so a fresh pending task is one key.
-//   - c:<id>  STRING, the checkpoint, only while one is saved.
-//
-// Per queue: p:<level> LISTs of IDs; ZSETs leases (id -> deadline),
-// running (id -> level, preemptible active tasks below the top level:
-// the fleet's victims),
-// scheduled (id -> due), dead, done (id -> expiry), alive (worker ->
-// alive-until); HASHes busy (worker -> leases), cap (worker -> capacity),
-// n (a<l>/s<l>/d<l> -> active, scheduled, dead per level); v, the schema.
-//
-// Time is Redis's own (TIME), unless a test injected a clock (ARGV now).
-//
-// Scripts fail closed: every shared key a script writes is checked (TYPE,
-// or a read that fails first) before its first write, and a failing
-// write is undone, so a wrong-typed key yields a CORRUPT error naming it
-// and changes nothing (Redis does not roll back a failed script).
-const luaPrelude = `
-local P = ARGV[1]
-local function tkey(id) return P .. 't:' .. id end
-local function skey(id) return P .. 's:' .. id end
-local function ckey(id) return P .. 'c:' .. id end
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
--- clock returns now in ms: the injected clock if given, else Redis's.
-local function clock(arg)
-  if arg and arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+// usesPrefix starts the header line that names, in order, the helper
+// files a script is assembled from.
+const usesPrefix = "-- uses:"
 
-local function typeof(k)
-  local t = redis.call('TYPE', k)
-  if type(t) == 'table' then t = t.ok or t['ok'] end
-  return t
-end
+// script returns the script lua/<name> as it runs: the files its
+// "-- uses:" line names, in that order, then the file itself. Every
+// *redis.Script of the package is made here (TestScriptsFromFiles).
+func script(name string) *redis.Script { return redis.NewScript(luaSource(name)) }
 
--- guard returns a CORRUPT message for the first of the named keys (suffix,
--- wanted type pairs) that holds another type, or nil.
-local function guard(...)
-  local a = {...}
-  for i = 1, #a, 2 do
-    local k = P .. a[i]
-    local t = typeof(k)
-    if t ~= 'none' and t ~= a[i + 1] then
-      return 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a ' .. a[i + 1]
-    end
-  end
-  return nil
-end
+// luaSource assembles lua/<name> (see script). It panics on a missing file
+// or a helper named before the files it uses itself: the files are built
+// into the binary, so that is a bug, found at package initialization by
+// any test.
+func luaSource(name string) string {
+	body := luaFile(name)
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, h := range luaUses(body) {
+		for _, dep := range luaUses(luaFile(h)) {
+			if !seen[dep] {
+				panic(fmt.Sprintf("store: lua/%s uses %s before %s, which %s uses", name, h, dep, h))
+			}
+		}
+		if seen[h] || h == name {
+			panic(fmt.Sprintf("store: lua/%s names %s twice", name, h))
+		}
+		seen[h] = true
+		b.WriteString(luaFile(h))
+	}
+	b.WriteString(body)
+	return b.String()
+}
 
--- header parses a record's header: level, preemptible, enqueued ms.
-local function header(blob)
-  if not blob then return nil end
-  local v, l, prb, enq = string.match(blob, '^(%d+)|(%d+)|([01])|(%d+)|')
-  if v ~= '2' then return nil end
-  return {l = l, prb = prb, enq = enq}
-end
+// luaFile returns the text of lua/<name>.
+func luaFile(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name)
+	if err != nil {
+		panic("store: " + err.Error())
+	}
+	return string(b)
+}
 
-local function hdr_of(id)
-  return header(redis.call('GETRANGE', tkey(id), 0, 63))
-end
+// luaUses returns the files named on the "-- uses:" lines of src's
+// header (its leading comment lines).
+func luaUses(src string) []string {
+	var out []string
+	for line := range strings.Lines(src) {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "--") {
+			break
+		}
+		if rest, ok := strings.CutPrefix(line, usesPrefix); ok {
+			out = append(out, strings.Fields(rest)...)
+		}
+	}
+	return out
+}
 
--- sget reads a task's state: the table, or {} when it has none yet (a
--- fresh pending task), or nil plus a CORRUPT message when the key holds
--- another type or the JSON is garbled.
-local function decode(raw)
-  if not raw then return {} end
-  local ok, s = pcall(cjson.decode, raw)
-  if ok and type(s) == 'table' then return s end
-  return nil
-end
-
-local function sget(id)
-  local ok, raw = pcall(redis.call, 'GET', skey(id))
-  if not ok then return nil, 'CORRUPT ' .. skey(id) .. ' is a ' .. typeof(skey(id)) .. ', want a string' end
-  local s = decode(raw)
-  if not s then return nil, 'CORRUPT ' .. skey(id) .. ' is not a JSON object' end
-  return s
-end
-
-local function sput(id, s) redis.call('SET', skey(id), cjson.encode(s)) end
-
-local function num(v) return tonumber(v or '') or 0 end
-
--- level returns the task's current level: its state's, else its record's.
-local function level_of(s, h)
-  if s.l then return s.l end
-  if h then return h.l end
-  return nil
-end
-
--- push_pending makes a task pending at the head or tail of its level and
--- announces it when the list was empty (else an earlier announcement of
--- that level is still unanswered: waking workers again gains nothing).
-local function push_pending(id, s, lvl, now, head)
-  s.st, s.l, s.rdy = 'pending', tostring(lvl), tostring(now)
-  sput(id, s)
-  local n
-  if head then n = redis.call('LPUSH', P .. 'p:' .. lvl, id) else n = redis.call('RPUSH', P .. 'p:' .. lvl, id) end
-  if n == 1 then redis.call('PUBLISH', P .. 'wake', lvl) end
-end
-
-local function to_dead(id, s, lvl, now, reason)
-  s.st, s.err, s.fin = 'dead', reason, tostring(now)
-  s.w, s.tk, s.stt, s.al = nil, nil, nil, nil
-  sput(id, s)
-  redis.call('ZADD', P .. 'dead', now, id)
-  redis.call('HINCRBY', P .. 'n', 'd' .. (lvl or '0'), 1)
-end
-
--- band_release takes d off the busy count of worker w's slot pool b
--- (runtime pools; see Heartbeat.Pools), removing the field at zero.
-local function band_release(w, b, d)
-  if not w or not b then return end
-  local f = w .. '|' .. b
-  if redis.call('HINCRBY', P .. 'busy', f, d) <= 0 then redis.call('HDEL', P .. 'busy', f) end
-end
-
--- feed appends an event to the preemption feed, a stream capped at about
--- 1000 entries (see Client.Preemptions); written only on preemptions and
--- resumes, never for an ordinary task. A wrong-typed key is skipped.
-local function feed(kind, at, ...)
-  pcall(redis.call, 'XADD', P .. 'feed', 'MAXLEN', '~', 1000, '*', 'k', kind, 't', at, ...)
-end
-
--- release ends a lease (one task; batches do it themselves) and returns
--- the level it was leased from.
-local function release(id, s)
-  local w, lvl = s.w, s.al
-  redis.call('ZREM', P .. 'leases', id)
-  redis.call('ZREM', P .. 'running', id)
-  if w and w ~= '' then
-    if redis.call('HINCRBY', P .. 'busy', w, -1) <= 0 and not redis.call('ZSCORE', P .. 'alive', w) then
-      redis.call('HDEL', P .. 'busy', w)
-    end
-    band_release(w, s.b, -1)
-  end
-  if lvl then redis.call('HINCRBY', P .. 'n', 'a' .. lvl, -1) end
-  s.w, s.tk, s.stt, s.al, s.b = nil, nil, nil, nil, nil
-  return lvl
-end
-
--- set_aside dead-letters a task whose record key holds another type: the
--- key is renamed to x:<id> (kept for the operator), the ID goes to the dead
--- set with the reason, and nothing else waits on it.
-local function set_aside(id, now, why)
-  redis.call('RENAME', tkey(id), P .. 'x:' .. id)
-  if typeof(skey(id)) ~= 'string' and typeof(skey(id)) ~= 'none' then
-    redis.call('RENAME', skey(id), P .. 'xs:' .. id)
-  end
-  redis.call('SET', skey(id), cjson.encode({st = 'dead', err = why, fin = tostring(now)}))
-  redis.call('ZADD', P .. 'dead', now, id)
-  redis.call('HINCRBY', P .. 'n', 'd0', 1)
-end
-
--- shared is the guard of the keys every lease transition writes.
-local function shared()
-  return guard('leases', 'zset', 'running', 'zset', 'busy', 'hash', 'n', 'hash', 'dead', 'zset')
-end
-
--- promote moves due scheduled and retrying tasks to the tail of their
--- level. A task whose list or state is corrupt stays scheduled (reported);
--- one whose level is not a level of the queue is dead-lettered.
-local function promote(ids, now, top, bad)
-  for _, id in ipairs(ids) do
-    local s, e = sget(id)
-    local h = hdr_of(id)
-    local lvl = s and level_of(s, h)
-    local l = tonumber(lvl or '')
-    local lt = l and typeof(P .. 'p:' .. l)
-    if not s then bad[#bad + 1] = e
-    elseif lt and lt ~= 'none' and lt ~= 'list' then bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. l .. ' is a ' .. lt .. ', want a list'
-    else
-      redis.call('ZREM', P .. 'scheduled', id)
-      if redis.call('EXISTS', tkey(id)) == 1 or next(s) then
-        redis.call('HINCRBY', P .. 'n', 's' .. (s.sl or lvl or '0'), -1)
-        s.sl = nil
-        if l and l >= 0 and l <= top and l == math.floor(l) then
-          push_pending(id, s, l, now, false)
-        else
-          to_dead(id, s, '0', now, 'malformed record: bad level ' .. tostring(lvl))
-        end
-      end
-    end
-  end
-end
-
--- recover returns tasks whose lease expired (crashed worker) to the head
--- of their level; they resume from their last checkpoint.
-local function recover(ids, now, bad)
-  for _, id in ipairs(ids) do
-    local s, e = sget(id)
-    if not s then
-      bad[#bad + 1] = e
-    elseif not s.tk then
-      redis.call('ZREM', P .. 'leases', id) -- no lease left behind the set's back
-    else
-      local lvl = s.al or level_of(s, hdr_of(id))
-      local lt = lvl and typeof(P .. 'p:' .. lvl)
-      if lt and lt ~= 'none' and lt ~= 'list' then
-        bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
-      else
-        release(id, s)
-        s.rec = tostring(num(s.rec) + 1)
-        if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
-      end
-    end
-  end
-end
-
--- reads fetches what promote and recover act on; these reads come first,
--- so a wrong-typed scheduled or leases key is found before any write.
-local function due_reads(now, bad)
-  local ok1, sch = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'scheduled', '-inf', now, 'LIMIT', 0, 100)
-  if not ok1 then bad[#bad + 1] = 'CORRUPT ' .. P .. 'scheduled is a ' .. typeof(P .. 'scheduled') .. ', want a zset'; sch = {} end
-  local ok2, exp = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'leases', '-inf', now, 'LIMIT', 0, 100)
-  if not ok2 then return nil, nil, 'CORRUPT ' .. P .. 'leases is a ' .. typeof(P .. 'leases') .. ', want a zset' end
-  return sch, exp, nil
-end
-
--- age moves pending tasks that waited at least 'after' ms at a level below
--- 'top' to the TAIL of the next level up, so low priority never starves
--- under a stream of urgent work. Only the heads of the lists are looked at
--- (the longest waiting), at most about 20 per call and at least one per
--- level. A task's time at its level runs from agd (when it last aged) or
--- rdy (when it last became pending, else its enqueue time). A moved task is
--- announced with its new level, so a saturated worker may preempt for it.
-local function age(now, after, top, bad)
-  if after <= 0 or top < 1 then return end
-  local per = math.max(1, math.floor(20 / top))
-  for lvl = top - 1, 0, -1 do
-    local src, dst = P .. 'p:' .. lvl, P .. 'p:' .. (lvl + 1)
-    local g = guard('p:' .. lvl, 'list', 'p:' .. (lvl + 1), 'list')
-    local moved = 0
-    if g then bad[#bad + 1] = g; per = 0 end
-    for _ = 1, per do
-      local id = redis.call('LINDEX', src, 0)
-      if not id then break end
-      local h = hdr_of(id)
-      local s = sget(id)
-      if not h and redis.call('EXISTS', tkey(id)) == 0 then
-        redis.call('LPOP', src)
-      elseif not s then
-        break
-      else
-        local since = math.max(num(s.rdy or (h and h.enq)), num(s.agd))
-        if now - since < after then break end
-        redis.call('LPOP', src)
-        redis.call('RPUSH', dst, id)
-        s.st, s.l, s.agd, s.rdy = 'pending', tostring(lvl + 1), tostring(now), s.rdy or (h and h.enq)
-        sput(id, s)
-        moved = moved + 1
-      end
-    end
-    if moved > 0 then redis.call('PUBLISH', P .. 'wake', lvl + 1) end
-  end
-end
-`
-
-func newScript(body string) *redis.Script { return redis.NewScript(luaPrelude + luaAnchor + body) }
-
-// Markers of script errors, mapped to sentinels by scriptErr.
+// Markers of script errors, mapped to sentinels by scriptErr. The scripts
+// write them as literals (leaseLostMsg in lua/checkpoint.lua).
 const (
 	leaseLostMsg = "LEASE_LOST"
 	corruptMsg   = "CORRUPT"

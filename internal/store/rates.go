@@ -14,7 +14,8 @@ import (
 // which expires after rateKeep. Stats sums the last complete buckets, so
 // any client reads fleet-wide rates without an OpenTelemetry backend;
 // counts reach them at the worker's next heartbeat (HeartbeatInterval,
-// 10 s by default).
+// 10 s by default). lua/buckets.lua holds the same values for the scripts
+// (TestLuaConstants).
 const (
 	// rateBucket is the width of one counter bucket.
 	rateBucket = 10 * time.Second
@@ -36,37 +37,9 @@ type Rates struct {
 	SLABreaches float64
 }
 
-// countsLua adds a heartbeat's counts (ARGV as "level:d:f:x:s;..." and
-// "P<pool>:d:f:x:s;...") to the current bucket; a wrong-typed bucket is
-// reported and skipped.
-var countsLua = `
-local function add_counts(now, enc, bad)
-  if enc == '' then return end
-  local k = P .. 'r:' .. math.floor(now / ` + ms(rateBucket) + `)
-  local t = typeof(k)
-  if t ~= 'none' and t ~= 'hash' then
-    bad[#bad + 1] = 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a hash'
-    return
-  end
-  for e in string.gmatch(enc, '[^;]+') do
-    local l, d, f, x, s = string.match(e, '^(P?[%w_.-]+):(%d+):(%d+):(%d+):(%d+)$')
-    if l then
-      if d ~= '0' then redis.call('HINCRBY', k, l .. 'd', d) end
-      if f ~= '0' then redis.call('HINCRBY', k, l .. 'f', f) end
-      if x ~= '0' then redis.call('HINCRBY', k, l .. 'x', x) end
-      if s ~= '0' then redis.call('HINCRBY', k, l .. 's', s) end
-    end
-  end
-  redis.call('PEXPIRE', k, ` + ms(rateKeep) + `)
-end
-`
-
-// ms formats d in milliseconds for a script.
-func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-
-// encodeCounts writes non-zero counts for countsLua, by level and by pool
-// (pool names that are not ValidPoolName are left out); "" when there are
-// none.
+// encodeCounts writes non-zero counts for add_counts (lua/counts.lua), by
+// level and by pool (pool names that are not ValidPoolName are left out);
+// "" when there are none.
 func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
 	var b strings.Builder
 	put := func(key string, c LevelCounts) {
@@ -90,23 +63,8 @@ func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
 	return b.String()
 }
 
-// ratesLua sums the last complete buckets into {field, total, ...}.
-var ratesLua = `
-local function read_rates(now)
-  local b = math.floor(now / ` + ms(rateBucket) + `)
-  local sum, out = {}, {}
-  for i = b - ` + strconv.Itoa(rateBuckets) + `, b - 1 do
-    local ok, kv = pcall(redis.call, 'HGETALL', P .. 'r:' .. i)
-    if ok then
-      for j = 1, #kv, 2 do sum[kv[j]] = (sum[kv[j]] or 0) + tonumber(kv[j + 1]) end
-    end
-  end
-  for f, v in pairs(sum) do out[#out + 1] = f; out[#out + 1] = v end
-  return out
-end
-`
-
-// parseRates turns read_rates' reply into per-level and per-pool rates.
+// parseRates turns read_rates' reply (lua/rates.lua) into per-level and
+// per-pool rates.
 func parseRates(raw []any, levels int) ([]Rates, map[string]Rates) {
 	out, pools := make([]Rates, levels), map[string]Rates{}
 	for i := 0; i+1 < len(raw); i += 2 {

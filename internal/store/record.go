@@ -10,7 +10,7 @@ import (
 
 // encodeBody returns the part of a task's record that only Go reads: the
 // scripts prepend the header "2|<level>|<preemptible>|<enqueued ms>|"
-// (see luaPrelude). Layout:
+// (see lua/prelude.lua). Layout:
 //
 //	<max retries>|<timeout ms>|<len>:<type><len>:<class><len>:<headers JSON><payload>
 //

@@ -35,30 +35,9 @@ type WorkerPool struct {
 	Borrow bool
 }
 
-// workersScript reads the live workers with their capacity (stored with
-// the heartbeat's time as "cap@ms") and busy count in one round trip.
-//
-//	KEYS[1] alive  ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] max workers
-var workersScript = newScript(`
-local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash')
-if g then return redis.error_reply(g) end
-local now = clock(ARGV[2])
-local live = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
-local out = {}
-for i = 1, #live, 2 do
-  local w = live[i]
-  local c = redis.call('HGET', P .. 'cap', w) or ''
-  local row = {w, live[i + 1], c, redis.call('HGET', P .. 'busy', w) or '0'}
-  local lay = string.match(c, '^[^@]*@[^@]*@(.+)$')
-  if lay then
-    for bd in string.gmatch(lay, '(%d+):%d+:[%d,]*:%d') do
-      row[#row + 1] = redis.call('HGET', P .. 'busy', w .. '|' .. bd) or '0'
-    end
-  end
-  out[#out + 1] = row
-end
-return out
-`)
+// workersScript is lua/workers.lua: it reads the live workers with their
+// capacity and busy counts.
+var workersScript = script("workers.lua")
 
 // maxWorkersListed bounds one Workers call.
 const maxWorkersListed = 1000

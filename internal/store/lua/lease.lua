@@ -1,74 +1,106 @@
-package store
+-- lease.lua: the lease call (Store.Lease, Store.Reserve). It promotes due
+-- scheduled tasks, recovers expired leases, ages long-waiting tasks up a
+-- level (Config.AgeAfter), ends the leases of the acks it carries, then
+-- leases up to count tasks, highest level first, FIFO within a level, with
+-- one LMPOP per run of levels, one MGET for every task's keys and one write
+-- per shared key, whatever the count. In a reservation (for preemption)
+-- it first checks the fleet (see fleet.lua).
+--
+-- The whole lease is these files, in this order, then this one:
+-- uses: prelude.lua anchor.lua acks.lua fleet.lua
+--
+-- KEYS[1]  leases (ZSET); it routes the call to the queue's slot.
+-- ARGV[1]  the key prefix "{<ns>:<queue>}:" (P)
+-- ARGV[2]  now in ms, or "" for Redis's clock
+-- ARGV[3]  lease duration in ms
+-- ARGV[4]  worker ID
+-- ARGV[5]  the call's token: every task leased gets it (a lease is the
+--          pair of ID and token)
+-- ARGV[6]  max level (the queue's top level)
+-- ARGV[7]  "1" to promote due tasks, recover expired leases and age first
+-- ARGV[8]  the options, a JSON object (leaseArgs in lease.go); a field
+--          left out takes the value in brackets:
+--            count    how many tasks to lease, without groups [1]
+--            min      the lowest level to lease from, without groups [0]
+--            skip     levels not to take from (paused, or never
+--                     preempting in a reservation), an array [none]
+--            age      age after ms (Config.AgeAfter) [0: no aging]
+--            groups   LeaseRequest.Groups, an array of {count, levels (an
+--                     array, highest first), pool (the slot pool its tasks
+--                     hold, a string) [none], spare (true: it takes what
+--                     earlier counted groups left, and count is ignored)
+--                     [false]} [one group of count tasks from max level
+--                     down to min]
+--            reserve  present in a reservation (preemption), an object:
+--                     victim (ID), level (the victim's), min_run (ms: a
+--                     task that ran less is no victim) [0], max_pre (max
+--                     preemptions of a victim, -1 none) [-1], never
+--                     (never-preempted levels, an array) [none],
+--                     ignore_fleet (true: skip the fleet check,
+--                     ReserveRequest.IgnoreFleet) [false], pool (the slot
+--                     pool the urgent task holds) [none]
+-- ARGV[9..] the acks the call carries: id, token, id, token, ... (none in
+--          a reservation)
+--
+-- Reply: {code, now, deadline, {corrupt...}, {taken per group}, {ack
+-- results, as finish.lua's}, then id, record, state, checkpoint (false if
+-- none) per task leased}. code is the ms until the earliest scheduled task
+-- is due or lease expires when nothing was popped (0: none), or -1 / -2
+-- alone when a reservation is refused (a free slot / a lower victim
+-- elsewhere), or an error reply (CORRUPT ...) when a shared key holds
+-- another type.
+--
+-- Keys it touches. Declared in KEYS: leases. Built from the prefix (the
+-- same slot, by the hash tag; not declared): p:<level> (LISTs), running,
+-- scheduled, dead, alive (ZSETs), busy, cap, n (HASHes), paused (STRING),
+-- t:<id>, s:<id>, c:<id> (STRINGs; x:<id>, xs:<id> when set aside), the
+-- channel wake and the stream feed.
 
-// leaseScript promotes due scheduled tasks, recovers expired leases, ages
-// long-waiting tasks up a level (Config.AgeAfter), then leases up to Count
-// tasks, highest level first, FIFO within a level, with one LPOP per level,
-// one MGET for every task's keys and one write per shared key, whatever the
-// count. With reserve set it first checks the fleet, for preemption (see
-// Reserve).
-//
-//	KEYS[1] leases (routes the call to the queue's slot)
-//	ARGV[1] prefix  ARGV[2] now ms or ""  ARGV[3] lease ms  ARGV[4] worker
-//	ARGV[5] count   ARGV[6] min level  ARGV[7] max level  ARGV[8] the call's token
-//	ARGV[9] "1" to reserve  ARGV[10] victim id  ARGV[11] victim level
-//	ARGV[12] min run ms  ARGV[13] max preemptions (-1: no limit)
-//	ARGV[14] never-preempted levels as ",l1,l2,"
-//	ARGV[15] levels not to take from (paused, or never preempting in a
-//	reservation) as ",l1,l2,"
-//	ARGV[16] age after ms (Config.AgeAfter; 0: no aging)
-//	ARGV[17] "1" to skip the fleet checks of a reservation (IgnoreFleet)
-//	ARGV[18] "1" to promote due tasks, recover expired leases and age first
-//	ARGV[19] groups as "count:l,l,...:pool;" ("b" for a spare group, pool
-//	"" for none), or ""  ARGV[20] the slot pool of a lease without groups
-//	(a reservation), or ""
-//
-//	ARGV[21..] the acks the call carries: id, token, ... (see Client.lease)
-//
-// Returns {code, now, deadline, {corrupt...}, {taken per group}, {ack
-// results, as finishScript's}, id, record, state, checkpoint, ...}: code is the ms until the earliest scheduled task is due or lease
-// expires when nothing was leased (0: none), or -1 / -2 when a reservation
-// is refused (free slot / lower victim elsewhere).
-var leaseScript = newScript(luaFastAcks + luaFleetCheck + leaseBody)
+-- The bytes prb0 reads in a record's header, "2|<level>|<preemptible>|".
+local BYTE_TWO, BYTE_BAR, BYTE_ZERO = 50, 124, 48 -- '2', '|', '0'
 
-const leaseBody = `
 local now = clock(ARGV[2])
-local dl, w = now + tonumber(ARGV[3]), ARGV[4]
-local count, minl, maxl, tok = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local dl, w, tok, maxl = now + tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+local opt = cjson.decode(ARGV[8])
+local rv = opt.reserve -- nil unless a reservation
+local count, minl, age_after = opt.count or 1, opt.min or 0, opt.age or 0
+-- skip: the levels not to take from, as a set.
+local skip = {}
+if opt.skip then for _, l in ipairs(opt.skip) do skip[l] = true end end
 local bad = {}
-if ARGV[18] == '1' then
+if ARGV[7] == '1' then
   local sch, exp, e = due_reads(now, bad)
   if e then return redis.error_reply(e) end
-  if #sch > 0 or #exp > 0 or tonumber(ARGV[16]) > 0 then
+  if #sch > 0 or #exp > 0 or age_after > 0 then
     local g = shared() or guard('scheduled', 'zset')
     if g then return redis.error_reply(g) end
     promote(sch, now, maxl, bad)
     recover(exp, now, bad)
-    age(now, tonumber(ARGV[16]), maxl, bad)
+    age(now, age_after, maxl, bad)
   end
 end
-if ARGV[9] == '1' and ARGV[17] ~= '1' then
-  local refused = fleet_refuses(now, w, minl, maxl)
+if rv and not rv.ignore_fleet then
+  local refused = fleet_refuses(now, w, minl, maxl, rv, skip)
   if refused then return refused end
 end
--- The acks this call carries (ARGV[21..]: id, token) end their leases
+-- The acks this call carries (ARGV[9..]: id, token) end their leases
 -- first, so their slots' counts are settled before new leases count.
 local acked = {}
-if #ARGV > 20 and ARGV[9] ~= '1' then
-  acked = fast_acks(20, 2, (#ARGV - 20) / 2)
+if #ARGV > 8 and not rv then
+  acked = fast_acks(8, 2, (#ARGV - 8) / 2)
   if acked.err then return acked end
 end
 -- Pop IDs, highest level first; a wrong-typed list fails its LPOP, which
 -- writes nothing: that level is reported and the others go on. IDs that
 -- yield no task (a record deleted or set aside) are replaced by popping
 -- again, so they delay nothing.
-local skip = ARGV[15] or ','
 local taken = {}
 local out = {0, now, dl, bad, taken, acked}
 local set, lz, rz, acnt, leased = {}, {}, {}, {}, {}
 -- Lengths kept by hand: # costs a search per append in Lua 5.1.
 local ns, nr, no = 0, 0, #out
 local ids, lvls = {}, {}
-local n, popped, stuck, drained = 0, 0, false, false
+local n, popped, stuck, drained = 0, 0, false
 local first -- the first task leased: the urgent one of a reservation
 -- Numbers turned into strings once per call, not once per task (each
 -- conversion is a sprintf); a plain worker ID is quoted without cjson.
@@ -87,26 +119,21 @@ local JS1 = {}
 -- level of one digit.
 local function prb0(rec)
   local b1, b2, b3, b4, b5, b6 = string.byte(rec, 1, 6)
-  if b1 ~= 50 or b2 ~= 124 then return false end
-  if b4 == 124 and b3 ~= 124 then return b5 == 48 and b6 == 124 end
+  if b1 ~= BYTE_TWO or b2 ~= BYTE_BAR then return false end
+  if b4 == BYTE_BAR and b3 ~= BYTE_BAR then return b5 == BYTE_ZERO and b6 == BYTE_BAR end
   local p = string.find(rec, '|', 3, true)
-  return p ~= nil and string.byte(rec, p + 1) == 48 and string.byte(rec, p + 2) == 124
+  return p ~= nil and string.byte(rec, p + 1) == BYTE_ZERO and string.byte(rec, p + 2) == BYTE_BAR
 end
 local broken, mine = {}, {}
 local EMPTY = {} -- the state of a fresh task, never written to
 -- Groups (LeaseRequest.Groups): each takes up to its count from its levels,
--- in order; a spare group ("b") takes what earlier counted groups left.
-local groups = {}
-if (ARGV[19] or '') == '' then
+-- in order; a spare group (spare: true) takes what earlier counted groups
+-- left.
+local groups = opt.groups
+if not groups then
   local lv = {}
   for lvl = maxl, minl, -1 do lv[#lv + 1] = lvl end
-  groups[1] = {c = tostring(count), lv = lv, bd = ARGV[20] or ''}
-else
-  for c, ls, bd in string.gmatch(ARGV[19], '([%db]+):([%d,]*):(%d*);') do
-    local lv = {}
-    for l in string.gmatch(ls, '%d+') do lv[#lv + 1] = tonumber(l) end
-    groups[#groups + 1] = {c = c, lv = lv, bd = bd}
-  end
+  groups = {{count = count, levels = lv, pool = rv and rv.pool}}
 end
 local spare = 0
 -- Slot pools (bands): a task leased by a counted group holds a slot of
@@ -114,10 +141,7 @@ local spare = 0
 -- groups left free, the first in their order (as the runtime assigns them).
 local lend, lend_i, bcnt = {}, 1, {}
 local function slot_band(g)
-  if g.c ~= 'b' then
-    if g.bd == '' then return nil end
-    return g.bd
-  end
+  if not g.spare then return g.pool end
   while lend_i <= #lend and lend[lend_i].left <= 0 do lend_i = lend_i + 1 end
   if lend_i > #lend then return nil end
   lend[lend_i].left = lend[lend_i].left - 1
@@ -125,7 +149,7 @@ local function slot_band(g)
 end
 for gi, g in ipairs(groups) do
   local want = spare
-  if g.c ~= 'b' then want = tonumber(g.c) end
+  if not g.spare then want = g.count end
   local n0 = n
   count = n + want
   if want > 0 and not stuck then
@@ -134,8 +158,8 @@ for gi, g in ipairs(groups) do
     -- LMPOP takes from the highest non-empty level in one command; the
     -- loop goes on to lower levels while slots are left.
     local levels = {}
-    for _, lvl in ipairs(g.lv) do
-      if not broken[lvl] and not string.find(skip, ',' .. lvl .. ',', 1, true) then levels[#levels + 1] = lvl end
+    for _, lvl in ipairs(g.levels) do
+      if not broken[lvl] and not skip[lvl] then levels[#levels + 1] = lvl end
     end
     local at = 1
     local ask = count - n
@@ -219,11 +243,11 @@ for gi, g in ipairs(groups) do
         if raw then s = decode(raw) end
         if not rec then
           local t = typeof(tkey(id))
-          local g = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
-          if g then
+          local gd = t ~= 'none' and guard('dead', 'zset', 'n', 'hash')
+          if gd then
             -- Nowhere safe to put it: back at the head of its list, unchanged.
             redis.call('LPUSH', P .. 'p:' .. lvl, id)
-            bad[#bad + 1] = g
+            bad[#bad + 1] = gd
             stuck = true
           elseif t ~= 'none' then
             set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
@@ -279,11 +303,11 @@ for gi, g in ipairs(groups) do
   until n >= count or stuck or drained
   end
   taken[gi] = n - n0
-  if g.c == 'b' then
+  if g.spare then
     spare = spare - taken[gi]
   else
     spare = spare + want - taken[gi]
-    if g.bd ~= '' then lend[#lend + 1] = {bd = g.bd, left = want - taken[gi]} end
+    if g.pool then lend[#lend + 1] = {bd = g.pool, left = want - taken[gi]} end
   end
 end
 if popped == 0 then
@@ -316,7 +340,7 @@ if n > 0 then
   -- undo follows: the fleet check has checked its type, and when that
   -- check is skipped it is checked here (the urgent task's own ZADD may
   -- not run, as the top level stays out of running).
-  if ARGV[9] == '1' and ARGV[17] == '1' and guard('running', 'zset') then return fail('running', 'zset') end
+  if rv and rv.ignore_fleet and guard('running', 'zset') then return fail('running', 'zset') end
   if not pcall(redis.call, 'HINCRBY', P .. 'busy', w, n) then return fail('busy', 'hash') end
   undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'busy', w, -n) end
   for b, k in pairs(bcnt) do
@@ -339,11 +363,10 @@ if n > 0 then
   lz[#lz + 1] = ANCHOR_SCORE; lz[#lz + 1] = ANCHOR
   if not pcall(redis.call, 'ZADD', P .. 'leases', unpack(lz)) then return fail('leases', 'zset') end
   redis.call('MSET', unpack(set))
-  if ARGV[9] == '1' then
-    redis.call('ZREM', P .. 'running', ARGV[10])
-    feed('preempt', now, 'id', first.id, 'l', first.lvl, 'victim', ARGV[10], 'vl', ARGV[11], 'w', w,
+  if rv then
+    redis.call('ZREM', P .. 'running', rv.victim)
+    feed('preempt', now, 'id', first.id, 'l', first.lvl, 'victim', rv.victim, 'vl', rv.level, 'w', w,
       'wait', math.max(now - first.rdy, 0))
   end
 end
 return out
-`

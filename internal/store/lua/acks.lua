@@ -1,16 +1,29 @@
-package store
+-- acks.lua: fast_acks, the common case of finish.lua (a batch of acks
+-- without retention), run by the lease script too for the acks a lease
+-- call carries.
+--
+-- uses: prelude.lua
+-- defines: BYTE_RBRACE corrupt fast_acks
+--
+-- fast_acks(base, stride, nops) reads op i's ID and token at
+-- ARGV[base + stride*(i-1) + 1] and + 2, and returns one result per op:
+-- 1, "L" (lease lost) or a CORRUPT message; or an error reply (a table
+-- with err) when a shared key holds another type, after undoing its
+-- writes. corrupt(suffix, want) is that error reply for key P .. suffix.
+--
+-- It costs a fixed number of commands whatever the batch size: one MGET of
+-- the states, one ZSCORE of one member (a read that checks the type of
+-- leases, written last, so no deadline need be kept for an undo), then one
+-- write per shared key and counter. Writes are ordered so that the first
+-- write to each key not yet checked is the one a wrong type would fail,
+-- and a failure undoes every write before it: a corrupt key changes
+-- nothing and is reported by name. No clock is read.
+--
+-- Keys it touches, all built from P: s:<id> (read), t:, s:, c:<id>
+-- (deleted), leases, running (ZSETs), busy, n (HASHes), alive (read).
 
-// luaFastAcks is the common case of finishScript: a batch of acks without
-// retention. It costs a fixed number of commands whatever the batch size:
-// one MGET of the states, one ZSCORE of one member (a read that checks the
-// type of leases, written last, so no deadline need be kept for an undo),
-// then one write per shared key and counter. Writes are ordered so that the
-// first write to each key not yet checked is the one a wrong type would
-// fail, and a failure undoes every write before it: a corrupt key changes
-// nothing and is reported by name. No clock is read. fast_acks(base, stride, nops)
-// reads op i's ID and token at ARGV[base + stride*(i-1) + 1] and + 2; the
-// lease script runs it too, for the acks a lease call carries.
-const luaFastAcks = `
+local BYTE_RBRACE = 125 -- '}': the end of a fresh task's state
+
 local function corrupt(suffix, want)
   local k = P .. suffix
   return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
@@ -51,7 +64,7 @@ local function fast_acks(base, stride, nops)
       al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
       if al then
         fresh = true
-        if string.byte(raw, e) ~= 125 then
+        if string.byte(raw, e) ~= BYTE_RBRACE then
           b = string.match(raw, '^,"b":"(%d+)"}$', e)
           if not b then al, w, tk, fresh = nil, nil, nil, false end
         end
@@ -125,4 +138,3 @@ local function fast_acks(base, stride, nops)
   end
   return res
 end
-`

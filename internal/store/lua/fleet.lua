@@ -1,20 +1,28 @@
-package store
+-- fleet.lua: fleet_refuses, the fleet check of a reservation (see
+-- Store.Reserve), part of lease.lua.
+--
+-- uses: prelude.lua
+-- defines: fleet_refuses
+--
+-- fleet_refuses(now, w, minl, maxl, rv, skip) returns {-1} when another
+-- live worker has a free slot where the urgent task could run, {-2} when
+-- one runs an eligible preemptible task below the victim's level, an error
+-- reply when a fleet key holds the wrong type, or nil when worker w may
+-- preempt. The urgent task comes from levels minl..maxl but those in the
+-- set skip; rv is lease.lua's reserve option (victim level, min_run,
+-- max_pre, never).
+--
+-- Keys it reads, all built from P: alive (ZSET), cap, busy (HASHes),
+-- running (ZSET), s:<id> of running tasks (STRINGs).
 
-// luaFleetCheck is the fleet check of a reservation (see Reserve), part of
-// leaseScript: fleet_refuses returns {-1} when another live worker has a
-// free slot where the urgent task could run, {-2} when one runs an
-// eligible preemptible task below the victim's level, an error reply when
-// a fleet key holds the wrong type, or nil when this worker may preempt.
-// It reads ARGV as leaseScript documents them.
-const luaFleetCheck = `
-local function fleet_refuses(now, w, minl, maxl)
+local function fleet_refuses(now, w, minl, maxl, rv, skip)
   local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash', 'running', 'zset')
   if g then return redis.error_reply(g) end
-  local vlvl = tonumber(ARGV[11])
+  local vlvl = rv.level
   -- The levels the urgent task may come from (the pops below).
-  local want, skip0 = {}, ARGV[15] or ','
+  local want = {}
   for l = minl, maxl do
-    if not string.find(skip0, ',' .. l .. ',', 1, true) then want[l] = true end
+    if not skip[l] then want[l] = true end
   end
   -- A worker with slot pools (its heartbeat's layout after a second '@')
   -- counts only where the urgent task could run: a pool of those levels
@@ -55,15 +63,16 @@ local function fleet_refuses(now, w, minl, maxl)
       end
     end
   end
-  local minrun, maxpre, never = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
+  local minrun, maxpre, never = rv.min_run or 0, rv.max_pre or -1, {}
+  if rv.never then for _, l in ipairs(rv.never) do never[l] = true end end
   local lower = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', '(' .. vlvl, 'WITHSCORES', 'LIMIT', 0, 50)
   for i = 1, #lower, 2 do
     local id, lvl = lower[i], lower[i + 1]
     local s = sget(id) or {}
     local ow = s.w
-    local live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
+    local ow_live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
     local same = true -- with pools, ow preempts inside the urgent task's pool
-    if ow and ow ~= w and live then
+    if ow and ow ~= w and ow_live then
       local lo = layout(ow)
       if lo.pools then
         same = false
@@ -72,7 +81,7 @@ local function fleet_refuses(now, w, minl, maxl)
         end
       end
     end
-    if ow ~= w and live and same and not string.find(never, ',' .. lvl .. ',', 1, true)
+    if ow ~= w and ow_live and same and not never[tonumber(lvl)]
       and num(s.stt) + minrun <= now
       and (maxpre < 0 or num(s.pre) < maxpre) then
       return {-2}
@@ -80,4 +89,3 @@ local function fleet_refuses(now, w, minl, maxl)
   end
   return nil
 end
-`

@@ -1,0 +1,100 @@
+-- heartbeat.lua: registers a live worker and extends its leases in one
+-- call (Store.Heartbeat). It first checks the queue's schema version
+-- (writing it on a new queue), so a worker of another version refuses to
+-- run. It also recovers expired leases and ages long-waiting tasks, as
+-- leasing does, so crashed workers' tasks return and low levels keep aging
+-- even while every worker is saturated (nobody leases then). A lease whose
+-- token no longer matches is not extended and its ID is returned as lost.
+-- Records of workers whose liveness expired are removed, and so are
+-- completed task records whose retention ended. It adds the worker's
+-- outcome counts since its previous heartbeat to the current rate bucket
+-- (see counts.lua) and returns the paused levels, read with the schema
+-- version in one command.
+--
+-- uses: prelude.lua buckets.lua counts.lua
+--
+-- KEYS[1]  alive (ZSET); it routes the call to the queue's slot.
+-- ARGV[1]  the key prefix (P)
+-- ARGV[2]  worker ID
+-- ARGV[3]  now in ms, or "" for Redis's clock
+-- ARGV[4]  ttl in ms: the worker counts as alive until now + ttl
+-- ARGV[5]  capacity
+-- ARGV[6]  lease duration in ms
+-- ARGV[7]  age after ms (0: no aging)
+-- ARGV[8]  top level
+-- ARGV[9]  schema version
+-- ARGV[10] counts as "<level>:<processed>:<failed>:<preempted>:<breaches>;"
+--          per level and "P<pool>:...;" per pool, or "" (see counts.lua)
+-- ARGV[11] slot pools as "<pool>:<size>:<l>,<l>:<borrow 0/1>[:<name>]/..."
+--          (see encodePools in heartbeat.go), or ""
+-- ARGV[12..] the leases to extend: id, token, id, token, ...
+--
+-- The cap field of the worker is written as "<capacity>@<now ms>", then
+-- "@<slot pools>" when it has pools (fleet.lua and workers.lua read it).
+--
+-- Reply: {lost IDs, corruption messages, paused levels (the paused key's
+-- value, "" for none)}; an error reply SCHEMA ... for another schema
+-- version, CORRUPT ... when a shared key holds another type.
+--
+-- Keys it touches. Declared in KEYS: alive. Built from the prefix (not
+-- declared): v, paused, cnt (a schema 1 key, read), t:<id>, s:<id>,
+-- c:<id> (STRINGs), leases, running, scheduled, dead, done (ZSETs), busy,
+-- cap, n, r:<bucket> (HASHes), p:<level> (LISTs), the channel wake.
+
+local w, now = ARGV[2], clock(ARGV[3])
+local vp = redis.call('MGET', P .. 'v', P .. 'paused')
+local v, paused = vp[1], vp[2] or ''
+if not v then
+  if redis.call('EXISTS', P .. 'cnt') == 1 then v = '1' else redis.call('SET', P .. 'v', ARGV[9]); v = ARGV[9] end
+end
+if v ~= ARGV[9] then
+  return redis.error_reply('SCHEMA the queue holds data of schema version ' .. v .. '; this worker reads version ' .. ARGV[9])
+end
+-- Reads first: each also checks its key's type before anything is written.
+local bad = {}
+local _, exp, e = due_reads(now, bad)
+if e then return redis.error_reply(e) end
+local ok1, dead = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now, 'LIMIT', 0, 20)
+if not ok1 then return redis.error_reply('CORRUPT ' .. P .. 'alive is a ' .. typeof(P .. 'alive') .. ', want a zset') end
+local ok2, done = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'done', '-inf', now, 'LIMIT', 0, 100)
+if not ok2 then return redis.error_reply('CORRUPT ' .. P .. 'done is a ' .. typeof(P .. 'done') .. ', want a zset') end
+if #exp > 0 or tonumber(ARGV[7]) > 0 then
+  local g = shared()
+  if g then return redis.error_reply(g) end
+  recover(exp, now, bad)
+  age(now, tonumber(ARGV[7]), tonumber(ARGV[8]), bad)
+end
+local capv = ARGV[5] .. '@' .. now
+if ARGV[11] ~= '' then capv = capv .. '@' .. ARGV[11] end
+if not pcall(redis.call, 'HSET', P .. 'cap', w, capv) then
+  return redis.error_reply('CORRUPT ' .. P .. 'cap is a ' .. typeof(P .. 'cap') .. ', want a hash')
+end
+redis.call('ZADD', P .. 'alive', now + tonumber(ARGV[4]), w)
+for _, o in ipairs(dead) do
+  redis.call('ZREM', P .. 'alive', o)
+  redis.call('HDEL', P .. 'cap', o)
+  local ok3, busy = pcall(redis.call, 'HGET', P .. 'busy', o)
+  if ok3 and num(busy) <= 0 then redis.call('HDEL', P .. 'busy', o) end
+end
+for _, o in ipairs(done) do
+  redis.call('DEL', tkey(o), skey(o), ckey(o))
+  redis.call('ZREM', P .. 'done', o)
+end
+add_counts(now, ARGV[10], bad)
+local lost, ext = {}, {}
+if #ARGV >= 12 then
+  local sk = {}
+  for i = 12, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
+  local raws = redis.call('MGET', unpack(sk))
+  local dl = now + tonumber(ARGV[6])
+  for i = 12, #ARGV, 2 do
+    local s = decode(raws[(i - 10) / 2])
+    if s and s.tk == ARGV[i + 1] then
+      ext[#ext + 1] = dl; ext[#ext + 1] = ARGV[i]
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
+  end
+  if #ext > 0 then redis.call('ZADD', P .. 'leases', 'XX', unpack(ext)) end
+end
+return {lost, bad, paused}

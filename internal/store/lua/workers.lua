@@ -1,0 +1,36 @@
+-- workers.lua: reads the live workers with their capacity and busy counts
+-- in one round trip (Store.Workers).
+--
+-- uses: prelude.lua
+--
+-- KEYS[1]  alive (ZSET)
+-- ARGV[1]  the key prefix (P)
+-- ARGV[2]  now in ms, or "" for Redis's clock
+-- ARGV[3]  max workers
+--
+-- Reply: per live worker {id, alive-until ms, its cap field
+-- ("<capacity>@<heartbeat ms>[@<slot pools>]", see heartbeat.lua), busy,
+-- then busy per slot pool, in the layout's order}; an error reply
+-- (CORRUPT ...) when a fleet key holds another type.
+--
+-- Keys it touches. Declared in KEYS: alive. Built from the prefix (not
+-- declared): cap, busy (HASHes).
+
+local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash')
+if g then return redis.error_reply(g) end
+local now = clock(ARGV[2])
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
+local out = {}
+for i = 1, #live, 2 do
+  local w = live[i]
+  local c = redis.call('HGET', P .. 'cap', w) or ''
+  local row = {w, live[i + 1], c, redis.call('HGET', P .. 'busy', w) or '0'}
+  local lay = string.match(c, '^[^@]*@[^@]*@(.+)$')
+  if lay then
+    for bd in string.gmatch(lay, '(%d+):%d+:[%d,]*:%d') do
+      row[#row + 1] = redis.call('HGET', P .. 'busy', w .. '|' .. bd) or '0'
+    end
+  end
+  out[#out + 1] = row
+end
+return out
