@@ -55,3 +55,28 @@ func TestCorruptKeysLoggedAndSurvived(t *testing.T) {
 		waitGone(t, q, waiting)
 	})
 }
+
+// A task whose record key holds another type is set aside and
+// dead-lettered by the lease call itself: the runtime counts it in
+// RunStats.Dead and logs it as a dead letter, and the queue counts it dead
+// at its own level.
+func TestSetAsideTaskCountedDead(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		q := setup(t, b, queue.Config{})
+		ctx := context.Background()
+		prefix := "{" + b.Prefix + ":" + q.Name() + "}:"
+		bad := enqueue(t, q, "job", "", 2)
+		require.NoError(t, b.Client.Del(ctx, prefix+"t:"+bad).Err())
+		require.NoError(t, b.Client.HSet(ctx, prefix+"t:"+bad, "oops", "1").Err())
+		log, logs := observedLogger(t)
+		rt := startRuntime(t, q, handlers.NewMux(), runtime.Config{Concurrency: 1, Logger: log})
+		waitForLog(t, logs, "the set-aside task logged as a dead letter", func(e observer.LoggedEntry) bool {
+			return e.Message == "task dead-lettered" && e.ContextMap()["task_id"] == bad
+		})
+		require.EqualValues(t, 1, rt.Stats().Dead)
+		st, err := q.Stats(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, st.Levels[2].Dead, "counted dead at its own level")
+		require.Zero(t, st.Levels[0].Dead)
+	})
+}

@@ -204,6 +204,13 @@ func (r *Runtime) logCorrupt(res *store.LeaseResult) {
 	for _, err := range res.Corrupt {
 		r.log.Error("corrupt queue key; leasing goes on without it", zap.Error(err))
 	}
+	// The lease call dead-lettered these itself: counted and logged like
+	// any dead letter.
+	for _, sa := range res.SetAside {
+		r.stats.dead.Add(1)
+		r.log.Error("task dead-lettered", zap.String("task_id", sa.ID), zap.Int("task_level", sa.Level),
+			zap.String("reason", "its record key holds another type (set aside as x:"+sa.ID+")"), zap.Error(sa.Err))
+	}
 }
 
 // poolRoom is how many more handlers the pool can start without blocking,

@@ -113,7 +113,8 @@ type RunStats struct {
 	// malformed payload), as overtake.task.failed and the failed rate.
 	Failed int64
 	// Dead counts tasks dead-lettered by this runtime, records that could
-	// not be decoded (no run) included.
+	// not be decoded and tasks its lease calls set aside (no run)
+	// included.
 	Dead       int64
 	Preempted  int64 // victims this runtime cancelled for urgent work
 	Reserved   int64 // urgent tasks this runtime leased in order to preempt

@@ -179,8 +179,18 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 	deadline, _ := raw[2].(int64)
 	bad, _ := raw[3].([]any)
 	for _, b := range bad {
-		if s, ok := b.(string); ok {
-			res.Corrupt = append(res.Corrupt, scriptErr(errors.New(s)))
+		switch b := b.(type) {
+		case string:
+			res.Corrupt = append(res.Corrupt, scriptErr(errors.New(b)))
+		case []any: // {id, level, message}: a task set aside
+			if len(b) == 3 {
+				id, _ := b[0].(string)
+				lvl, _ := b[1].(string)
+				msg, _ := b[2].(string)
+				err := scriptErr(errors.New(msg))
+				res.Corrupt = append(res.Corrupt, err)
+				res.SetAside = append(res.SetAside, SetAside{ID: id, Level: atoi(lvl), Err: err})
+			}
 		}
 	}
 	if gc, _ := raw[4].([]any); len(req.Groups) > 0 {

@@ -63,12 +63,24 @@ type LeaseResult struct {
 	// task keys set aside. Each wraps ErrCorrupt and names the key; the
 	// caller logs them as corruption, not as an outage.
 	Corrupt []error
+	// SetAside are the tasks this call dead-lettered because their record
+	// key held another type (renamed x:<id>); each also has its entry in
+	// Corrupt. The caller counts them as dead letters.
+	SetAside []SetAside
 	// GroupCounts is how many tasks each of LeaseRequest.Groups took.
 	GroupCounts []int
 	// NextDue is when the earliest scheduled task becomes due or the
 	// earliest lease expires, zero if none: an idle worker need not look
 	// again before then unless woken.
 	NextDue time.Time
+}
+
+// SetAside is a task a lease call dead-lettered at Level because its
+// record key held another type; Err wraps ErrCorrupt and names the key.
+type SetAside struct {
+	ID    string
+	Level int
+	Err   error
 }
 
 // Malformed is a leased record that could not be decoded.

@@ -136,14 +136,21 @@ func TestCorruptTaskKeyIsSetAside(t *testing.T) {
 		require.Equal(t, []string{"good"}, ids(res.Tasks), "no lease is wasted on the bad key")
 		require.Len(t, res.Corrupt, 1)
 		requireCorrupt(t, res.Corrupt[0], e.c.keys.task("bad"))
+		require.Len(t, res.SetAside, 1, "the set-aside task is reported to the caller")
+		require.Equal(t, "bad", res.SetAside[0].ID)
+		require.Equal(t, 1, res.SetAside[0].Level)
+		requireCorrupt(t, res.SetAside[0].Err, e.c.keys.task("bad"))
 		require.Equal(t, []string{"bad"}, e.zset(e.c.keys.dead()))
+		e.requireCounts(counts{}, counts{Active: 1, Dead: 1}) // dead at its own level, not at 0
 		rec, err := e.c.Inspect(e.ctx, "bad")
 		require.ErrorIs(t, err, ErrMalformedRecord)
 		require.Equal(t, StateDead, rec.State)
+		require.Equal(t, 1, rec.Level)
 		require.Contains(t, rec.LastError, "corrupt record")
 		require.Equal(t, "hash", e.rdb.Type(e.ctx, e.c.keys.prefix+"x:bad").Val(), "kept for the operator")
 		require.NoError(t, e.c.DeleteDead(e.ctx, "bad"))
 		require.Zero(t, e.rdb.Exists(e.ctx, e.c.keys.prefix+"x:bad").Val())
+		e.requireCounts(counts{}, counts{Active: 1})
 
 		// A wrong-typed state of a leased task: its ack fails closed.
 		good := res.Tasks[0]

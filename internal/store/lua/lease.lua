@@ -44,7 +44,10 @@
 --
 -- Reply: {code, now, deadline, {corrupt...}, {taken per group}, {ack
 -- results, as finish.lua's}, then id, record, state, checkpoint (false if
--- none) per task leased}. code is the ms until the earliest scheduled task
+-- none) per task leased}. A corrupt entry is a CORRUPT message, or
+-- {id, level, message} for a task set aside (its record key held another
+-- type: renamed x:<id>, the task dead-lettered at the level it was
+-- popped from). code is the ms until the earliest scheduled task
 -- is due or lease expires when nothing was popped (0: none), or -1 / -2
 -- alone when a reservation is refused (a free slot / a lower victim
 -- elsewhere), or an error reply (CORRUPT ...) when a shared key holds
@@ -250,8 +253,9 @@ for gi, g in ipairs(groups) do
             bad[#bad + 1] = gd
             stuck = true
           elseif t ~= 'none' then
-            set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string')
-            bad[#bad + 1] = 'CORRUPT ' .. tkey(id) .. ' is a ' .. t .. ', want a string (set aside as x:' .. id .. ', dead-lettered)'
+            set_aside(id, now, 'corrupt record: ' .. tkey(id) .. ' is a ' .. t .. ', want a string', ls)
+            bad[#bad + 1] = {id, ls, 'CORRUPT ' .. tkey(id) .. ' is a ' .. t ..
+              ', want a string (set aside as x:' .. id .. ', dead-lettered at level ' .. ls .. ')'}
           elseif raw then
             redis.call('DEL', skey(id), ckey(id)) -- deleted behind its list's back
           end

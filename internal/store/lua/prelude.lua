@@ -167,15 +167,16 @@ end
 
 -- set_aside dead-letters a task whose record key holds another type: the
 -- key is renamed to x:<id> (kept for the operator), the ID goes to the dead
--- set with the reason, and nothing else waits on it.
-local function set_aside(id, now, why)
+-- set with the reason, counted dead at level ls (the list it was popped
+-- from, kept in its state), and nothing else waits on it.
+local function set_aside(id, now, why, ls)
   redis.call('RENAME', tkey(id), P .. 'x:' .. id)
   if typeof(skey(id)) ~= 'string' and typeof(skey(id)) ~= 'none' then
     redis.call('RENAME', skey(id), P .. 'xs:' .. id)
   end
-  redis.call('SET', skey(id), cjson.encode({st = 'dead', err = why, fin = tostring(now)}))
+  redis.call('SET', skey(id), cjson.encode({st = 'dead', err = why, fin = tostring(now), l = ls}))
   redis.call('ZADD', P .. 'dead', now, id)
-  redis.call('HINCRBY', P .. 'n', 'd0', 1)
+  redis.call('HINCRBY', P .. 'n', 'd' .. ls, 1)
 end
 
 -- shared is the guard of the keys every lease transition writes.
