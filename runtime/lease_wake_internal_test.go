@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,9 +15,30 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// holdLeaseReply holds the reply of the first lease call (an EVALSHA on
-// the leases key with the lease script's 20 arguments or more) until
-// release is closed; held is closed once that call has run in Redis.
+// IsLeaseCall reports whether cmd is a lease call: an EVALSHA or EVAL of
+// the lease script, on the leases key, whose ARGV[8] is its JSON options
+// (see lease.lua's header). Exported for the tests of package runtime_test.
+func IsLeaseCall(cmd redis.Cmder) bool {
+	if cmd.Name() != "evalsha" && cmd.Name() != "eval" {
+		return false
+	}
+	a := cmd.Args() // evalsha, sha, numkeys, key, ARGV...
+	if len(a) < 12 {
+		return false
+	}
+	key, _ := a[3].(string)
+	var opts string
+	switch v := a[11].(type) {
+	case string:
+		opts = v
+	case []byte:
+		opts = string(v)
+	}
+	return strings.HasSuffix(key, "}:leases") && strings.HasPrefix(opts, "{")
+}
+
+// holdLeaseReply holds the reply of the first lease call (IsLeaseCall)
+// until release is closed; held is closed once that call has run in Redis.
 type holdLeaseReply struct {
 	once          *sync.Once
 	held, release chan struct{}
@@ -31,7 +53,7 @@ func (h holdLeaseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 func (h holdLeaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if a := cmd.Args(); len(a) >= 23 && cmd.Name() == "evalsha" {
+		if IsLeaseCall(cmd) {
 			h.once.Do(func() {
 				close(h.held)
 				<-h.release

@@ -75,7 +75,7 @@ func (*leaseCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 
 func (c *leaseCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(cmd.Args()) < 23 {
+		if !runtime.IsLeaseCall(cmd) {
 			return next(ctx, cmd)
 		}
 		c.mu.Lock()
