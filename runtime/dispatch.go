@@ -133,7 +133,8 @@ func (r *Runtime) dispatch() {
 		if err == nil && wait == 0 {
 			continue
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			r.redisFailed(err) // (a lease call or probe did already)
 			wait = bo.next()
 			notBefore = time.Now().Add(wait)
@@ -145,10 +146,10 @@ func (r *Runtime) dispatch() {
 			} else {
 				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			}
-		} else if answered {
+		case answered:
 			bo.reset() // only a success does: a call just sent may yet fail
 			notBefore = time.Time{}
-		} else if !ready {
+		case !ready:
 			wait = min(wait, max(time.Until(notBefore), time.Millisecond))
 		}
 		if len(r.kick) == 0 && leasing == 0 {

@@ -22,7 +22,7 @@ func startReplicated(t testing.TB) *redis.Client {
 	rc := replica.NewClient(t)
 	host, port, _ := strings.Cut(primary.Addr(), ":")
 	ctx := context.Background()
-	require.NoError(t, rc.SlaveOf(ctx, host, port).Err())
+	require.NoError(t, rc.ReplicaOf(ctx, host, port).Err())
 	pc := primary.NewClient(t)
 	require.Eventually(t, func() bool {
 		info, err := pc.Info(ctx, "replication").Result()
