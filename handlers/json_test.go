@@ -30,7 +30,7 @@ func TestHandleJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"image":"a.png","width":64}`, string(good.Payload))
 	assert.False(t, good.NotPreemptible)
-	assert.Zero(t, good.MaxRetries, "the default, applied at enqueue")
+	assert.Equal(t, queue.DefaultMaxRetries, good.MaxRetries)
 
 	tests := []struct {
 		name    string

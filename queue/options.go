@@ -21,7 +21,7 @@ func Class(name string) Option { return store.Class(name) }
 func ID(id string) Option { return store.ID(id) }
 
 // MaxRetries sets how many failed attempts are retried before the task is
-// dead-lettered; 0 means none (Task.MaxRetries = NoRetries).
+// dead-lettered; 0 means none. Without it a task has DefaultMaxRetries.
 func MaxRetries(n int) Option { return store.MaxRetries(n) }
 
 // Timeout bounds each run of the handler.

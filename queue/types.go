@@ -54,13 +54,8 @@ const (
 	FeedResumed = store.FeedResumed // the preempted task was leased again
 )
 
-// Retry budgets.
-const (
-	// DefaultMaxRetries is the retry budget of a task enqueued without MaxRetries.
-	DefaultMaxRetries = store.DefaultMaxRetries
-	// NoRetries as Task.MaxRetries dead-letters a task at its first failure.
-	NoRetries = store.NoRetries
-)
+// DefaultMaxRetries is the retry budget of a task enqueued without MaxRetries.
+const DefaultMaxRetries = store.DefaultMaxRetries
 
 // AllLevels selects every level of the queue in Pause and Resume.
 const AllLevels = store.AllLevels
@@ -69,7 +64,7 @@ const AllLevels = store.AllLevels
 const RateWindow = store.RateWindow
 
 // NewTask returns a task of the given type and payload at level 0, with
-// the defaults (as the zero values of Task's fields give them).
+// DefaultMaxRetries and the other defaults (the zero values).
 func NewTask(typ string, payload []byte) *Task { return store.NewTask(typ, payload) }
 
 // The modes of Pause.

@@ -213,6 +213,8 @@ func TestHandlerPanic(t *testing.T) {
 		always := enqueue(t, q, "always", "", 1, queue.MaxRetries(0))
 		g := enqueue(t, q, "good", "", 1)
 		dead := waitState(t, q, always, queue.StateDead)
+		require.Zero(t, dead.MaxRetries, "MaxRetries(0) reads back as 0")
+		require.Equal(t, 1, dead.Attempt, "dead-lettered at its first failure")
 		require.Contains(t, dead.LastError, "panic")
 		require.Contains(t, dead.LastError, "assignment to entry in nil map")
 		requireDeadLettered(t, q, always)

@@ -44,12 +44,9 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 			return nil, nil, nil, nil, err
 		}
 	}
-	if nt.MaxRetries < NoRetries || nt.Timeout < 0 {
-		return nil, nil, nil, nil, fmt.Errorf("%w: MaxRetries %d (want NoRetries, 0 for the default, or more) or negative Timeout %v",
+	if nt.MaxRetries < 0 || nt.Timeout < 0 {
+		return nil, nil, nil, nil, fmt.Errorf("%w: negative MaxRetries %d or Timeout %v",
 			ErrInvalidTask, nt.MaxRetries, nt.Timeout)
-	}
-	if nt.MaxRetries == 0 {
-		nt.MaxRetries = DefaultMaxRetries
 	}
 	if nt.Level < 0 || nt.Level >= c.cfg.Levels {
 		return nil, nil, nil, nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)

@@ -304,29 +304,34 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-// A Task literal behaves like NewTask: zero values mean the documented
-// defaults (25 retries, preemptible); NoRetries means none; anything below
-// is refused.
-func TestZeroValueTaskHasTheDefaults(t *testing.T) {
+// MaxRetries means the same on the option, on a Task and in the stored
+// record: the retry budget, 0 for none. NewTask starts from
+// DefaultMaxRetries; a stored value reads back as it is, so a task read
+// back and enqueued again keeps its budget; a negative one is refused.
+func TestMaxRetriesReadsBackAsStored(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
-		lit, err := e.c.Enqueue(e.ctx, &Task{Type: "x"})
+		def, err := e.c.Enqueue(e.ctx, NewTask("x", nil))
 		require.NoError(t, err)
-		got := e.inspect(lit.ID)
+		got := e.inspect(def.ID)
 		require.Equal(t, DefaultMaxRetries, got.MaxRetries)
 		require.False(t, got.NotPreemptible)
-		none, err := e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: NoRetries, NotPreemptible: true})
+		none, err := e.c.Enqueue(e.ctx, NewTask("x", nil), MaxRetries(0), Preemptible(false))
 		require.NoError(t, err)
+		require.Zero(t, none.MaxRetries)
 		got = e.inspect(none.ID)
-		require.Equal(t, NoRetries, got.MaxRetries)
+		require.Zero(t, got.MaxRetries)
+		require.False(t, got.RetriesLeft(), "no retries: the first failure dead-letters")
 		require.True(t, got.NotPreemptible)
 		again, err := e.c.Enqueue(e.ctx, got, ID("copy")) // a task read back keeps its meaning
 		require.NoError(t, err)
-		require.Equal(t, NoRetries, e.inspect(again.ID).MaxRetries)
-		opt, err := e.c.Enqueue(e.ctx, NewTask("x", nil), MaxRetries(0))
+		require.Zero(t, e.inspect(again.ID).MaxRetries)
+		lit, err := e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: 3})
 		require.NoError(t, err)
-		require.Equal(t, NoRetries, e.inspect(opt.ID).MaxRetries)
-		_, err = e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: -2})
+		require.Equal(t, 3, e.inspect(lit.ID).MaxRetries)
+		_, err = e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: -1})
+		require.ErrorIs(t, err, ErrInvalidTask)
+		_, err = e.c.Enqueue(e.ctx, NewTask("x", nil), MaxRetries(-1))
 		require.ErrorIs(t, err, ErrInvalidTask)
 	})
 }

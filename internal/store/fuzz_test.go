@@ -76,9 +76,6 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		require.True(t, bytes.Equal(payload, out.Payload), "payload")
 		require.Equal(t, level, out.Level)
 		require.Equal(t, level, out.OriginalLevel)
-		if maxRetries == 0 {
-			maxRetries = NoRetries // a stored budget of 0 reads back as NoRetries
-		}
 		require.Equal(t, maxRetries, out.MaxRetries)
 		require.Equal(t, time.Duration(in.Timeout.Milliseconds())*time.Millisecond, out.Timeout)
 		require.Equal(t, !preemptible, out.NotPreemptible)

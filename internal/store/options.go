@@ -55,16 +55,13 @@ func ID(id string) Option {
 }
 
 // MaxRetries sets how many failed attempts are retried before the task is
-// dead-lettered; 0 means none (Task.MaxRetries = NoRetries).
+// dead-lettered; 0 means none. Without it a task has DefaultMaxRetries.
 func MaxRetries(n int) Option {
 	return func(_ *Store, t *Task) error {
 		if n < 0 {
 			return fmt.Errorf("%w: negative MaxRetries %d", ErrInvalidTask, n)
 		}
 		t.MaxRetries = n
-		if n == 0 {
-			t.MaxRetries = NoRetries
-		}
 		return nil
 	}
 }

@@ -27,7 +27,7 @@ func encodeBody(t *Task) (string, error) {
 	}
 	var sb strings.Builder
 	sb.Grow(32 + len(t.Type) + len(t.Class) + len(hdr) + len(t.Payload))
-	sb.WriteString(strconv.Itoa(t.retries()))
+	sb.WriteString(strconv.Itoa(t.MaxRetries))
 	sb.WriteByte('|')
 	sb.WriteString(strconv.FormatInt(t.Timeout.Milliseconds(), 10))
 	sb.WriteByte('|')
@@ -110,9 +110,6 @@ func decodeRecord(t *Task, raw string) error {
 	t.NotPreemptible = n[1] == 0
 	t.EnqueuedAt, t.ReadyAt, t.ProcessAt = msTime(n[2]), msTime(n[2]), msTime(n[2])
 	t.MaxRetries, t.Timeout = int(n[3]), time.Duration(n[4])*time.Millisecond
-	if t.MaxRetries == 0 {
-		t.MaxRetries = NoRetries // stored as the budget; 0 on a Task means the default
-	}
 	rest := f[6]
 	var strs [3]string
 	for i := range strs {

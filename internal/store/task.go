@@ -32,8 +32,7 @@ type Task struct {
 	// Fields below are set by options at enqueue and read back on lease.
 
 	// MaxRetries is how many failed attempts are retried before the task
-	// is dead-lettered. Zero means DefaultMaxRetries (25); NoRetries means
-	// none (a task read back without retries has NoRetries).
+	// is dead-lettered; 0 means none. NewTask sets DefaultMaxRetries.
 	MaxRetries int
 	// Timeout bounds one run of the handler. Zero means none.
 	Timeout time.Duration
@@ -95,20 +94,14 @@ type Task struct {
 }
 
 // NewTask returns a task of the given type and payload at level 0, with
-// the defaults (as the zero values of Task's fields give them).
+// DefaultMaxRetries and the other defaults (the zero values).
 func NewTask(typ string, payload []byte) *Task {
-	return &Task{Type: typ, Payload: payload}
+	return &Task{Type: typ, Payload: payload, MaxRetries: DefaultMaxRetries}
 }
 
 // DefaultMaxRetries is the retry budget of a task enqueued without MaxRetries.
 const DefaultMaxRetries = 25
 
-// NoRetries as Task.MaxRetries dead-letters a task at its first failure.
-const NoRetries = -1
-
-// retries returns the task's retry budget (0 for NoRetries).
-func (t *Task) retries() int { return max(t.MaxRetries, 0) }
-
 // RetriesLeft reports whether a task that has failed Attempt times may be
 // retried once more after its current attempt fails.
-func (t *Task) RetriesLeft() bool { return t.Attempt+1 <= t.retries() }
+func (t *Task) RetriesLeft() bool { return t.Attempt < t.MaxRetries }
