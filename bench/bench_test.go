@@ -38,9 +38,7 @@ func fill(b *testing.B, q *queue.Client, n int) {
 	for i := 0; i < n; i += 1000 {
 		tasks := make([]*queue.Task, 0, 1000)
 		for j := i; j < min(i+1000, n); j++ {
-			t := queue.NewTask("noop", nil)
-			t.Level = j % 3
-			tasks = append(tasks, t)
+			tasks = append(tasks, queue.NewTask("noop", nil, queue.Level(j%3)))
 		}
 		if _, err := q.EnqueueBatch(context.Background(), tasks); err != nil {
 			b.Fatal(err)
@@ -113,7 +111,7 @@ func BenchmarkSaveCheckpoint1KiB(b *testing.B) {
 		if err != nil || len(res.Tasks) != 1 {
 			b.Fatalf("lease: %v", err)
 		}
-		h := ckpt.New(store.Of(q), res.Tasks[0])
+		h := ckpt.New(store.Of(q), &res.Tasks[0].Info, res.Tasks[0].Token)
 		data := make([]byte, 1024)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -131,7 +129,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 	forEach(b, func(b *testing.B, q *queue.Client) {
 		ctx := context.Background()
 		started := make(chan time.Time, 1)
-		h := handlers.HandlerFunc(func(context.Context, *queue.Task) error {
+		h := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error {
 			started <- time.Now()
 			return nil
 		})

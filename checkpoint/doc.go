@@ -8,7 +8,7 @@
 //
 //	type progress struct{ Row int }
 //
-//	func export(ctx context.Context, t *queue.Task) error {
+//	func export(ctx context.Context, t *queue.TaskInfo) error {
 //		p, _, err := checkpoint.Load[progress](ctx) // zero value on the first run
 //		if err != nil {
 //			return err

@@ -40,8 +40,7 @@ func sumTo(ctx context.Context, stopAt int) (sum int, resumed bool, err error) {
 // unit test.
 func Example() {
 	saver := &checkpointtest.Saver{}
-	task := queue.NewTask("sum", nil)
-	task.ID = "t1"
+	task := &queue.TaskInfo{ID: "t1", Type: "sum"}
 
 	// First run: preempted before adding 6.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -67,7 +66,7 @@ func Example() {
 
 func ExampleCursor() {
 	saver := &checkpointtest.Saver{}
-	task := saver.Lease(&queue.Task{ID: "t2", Type: "scan"}, "lease-1")
+	task := saver.Lease(&queue.TaskInfo{ID: "t2", Type: "scan"}, "lease-1")
 	ctx := saver.Context(context.Background(), task)
 
 	cur, _ := checkpoint.NewCursor[string](ctx, 0) // save on every Set
@@ -84,7 +83,7 @@ func ExampleCursor() {
 // nothing.
 func ExampleSave_tooLarge() {
 	saver := &checkpointtest.Saver{MaxBytes: 8}
-	task := saver.Lease(&queue.Task{ID: "t3", Type: "big"}, "lease-1")
+	task := saver.Lease(&queue.TaskInfo{ID: "t3", Type: "big"}, "lease-1")
 
 	err := checkpoint.Save(saver.Context(context.Background(), task), make([]int, 20))
 	fmt.Println(errors.Is(err, queue.ErrCheckpointTooLarge))

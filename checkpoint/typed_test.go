@@ -86,7 +86,7 @@ func (upperCodec) Unmarshal(data []byte, v any) error {
 func TestWithCodec(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	h := ckpt.New(s, task, ckpt.WithCodec(upperCodec{}))
+	h := ckpt.New(s, task, "lease-1", ckpt.WithCodec(upperCodec{}))
 	ctx := ckpt.NewContext(context.Background(), h)
 	require.NoError(t, checkpoint.Save(ctx, "page-3"))
 	assert.Equal(t, []byte("S:page-3"), h.Bytes())
@@ -110,7 +110,7 @@ func TestCursor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s, task := setup(t)
-			h := ckpt.New(s, task)
+			h := ckpt.New(s, task, "lease-1")
 			ctx := ckpt.NewContext(context.Background(), h)
 			c, err := checkpoint.NewCursor[int](ctx, tt.every)
 			require.NoError(t, err)

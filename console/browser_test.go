@@ -47,7 +47,7 @@ func newFleet(t *testing.T, slots int, opts console.Options) *fleet {
 	f := &fleet{env: newEnv(t, b, opts), lowStarted: make(chan string, 8), preempted: make(chan time.Time, 8),
 		quickRan: make(chan string, 64)}
 	mux := handlers.NewMux()
-	mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 		h, _ := ckpt.FromContext(ctx)
 		if tk.Preemptions > 0 {
 			return nil // resumed: done at once
@@ -60,9 +60,9 @@ func newFleet(t *testing.T, slots int, opts console.Options) *fleet {
 		f.preempted <- time.Now()
 		return context.Cause(ctx)
 	})
-	mux.HandleFunc("urgent", func(context.Context, *queue.Task) error { return nil })
-	mux.HandleFunc("quick", func(_ context.Context, tk *queue.Task) error { f.quickRan <- tk.ID; return nil })
-	mux.HandleFunc("fail", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("urgent", func(context.Context, *queue.TaskInfo) error { return nil })
+	mux.HandleFunc("quick", func(_ context.Context, tk *queue.TaskInfo) error { f.quickRan <- tk.ID; return nil })
+	mux.HandleFunc("fail", func(context.Context, *queue.TaskInfo) error {
 		f.failRuns.Add(1)
 		return handlers.SkipRetry(errors.New("fails for good"))
 	})

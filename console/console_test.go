@@ -74,18 +74,18 @@ func TestPagination(t *testing.T) {
 	for i := range tasks {
 		tasks[i] = queue.NewTask("t", nil)
 	}
-	tasks, err := e.q.EnqueueBatch(e.ctx, tasks, queue.Level(1))
+	infos, err := e.q.EnqueueBatch(e.ctx, tasks, queue.Level(1))
 	require.NoError(t, err)
 	_, body := e.get("/pending?level=1")
 	require.Contains(t, body, "1–50 of 120")
 	require.Contains(t, body, `href="pending?level=1&amp;offset=50" rel="next"`, "a link to the next page")
 	require.NotContains(t, body, `rel="prev"`)
-	require.Contains(t, body, tasks[0].ID)
-	require.NotContains(t, body, tasks[50].ID)
+	require.Contains(t, body, infos[0].ID)
+	require.NotContains(t, body, infos[50].ID)
 	_, body = e.get("/pending?level=1&offset=100")
 	require.Contains(t, body, "101–120 of 120")
 	require.Contains(t, body, `href="pending?level=1&amp;offset=50" rel="prev"`)
-	require.Contains(t, body, tasks[119].ID)
+	require.Contains(t, body, infos[119].ID)
 	_, body = e.get("/pending?level=1&offset=5000")
 	require.Contains(t, body, "nothing here, 120 in all")
 }

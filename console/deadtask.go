@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -55,7 +56,7 @@ func (c *Console) deadView(ctx context.Context, q url.Values) (any, error) {
 
 // taskData is the task page.
 type taskData struct {
-	T           *queue.Task
+	T           *store.Task // with its lease, which the page shows
 	Ref         taskRef
 	Level       string
 	Original    string
@@ -75,7 +76,7 @@ func (c *Console) taskView(ctx context.Context, q url.Values) (any, error) {
 	if len(id) > 512 {
 		return nil, badRequest("id is %d bytes long; task IDs this console shows are at most 512", len(id))
 	}
-	t, err := c.q.Inspect(ctx, id)
+	t, err := c.st.Inspect(ctx, id)
 	if t == nil {
 		return nil, err
 	}

@@ -96,6 +96,6 @@ func (e *env) kill(typ, payload, reason string) string {
 	require.NoError(e.t, err)
 	require.Len(e.t, res.Tasks, 1)
 	require.Equal(e.t, id, res.Tasks[0].ID)
-	require.NoError(e.t, e.q.DeadLetter(e.ctx, res.Tasks[0], reason))
+	require.NoError(e.t, store.Of(e.q).DeadLetter(e.ctx, res.Tasks[0], reason))
 	return id
 }

@@ -37,7 +37,7 @@ func TestBrowserScreenshots(t *testing.T) {
 		LiveInterval: 200 * time.Millisecond, JaegerURL: "http://127.0.0.1:16686", JaegerService: "billing-worker"})
 	type work struct{ Steps int }
 	mux := handlers.NewMux()
-	run := func(ctx context.Context, _ *queue.Task, w work) error {
+	run := func(ctx context.Context, _ *queue.TaskInfo, w work) error {
 		cur, err := checkpoint.NewCursor[int](ctx, 0)
 		if err != nil {
 			return err

@@ -93,7 +93,7 @@ func runPreemptionScenario(t *testing.T, b testredis.Backend, svc string, proto 
 	urgentDone, flakyDone := make(chan struct{}, 1), make(chan struct{}, 1)
 	var flakyRuns atomic.Int32
 	mux := handlers.NewMux()
-	mux.HandleFunc("report", func(ctx context.Context, _ *queue.Task) error {
+	mux.HandleFunc("report", func(ctx context.Context, _ *queue.TaskInfo) error {
 		p, _, err := checkpoint.Load[progress](ctx)
 		if err != nil {
 			return err
@@ -112,11 +112,11 @@ func runPreemptionScenario(t *testing.T, b testredis.Backend, svc string, proto 
 		}
 		return context.Cause(ctx)
 	})
-	mux.HandleFunc("page", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("page", func(context.Context, *queue.TaskInfo) error {
 		urgentDone <- struct{}{}
 		return nil
 	})
-	mux.HandleFunc("flaky", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("flaky", func(context.Context, *queue.TaskInfo) error {
 		if flakyRuns.Add(1) == 1 {
 			return errors.New("flaky failure")
 		}

@@ -6,7 +6,7 @@
 //
 //	mux := handlers.NewMux()
 //	mux.Use(handlers.Recover())
-//	handlers.HandleJSON(mux, "email", func(ctx context.Context, t *queue.Task, args EmailArgs) error {
+//	handlers.HandleJSON(mux, "email", func(ctx context.Context, t *queue.TaskInfo, args EmailArgs) error {
 //		if err := send(ctx, args); err != nil {
 //			return handlers.RetryAfter(time.Minute, err) // upstream asked us to back off
 //		}

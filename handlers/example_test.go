@@ -16,16 +16,16 @@ type EmailArgs struct {
 func ExampleMux() {
 	mux := handlers.NewMux()
 	mux.Use(func(next handlers.Handler) handlers.Handler {
-		return handlers.HandlerFunc(func(ctx context.Context, t *queue.Task) error {
+		return handlers.HandlerFunc(func(ctx context.Context, t *queue.TaskInfo) error {
 			err := next.ProcessTask(ctx, t)
 			fmt.Printf("%s: no handler %v\n", t.Type, errors.Is(err, handlers.ErrNoHandler))
 			return err
 		})
 	})
-	mux.HandleFunc("ping", func(context.Context, *queue.Task) error { return nil })
+	mux.HandleFunc("ping", func(context.Context, *queue.TaskInfo) error { return nil })
 
-	_ = mux.ProcessTask(context.Background(), queue.NewTask("ping", nil))
-	err := mux.ProcessTask(context.Background(), queue.NewTask("email", nil))
+	_ = mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: "ping"})
+	err := mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: "email"})
 	fmt.Println(err)
 	// Output:
 	// ping: no handler false
@@ -35,15 +35,15 @@ func ExampleMux() {
 
 func ExampleHandleJSON() {
 	mux := handlers.NewMux()
-	handlers.HandleJSON(mux, "email", func(_ context.Context, _ *queue.Task, args EmailArgs) error {
+	handlers.HandleJSON(mux, "email", func(_ context.Context, _ *queue.TaskInfo, args EmailArgs) error {
 		fmt.Println("send to", args.To)
 		return nil
 	})
 
 	task, _ := handlers.NewJSONTask("email", EmailArgs{To: "ada@example.com"})
-	fmt.Println(mux.ProcessTask(context.Background(), task))
+	fmt.Println(mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: task.Type(), Payload: task.Payload()}))
 
-	err := mux.ProcessTask(context.Background(), queue.NewTask("email", []byte("not json")))
+	err := mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: "email", Payload: []byte("not json")})
 	fmt.Println(errors.Is(err, handlers.ErrMalformedPayload), "-", err)
 	// Output:
 	// send to ada@example.com
@@ -54,12 +54,12 @@ func ExampleHandleJSON() {
 func ExampleRecover() {
 	mux := handlers.NewMux()
 	mux.Use(handlers.Recover())
-	mux.HandleFunc("email", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("email", func(context.Context, *queue.TaskInfo) error {
 		var args *EmailArgs
 		fmt.Println(args.To) // panics
 		return nil
 	})
-	err := mux.ProcessTask(context.Background(), queue.NewTask("email", nil))
+	err := mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: "email"})
 	var pe *handlers.PanicError
 	fmt.Println(errors.As(err, &pe), err)
 	// Output:

@@ -9,21 +9,23 @@ import (
 )
 
 // Handler processes one task. ProcessTask returns nil when the task is done;
-// any error steers what happens next (see the package documentation).
+// any error steers what happens next (see the package documentation). t is
+// the task's record as leased (type, payload, attempts, checkpoint, ...);
+// it is read-only, and the handler must not keep it after returning.
 //
 // ProcessTask must respect ctx: when it is cancelled, with the cause
 // ErrPreempted or ErrShutdown, the handler should save its checkpoint and
 // return. Go cannot stop a goroutine, so a handler that ignores cancellation
 // keeps its slot until it returns.
 type Handler interface {
-	ProcessTask(ctx context.Context, t *queue.Task) error
+	ProcessTask(ctx context.Context, t *queue.TaskInfo) error
 }
 
 // HandlerFunc adapts an ordinary function to a Handler.
-type HandlerFunc func(ctx context.Context, t *queue.Task) error
+type HandlerFunc func(ctx context.Context, t *queue.TaskInfo) error
 
 // ProcessTask calls f(ctx, t).
-func (f HandlerFunc) ProcessTask(ctx context.Context, t *queue.Task) error {
+func (f HandlerFunc) ProcessTask(ctx context.Context, t *queue.TaskInfo) error {
 	return f(ctx, t)
 }
 
@@ -72,7 +74,7 @@ func recoverPanic(fn func() error) (err error) {
 // middleware should see the panic as an error.
 func Recover() Middleware {
 	return func(next Handler) Handler {
-		return HandlerFunc(func(ctx context.Context, t *queue.Task) error {
+		return HandlerFunc(func(ctx context.Context, t *queue.TaskInfo) error {
 			return recoverPanic(func() error { return next.ProcessTask(ctx, t) })
 		})
 	}

@@ -36,8 +36,8 @@ func TestRecoverPanic(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := handlers.Recover()(handlers.HandlerFunc(func(context.Context, *queue.Task) error { return tt.fn() }))
-			err := h.ProcessTask(context.Background(), queue.NewTask("t", nil))
+			h := handlers.Recover()(handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error { return tt.fn() }))
+			err := h.ProcessTask(context.Background(), &queue.TaskInfo{Type: "t"})
 			if tt.wantMsg == "" {
 				require.NoError(t, err)
 				return
@@ -59,8 +59,8 @@ func TestRecoverMiddleware(t *testing.T) {
 	t.Parallel()
 	mux := handlers.NewMux()
 	mux.Use(handlers.Recover())
-	mux.HandleFunc("crash", func(context.Context, *queue.Task) error { panic("oops") })
-	err := mux.ProcessTask(context.Background(), queue.NewTask("crash", nil))
+	mux.HandleFunc("crash", func(context.Context, *queue.TaskInfo) error { panic("oops") })
+	err := mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: "crash"})
 	var pe *handlers.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "oops", pe.Value)

@@ -13,11 +13,11 @@ import (
 // fails without calling fn, with an error that matches ErrMalformedPayload
 // and ErrSkipRetry: a malformed payload is dead-lettered at once with the
 // decoder's message as the reason. HandleJSON panics like Mux.Handle.
-func HandleJSON[T any](m *Mux, typ string, fn func(ctx context.Context, t *queue.Task, args T) error) {
+func HandleJSON[T any](m *Mux, typ string, fn func(ctx context.Context, t *queue.TaskInfo, args T) error) {
 	if fn == nil {
 		panic(fmt.Sprintf("handlers: nil handler for type %q", typ))
 	}
-	m.Handle(typ, HandlerFunc(func(ctx context.Context, t *queue.Task) error {
+	m.Handle(typ, HandlerFunc(func(ctx context.Context, t *queue.TaskInfo) error {
 		var args T
 		if err := json.Unmarshal(t.Payload, &args); err != nil {
 			return SkipRetry(fmt.Errorf("%w for type %q: %w", ErrMalformedPayload, t.Type, err))

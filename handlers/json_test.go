@@ -20,7 +20,7 @@ func TestHandleJSON(t *testing.T) {
 	t.Parallel()
 	var got []resizeArgs
 	mux := handlers.NewMux()
-	handlers.HandleJSON(mux, "resize", func(_ context.Context, task *queue.Task, args resizeArgs) error {
+	handlers.HandleJSON(mux, "resize", func(_ context.Context, task *queue.TaskInfo, args resizeArgs) error {
 		assert.Equal(t, "resize", task.Type)
 		got = append(got, args)
 		return nil
@@ -28,23 +28,22 @@ func TestHandleJSON(t *testing.T) {
 
 	good, err := handlers.NewJSONTask("resize", resizeArgs{Image: "a.png", Width: 64})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"image":"a.png","width":64}`, string(good.Payload))
-	assert.False(t, good.NotPreemptible)
-	assert.Equal(t, queue.DefaultMaxRetries, good.MaxRetries)
+	assert.Equal(t, "resize", good.Type())
+	assert.JSONEq(t, `{"image":"a.png","width":64}`, string(good.Payload()))
 
 	tests := []struct {
 		name    string
 		payload []byte
 		wantErr string
 	}{
-		{"good", good.Payload, ""},
+		{"good", good.Payload(), ""},
 		{"unknown field ignored", []byte(`{"image":"b.png","extra":1}`), ""},
 		{"not json", []byte(`{image`), `overtake: malformed payload for type "resize": invalid character 'i' looking for beginning of object key string`},
 		{"wrong type", []byte(`{"width":"wide"}`), `overtake: malformed payload for type "resize": json: cannot unmarshal string into Go struct field resizeArgs.width of type int`},
 		{"empty", nil, `overtake: malformed payload for type "resize": unexpected end of JSON input`},
 	}
 	for _, tt := range tests {
-		err := mux.ProcessTask(context.Background(), queue.NewTask("resize", tt.payload))
+		err := mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: "resize", Payload: tt.payload})
 		if tt.wantErr == "" {
 			assert.NoError(t, err, tt.name)
 			continue

@@ -46,7 +46,7 @@ func (m *Mux) Handle(typ string, h Handler) {
 }
 
 // HandleFunc registers f for tasks of type typ. It panics like Handle.
-func (m *Mux) HandleFunc(typ string, f func(ctx context.Context, t *queue.Task) error) {
+func (m *Mux) HandleFunc(typ string, f func(ctx context.Context, t *queue.TaskInfo) error) {
 	if f == nil {
 		panic(fmt.Sprintf("handlers: nil handler for type %q", typ))
 	}
@@ -83,7 +83,7 @@ func (m *Mux) Types() []string {
 // ProcessTask dispatches t to the handler registered for t.Type. For an
 // unknown type it returns a *NoHandlerError, which matches both ErrNoHandler
 // and ErrSkipRetry, so the task is dead-lettered at once with a clear reason.
-func (m *Mux) ProcessTask(ctx context.Context, t *queue.Task) error {
+func (m *Mux) ProcessTask(ctx context.Context, t *queue.TaskInfo) error {
 	if t == nil {
 		return SkipRetry(fmt.Errorf("%w: nil task", queue.ErrInvalidTask))
 	}
@@ -100,7 +100,7 @@ func (m *Mux) ProcessTask(ctx context.Context, t *queue.Task) error {
 	return h.ProcessTask(ctx, t)
 }
 
-var noHandler = HandlerFunc(func(_ context.Context, t *queue.Task) error {
+var noHandler = HandlerFunc(func(_ context.Context, t *queue.TaskInfo) error {
 	return &NoHandlerError{Type: t.Type}
 })
 

@@ -17,7 +17,7 @@ import (
 
 // record returns a handler that appends name to *log and returns err.
 func record(log *[]string, name string, err error) handlers.HandlerFunc {
-	return func(context.Context, *queue.Task) error {
+	return func(context.Context, *queue.TaskInfo) error {
 		*log = append(*log, name)
 		return err
 	}
@@ -45,7 +45,7 @@ func TestMuxDispatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		log = nil
-		err := mux.ProcessTask(context.Background(), queue.NewTask(tt.typ, nil))
+		err := mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: tt.typ})
 		assert.ErrorIs(t, err, tt.wantErr, tt.typ)
 		if tt.wantErr == nil {
 			assert.NoError(t, err, tt.typ)
@@ -56,7 +56,7 @@ func TestMuxDispatch(t *testing.T) {
 
 func TestMuxUnknownType(t *testing.T) {
 	t.Parallel()
-	err := handlers.NewMux().ProcessTask(context.Background(), queue.NewTask("email", nil))
+	err := handlers.NewMux().ProcessTask(context.Background(), &queue.TaskInfo{Type: "email"})
 	require.Error(t, err)
 	assert.Equal(t, `no handler for type "email"`, err.Error())
 	assert.ErrorIs(t, err, handlers.ErrNoHandler)
@@ -79,7 +79,7 @@ func TestMuxMiddlewareOrder(t *testing.T) {
 	var log []string
 	mw := func(name string) handlers.Middleware {
 		return func(next handlers.Handler) handlers.Handler {
-			return handlers.HandlerFunc(func(ctx context.Context, task *queue.Task) error {
+			return handlers.HandlerFunc(func(ctx context.Context, task *queue.TaskInfo) error {
 				log = append(log, name+">")
 				err := next.ProcessTask(ctx, task)
 				log = append(log, "<"+name)
@@ -92,18 +92,18 @@ func TestMuxMiddlewareOrder(t *testing.T) {
 	mux.Use(mw("inner"))
 	mux.Handle("x", record(&log, "x", nil))
 
-	require.NoError(t, mux.ProcessTask(context.Background(), queue.NewTask("x", nil)))
+	require.NoError(t, mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: "x"}))
 	assert.Equal(t, "outer>,middle>,inner>,x,<inner,<middle,<outer", strings.Join(log, ","))
 
 	// Middleware also wraps the fallback for unknown types.
 	log = nil
-	require.ErrorIs(t, mux.ProcessTask(context.Background(), queue.NewTask("y", nil)), handlers.ErrNoHandler)
+	require.ErrorIs(t, mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: "y"}), handlers.ErrNoHandler)
 	assert.Equal(t, "outer>,middle>,inner>,<inner,<middle,<outer", strings.Join(log, ","))
 }
 
 func TestMuxRegistrationPanics(t *testing.T) {
 	t.Parallel()
-	ok := handlers.HandlerFunc(func(context.Context, *queue.Task) error { return nil })
+	ok := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error { return nil })
 	tests := []struct {
 		name string
 		fn   func(m *handlers.Mux)
@@ -131,7 +131,7 @@ func TestMuxTypes(t *testing.T) {
 	mux := handlers.NewMux()
 	assert.Empty(t, mux.Types())
 	for _, typ := range []string{"c", "a", "b"} {
-		mux.HandleFunc(typ, func(context.Context, *queue.Task) error { return nil })
+		mux.HandleFunc(typ, func(context.Context, *queue.TaskInfo) error { return nil })
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, mux.Types())
 }
@@ -143,16 +143,16 @@ func TestMuxConcurrent(t *testing.T) {
 	for i := range 8 {
 		typ := fmt.Sprintf("t%d", i)
 		wg.Go(func() {
-			mux.HandleFunc(typ, func(context.Context, *queue.Task) error { return nil })
+			mux.HandleFunc(typ, func(context.Context, *queue.TaskInfo) error { return nil })
 		})
 		wg.Go(func() {
-			_ = mux.ProcessTask(context.Background(), queue.NewTask(typ, nil))
+			_ = mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: typ})
 			_ = mux.Types()
 		})
 	}
 	wg.Wait()
 	assert.Len(t, mux.Types(), 8)
 	for i := range 8 {
-		assert.NoError(t, mux.ProcessTask(context.Background(), queue.NewTask(fmt.Sprintf("t%d", i), nil)))
+		assert.NoError(t, mux.ProcessTask(context.Background(), &queue.TaskInfo{Type: fmt.Sprintf("t%d", i)}))
 	}
 }

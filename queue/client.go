@@ -67,28 +67,33 @@ func (c *Client) LevelByName(name string) (int, error) {
 	return c.s.LevelByName(name)
 }
 
-// Enqueue stores t and makes it pending at its level (or scheduled, with
-// ProcessAt/ProcessIn). It returns the stored task, with its ID.
+// Enqueue stores t, with its options and then opts, and makes it pending
+// at its level (or scheduled, with ProcessAt/ProcessIn). It returns the
+// stored record, with its ID.
 //
 // Enqueue records the producer span "enqueue <queue>" (a child of the span
 // in ctx) with Config.TracerProvider and stores its trace context in the
 // record's Headers, so every run of the task joins the producer's trace.
-func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (*Task, error) {
-	return c.s.Enqueue(ctx, t, opts...)
+func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (*TaskInfo, error) {
+	var rec store.Task
+	st, err := c.s.Enqueue(ctx, t.record(&rec), t.options(opts)...)
+	if err != nil {
+		return nil, err
+	}
+	return &st.Info, nil
 }
 
-// EnqueueBatch enqueues tasks with the same options for each, in one
-// script call per 256 tasks, all sent in one pipeline. It returns the
-// stored tasks in order; a task that failed leaves a nil entry, and the
+// EnqueueBatch enqueues tasks, each with its options and then opts, in
+// one script call per 256 tasks, all sent in one pipeline. It returns the
+// stored records in order; a task that failed leaves a nil entry, and the
 // returned error joins every failure.
-func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*Task, error) {
-	return c.s.EnqueueBatch(ctx, tasks, opts...)
-}
-
-// DeadLetter dead-letters the task with reason. A stale holder gets
-// ErrLeaseLost.
-func (c *Client) DeadLetter(ctx context.Context, t *Task, reason string) error {
-	return c.s.DeadLetter(ctx, t, reason)
+func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*TaskInfo, error) {
+	recs, slab := make([]*store.Task, len(tasks)), make([]store.Task, len(tasks))
+	for i, t := range tasks {
+		recs[i] = t.record(&slab[i])
+	}
+	out, err := c.s.EnqueueEach(ctx, recs, func(i int) []Option { return tasks[i].options(opts) })
+	return infos(out), err
 }
 
 // Preemptions returns up to count feed events newer than after (a Seq; ""
@@ -112,15 +117,20 @@ func (c *Client) Depths(ctx context.Context) (map[int]int64, error) {
 // that cannot be decoded is returned with what could be read and an error
 // wrapping ErrMalformedRecord (or ErrCorrupt when a key of the task holds
 // another type).
-func (c *Client) Inspect(ctx context.Context, id string) (*Task, error) {
-	return c.s.Inspect(ctx, id)
+func (c *Client) Inspect(ctx context.Context, id string) (*TaskInfo, error) {
+	t, err := c.s.Inspect(ctx, id)
+	if t == nil {
+		return nil, err
+	}
+	return &t.Info, err
 }
 
 // DeadTasks returns up to count dead-lettered tasks, oldest first, from
 // offset. Records that cannot be decoded are returned with what could be
 // read.
-func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, error) {
-	return c.s.DeadTasks(ctx, offset, count)
+func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*TaskInfo, error) {
+	ts, err := c.s.DeadTasks(ctx, offset, count)
+	return infos(ts), err
 }
 
 // Pause stops every worker of the fleet from leasing tasks at level (or at
@@ -154,8 +164,9 @@ func (c *Client) Paused(ctx context.Context) (map[int]PauseMode, error) {
 // tasks are leased in all. A task whose record cannot be decoded is
 // returned with what could be read; one that ended between the two reads
 // is left out.
-func (c *Client) Running(ctx context.Context, offset, count int64) ([]*Task, int64, error) {
-	return c.s.Running(ctx, offset, count)
+func (c *Client) Running(ctx context.Context, offset, count int64) ([]*TaskInfo, int64, error) {
+	ts, n, err := c.s.Running(ctx, offset, count)
+	return infos(ts), n, err
 }
 
 // PendingPage returns up to count IDs waiting at level from offset (0 is
@@ -167,8 +178,9 @@ func (c *Client) PendingPage(ctx context.Context, level int, offset, count int64
 // Tasks returns the records of ids in one round trip, in order; IDs
 // without a record are left out, and records that cannot be decoded are
 // returned with what could be read.
-func (c *Client) Tasks(ctx context.Context, ids []string) ([]*Task, error) {
-	return c.s.Tasks(ctx, ids)
+func (c *Client) Tasks(ctx context.Context, ids []string) ([]*TaskInfo, error) {
+	ts, err := c.s.Tasks(ctx, ids)
+	return infos(ts), err
 }
 
 // Workers returns the live workers (at most 1000), by ID.
@@ -179,4 +191,19 @@ func (c *Client) Workers(ctx context.Context) ([]WorkerInfo, error) {
 // Redis returns the underlying Redis client.
 func (c *Client) Redis() redis.UniversalClient {
 	return c.s.Redis()
+}
+
+// infos returns the Info of each record, nil for a nil one (and nil for
+// nil ts).
+func infos(ts []*store.Task) []*TaskInfo {
+	if ts == nil {
+		return nil
+	}
+	out := make([]*TaskInfo, len(ts))
+	for i, t := range ts {
+		if t != nil {
+			out[i] = &t.Info
+		}
+	}
+	return out
 }

@@ -59,8 +59,7 @@ func ExampleClient_EnqueueBatch() {
 	if err != nil {
 		panic(err)
 	}
-	tasks := []*queue.Task{queue.NewTask("resize", nil), queue.NewTask("resize", nil), queue.NewTask("bill", nil)}
-	tasks[2].Level = 2
+	tasks := []*queue.Task{queue.NewTask("resize", nil), queue.NewTask("resize", nil), queue.NewTask("bill", nil, queue.Level(2))}
 	if _, err := q.EnqueueBatch(ctx, tasks); err != nil {
 		panic(err)
 	}

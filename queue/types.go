@@ -10,9 +10,12 @@ type (
 	// fills in the rest. Every process of one queue must agree on Levels,
 	// LevelNames and Classes.
 	Config = store.Config
-	// Task is one unit of work. Producers fill Type, Payload and options at
-	// enqueue; a leased or inspected task carries the rest of its record.
-	Task = store.Task
+	// TaskInfo is a task's record as handlers and operators read it: what
+	// the producer set at enqueue (type, payload, options) and what the
+	// queue maintains since (state, level, attempts, preemptions,
+	// recoveries, checkpoint, times, last error). It is read-only:
+	// changing a field changes nothing in Redis.
+	TaskInfo = store.Info
 	// State is where a task is in its lifecycle.
 	State = store.State
 	// Option sets a property of a task at enqueue.
@@ -62,10 +65,6 @@ const AllLevels = store.AllLevels
 
 // RateWindow is the window over which Stats reports processing rates.
 const RateWindow = store.RateWindow
-
-// NewTask returns a task of the given type and payload at level 0, with
-// DefaultMaxRetries and the other defaults (the zero values).
-func NewTask(typ string, payload []byte) *Task { return store.NewTask(typ, payload) }
 
 // The modes of Pause.
 const (

@@ -42,7 +42,7 @@ func newAsJobs(t *testing.T) (*asJobs, *handlers.Mux) {
 	j := &asJobs{release: make(chan struct{})}
 	t.Cleanup(j.releaseAll) // before the runtime's shutdown
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(ctx context.Context, _ *queue.Task) error {
+	mux.HandleFunc("job", func(ctx context.Context, _ *queue.TaskInfo) error {
 		n := j.running.Add(1)
 		defer j.running.Add(-1)
 		for p := j.peak.Load(); n > p && !j.peak.CompareAndSwap(p, n); p = j.peak.Load() { //nolint:revive // a CAS loop: the condition does the work

@@ -25,7 +25,7 @@ func TestCorruptKeysLoggedAndSurvived(t *testing.T) {
 		prefix := "{" + b.Prefix + ":" + q.Name() + "}:"
 		done := make(chan string, 10)
 		mux := handlers.NewMux()
-		mux.HandleFunc("job", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("job", func(_ context.Context, tk *queue.TaskInfo) error {
 			done <- tk.ID
 			return nil
 		})

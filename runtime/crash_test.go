@@ -24,7 +24,7 @@ import (
 // ptCrash is a task leased by a crashed worker with a saved checkpoint.
 type ptCrash struct {
 	ID    string
-	stale *queue.Task // the crashed worker's copy, with its token
+	stale *store.Task // the crashed worker's copy, with its token
 }
 
 // ptCrashed enqueues a task of typ at level, leases it as worker "crashed",
@@ -63,7 +63,7 @@ func TestCrashedWorkerTaskResumesFromCheckpoint(t *testing.T) {
 		resumed := make(chan seen, 2)
 		idle := make(chan struct{}, 1)
 		mux := handlers.NewMux()
-		mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 			p, ok, err := checkpoint.Load[ptProgress](ctx)
 			if err != nil {
 				return err
@@ -71,7 +71,7 @@ func TestCrashedWorkerTaskResumesFromCheckpoint(t *testing.T) {
 			resumed <- seen{p, ok, tk.Recoveries, tk.Preemptions, tk.Attempt}
 			return nil
 		})
-		mux.HandleFunc("probe", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("probe", func(ctx context.Context, tk *queue.TaskInfo) error {
 			idle <- struct{}{}
 			return nil
 		})
@@ -107,7 +107,7 @@ func TestCrashedWorkerTaskDefersPreemptionUntilRecovered(t *testing.T) {
 		urgentRan := make(chan string, 1)
 		crashedRan := make(chan ptProgress, 2)
 		mux := handlers.NewMux()
-		mux.HandleFunc("mid", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("mid", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
 			midStarted <- tk.Preemptions
 			if tk.Preemptions > 0 {
@@ -121,13 +121,13 @@ func TestCrashedWorkerTaskDefersPreemptionUntilRecovered(t *testing.T) {
 			leave(false)
 			return ctx.Err()
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
 			urgentRan <- tk.ID
 			leave(true)
 			return nil
 		})
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
 			p, _, err := checkpoint.Load[ptProgress](ctx)
 			if err != nil {

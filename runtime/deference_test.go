@@ -54,7 +54,7 @@ func (f *ptFleet) urgentAfter(t *testing.T, level int, want string, forever bool
 
 // ghost registers worker "ghost" the way a worker process leaves Redis when
 // it is SIGKILLed: one heartbeat with its capacity and leases, and no more.
-func ghost(t *testing.T, q *queue.Client, capacity int, leases []*queue.Task) {
+func ghost(t *testing.T, q *queue.Client, capacity int, leases []*store.Task) {
 	t.Helper()
 	_, err := store.Of(q).Heartbeat(context.Background(), store.Heartbeat{Worker: "ghost", Capacity: capacity,
 		TTL: deadTTL, Leases: leases})
@@ -172,7 +172,7 @@ func TestDeferenceKilledWorkerProcess(t *testing.T) {
 							return false
 						}
 						for _, id := range held {
-							if tk, err := f.q.Inspect(ctx, id); err != nil || tk.Worker != "victim-proc" {
+							if tk, err := store.Of(f.q).Inspect(ctx, id); err != nil || tk.Worker != "victim-proc" {
 								return false
 							}
 						}

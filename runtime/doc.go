@@ -7,7 +7,7 @@
 //
 //	q, _ := queue.New(rdb, queue.Config{Name: "default"})
 //	mux := handlers.NewMux()
-//	mux.HandleFunc("import", func(ctx context.Context, t *queue.Task) error {
+//	mux.HandleFunc("import", func(ctx context.Context, t *store.Task) error {
 //		state, _, _ := checkpoint.Load[Progress](ctx)
 //		for state.Row < total {
 //			if ctx.Err() != nil { // preempted or shutting down

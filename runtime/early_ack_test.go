@@ -77,7 +77,7 @@ func TestSuccessFreesSlotBeforeAckLands(t *testing.T) {
 	require.NoError(t, err)
 	ran := make(chan string, 2)
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(_ context.Context, tk *queue.Task) error {
+	mux.HandleFunc("job", func(_ context.Context, tk *queue.TaskInfo) error {
 		ran <- tk.ID
 		return nil
 	})
@@ -131,7 +131,7 @@ func TestCarriedAckFailureRetried(t *testing.T) {
 	require.NoError(t, err)
 	var runs atomic.Int32
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error {
 		runs.Add(1)
 		return nil
 	})
@@ -195,7 +195,7 @@ func TestCarriedAckReplyLost(t *testing.T) {
 	q, err := queue.New(rdb, queue.Config{Namespace: "early-lost"})
 	require.NoError(t, err)
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(context.Context, *queue.Task) error { return nil })
+	mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error { return nil })
 	core, logs := observer.New(zapcore.WarnLevel)
 	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, Logger: zap.New(core),
 		MaxRedisBackoff: 20 * time.Millisecond})

@@ -34,7 +34,7 @@ func Example() {
 	type progress struct{ Row int }
 	done := make(chan int)
 	mux := handlers.NewMux()
-	mux.HandleFunc("import", func(ctx context.Context, t *queue.Task) error {
+	mux.HandleFunc("import", func(ctx context.Context, t *queue.TaskInfo) error {
 		state, _, err := checkpoint.Load[progress](ctx) // zero on the first run
 		if err != nil {
 			return err

@@ -38,7 +38,7 @@ func TestRetryWithBackoff(t *testing.T) {
 		}})
 		runs := make(chan attemptSeen, 5)
 		mux := handlers.NewMux()
-		mux.HandleFunc("flaky", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("flaky", func(_ context.Context, tk *queue.TaskInfo) error {
 			runs <- attemptSeen{tk.Attempt, tk.LastError}
 			if tk.Attempt < 2 {
 				return fmt.Errorf("failure %d", tk.Attempt+1)
@@ -74,7 +74,7 @@ func TestRetryAfterSteering(t *testing.T) {
 		runs := make(chan run, 3)
 		failedAt := make(chan time.Time, 1)
 		mux := handlers.NewMux()
-		mux.HandleFunc("busy", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("busy", func(_ context.Context, tk *queue.TaskInfo) error {
 			runs <- run{attemptSeen{tk.Attempt, tk.LastError}, time.Now()}
 			if tk.Attempt == 0 {
 				failedAt <- time.Now()
@@ -101,7 +101,7 @@ func TestRetriesExhaustedDeadLetters(t *testing.T) {
 		q := setup(t, b, queue.Config{Backoff: tinyBackoff})
 		runs := make(chan int, 10)
 		mux := handlers.NewMux()
-		mux.HandleFunc("doomed", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("doomed", func(_ context.Context, tk *queue.TaskInfo) error {
 			runs <- tk.Attempt
 			return fmt.Errorf("boom on attempt %d", tk.Attempt+1)
 		})
@@ -126,7 +126,7 @@ func TestSkipRetryDeadLettersAtOnce(t *testing.T) {
 		q := setup(t, b, queue.Config{Backoff: tinyBackoff})
 		runs := make(chan int, 5)
 		mux := handlers.NewMux()
-		mux.HandleFunc("bad", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("bad", func(_ context.Context, tk *queue.TaskInfo) error {
 			runs <- tk.Attempt
 			return handlers.SkipRetry(errors.New("invalid input: no recipient"))
 		})
@@ -148,7 +148,7 @@ func TestUnknownTypeDeadLettered(t *testing.T) {
 		q := setup(t, b, queue.Config{})
 		good := make(chan string, 1)
 		mux := handlers.NewMux()
-		mux.HandleFunc("good", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("good", func(_ context.Context, tk *queue.TaskInfo) error {
 			good <- tk.ID
 			return nil
 		})
@@ -174,19 +174,19 @@ func TestHandlerPanic(t *testing.T) {
 		runs := make(chan attemptSeen, 5)
 		good := make(chan string, 1)
 		mux := handlers.NewMux()
-		mux.HandleFunc("once", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("once", func(_ context.Context, tk *queue.TaskInfo) error {
 			runs <- attemptSeen{tk.Attempt, tk.LastError}
 			if tk.Attempt == 0 {
 				panic("kaboom")
 			}
 			return nil
 		})
-		mux.HandleFunc("always", func(context.Context, *queue.Task) error {
+		mux.HandleFunc("always", func(context.Context, *queue.TaskInfo) error {
 			var m map[string]int
 			m["nil map"] = 1 //nolint:staticcheck // a runtime panic, on purpose
 			return nil
 		})
-		mux.HandleFunc("good", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("good", func(_ context.Context, tk *queue.TaskInfo) error {
 			good <- tk.ID
 			return nil
 		})
@@ -235,7 +235,7 @@ func TestMalformedRecordDeadLettered(t *testing.T) {
 		q := setup(t, b, queue.Config{})
 		handled := make(chan string, 10)
 		mux := handlers.NewMux()
-		mux.HandleFunc("job", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("job", func(_ context.Context, tk *queue.TaskInfo) error {
 			handled <- tk.ID
 			return nil
 		})
@@ -294,7 +294,7 @@ func TestTaskTimeout(t *testing.T) {
 		causes := make(chan error, 2)
 		runs := make(chan attemptSeen, 3)
 		mux := handlers.NewMux()
-		mux.HandleFunc("slow", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("slow", func(ctx context.Context, tk *queue.TaskInfo) error {
 			runs <- attemptSeen{tk.Attempt, tk.LastError}
 			if tk.Attempt > 0 {
 				return nil

@@ -56,7 +56,7 @@ func newPtFleet(t *testing.T, b testredis.Backend, qcfg queue.Config) *ptFleet {
 func (f *ptFleet) start(t *testing.T, id string, cfg runtime.Config) *runtime.Runtime {
 	t.Helper()
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 		f.mu.Lock()
 		f.running[tk.ID] = id
 		f.mu.Unlock()
@@ -76,12 +76,12 @@ func (f *ptFleet) start(t *testing.T, id string, cfg runtime.Config) *runtime.Ru
 			return ctx.Err()
 		}
 	})
-	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 		f.urgent <- ptAt{tk.ID, id}
 		return nil
 	})
 	// A stubborn job ignores cancellation: it returns when released.
-	mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.TaskInfo) error {
 		f.started <- ptAt{tk.ID, id}
 		<-f.release
 		return nil

@@ -50,7 +50,7 @@ func (r *Runtime) heartbeatLoop() {
 // queue.ErrLeaseLost: another worker may already run those tasks.
 func (r *Runtime) heartbeat(ctx context.Context) error {
 	r.mu.Lock()
-	leases := make([]*queue.Task, 0, len(r.runs))
+	leases := make([]*store.Task, 0, len(r.runs))
 	for _, rn := range r.runs {
 		leases = append(leases, rn.t)
 	}
@@ -64,7 +64,7 @@ func (r *Runtime) heartbeat(ctx context.Context) error {
 
 // sendHeartbeat reports capacity and extends leases, a snapshot of the held
 // runs' tasks that may be stale by the time the answer comes.
-func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*queue.Task, capacity int) error {
+func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*store.Task, capacity int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	counts, poolCounts := r.takeCounts()

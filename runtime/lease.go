@@ -81,7 +81,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 		res, err := r.eng.Lease(ctx, req)
 		cancel()
-		var tasks []*queue.Task
+		var tasks []*store.Task
 		if err != nil {
 			r.redisFailed(err)
 		} else {
@@ -135,7 +135,7 @@ func (r *Runtime) takeLeaseOutcome() (o leaseOutcome, leasing int, backlog bool)
 // The slots the call asked for (asked, by pool) stop counting pending in
 // the same lock as its runs take theirs, and ended records the call's
 // outcome there too, so the dispatcher never sees those slots free twice.
-func (r *Runtime) launch(tasks []*queue.Task, asked []int, ended func(*leaseOutcome)) {
+func (r *Runtime) launch(tasks []*store.Task, asked []int, ended func(*leaseOutcome)) {
 	frees := append([]int(nil), asked...)
 	runs := make([]*run, len(tasks))
 	for i, t := range tasks {

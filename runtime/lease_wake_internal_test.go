@@ -81,7 +81,7 @@ func TestWakeDuringLeaseInFlight(t *testing.T) {
 	require.NoError(t, err)
 	started := make(chan struct{}, 1)
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error {
 		started <- struct{}{}
 		return nil
 	})

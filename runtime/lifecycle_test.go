@@ -74,9 +74,9 @@ func waitGone(t *testing.T, q *queue.Client, id string) {
 }
 
 // waitState waits until task id is in state st and returns its record.
-func waitState(t *testing.T, q *queue.Client, id string, st queue.State) *queue.Task {
+func waitState(t *testing.T, q *queue.Client, id string, st queue.State) *queue.TaskInfo {
 	t.Helper()
-	var got *queue.Task
+	var got *queue.TaskInfo
 	require.Eventually(t, func() bool {
 		tk, err := q.Inspect(context.Background(), id)
 		if err != nil {
@@ -108,17 +108,17 @@ func TestStateChangesLogged(t *testing.T) {
 		q := setup(t, b, queue.Config{Backoff: tinyBackoff})
 		log, logs := observedLogger(t)
 		mux := handlers.NewMux()
-		mux.HandleFunc("ok", func(context.Context, *queue.Task) error { return nil })
-		mux.HandleFunc("flaky", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("ok", func(context.Context, *queue.TaskInfo) error { return nil })
+		mux.HandleFunc("flaky", func(_ context.Context, tk *queue.TaskInfo) error {
 			if tk.Attempt == 0 {
 				return errors.New("first attempt fails")
 			}
 			return nil
 		})
-		mux.HandleFunc("skip", func(context.Context, *queue.Task) error {
+		mux.HandleFunc("skip", func(context.Context, *queue.TaskInfo) error {
 			return handlers.SkipRetry(errors.New("hopeless"))
 		})
-		mux.HandleFunc("yield", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("yield", func(ctx context.Context, tk *queue.TaskInfo) error {
 			if tk.CheckpointSeq == 0 {
 				h, _ := ckpt.FromContext(ctx)
 				assert.NoError(t, h.Save(ctx, []byte("half")))
@@ -200,7 +200,7 @@ func TestIdleWakeUpByPubSub(t *testing.T) {
 		q := setup(t, b, queue.Config{})
 		ran := make(chan string, 2)
 		mux := handlers.NewMux()
-		mux.HandleFunc("job", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("job", func(_ context.Context, tk *queue.TaskInfo) error {
 			ran <- tk.ID
 			return nil
 		})
@@ -223,11 +223,11 @@ func TestDelayedTask(t *testing.T) {
 		q := setup(t, b, queue.Config{})
 		ran := make(chan time.Time, 2)
 		mux := handlers.NewMux()
-		mux.HandleFunc("later", func(context.Context, *queue.Task) error {
+		mux.HandleFunc("later", func(context.Context, *queue.TaskInfo) error {
 			ran <- time.Now()
 			return nil
 		})
-		mux.HandleFunc("now", func(context.Context, *queue.Task) error { return nil })
+		mux.HandleFunc("now", func(context.Context, *queue.TaskInfo) error { return nil })
 		startRuntime(t, q, mux, runtime.Config{PollInterval: time.Minute})
 		waitSubscribed(t, b, q)
 		// Make sure the dispatcher has looked once and waits for its poll.
@@ -258,7 +258,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		started := make(chan struct{}, total)
 		gate := make(chan struct{})
 		mux := handlers.NewMux()
-		mux.HandleFunc("job", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("job", func(_ context.Context, tk *queue.TaskInfo) error {
 			cur := inflight.Add(1)
 			for {
 				p := peak.Load()
@@ -353,7 +353,7 @@ func TestConfigValidation(t *testing.T) {
 		res := make(chan error, 1)
 		go func() { res <- rt.Run(ctx) }()
 		ran := make(chan struct{})
-		mux.HandleFunc("job", func(context.Context, *queue.Task) error { close(ran); return nil })
+		mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error { close(ran); return nil })
 		id := enqueue(t, q, "job", "", 0)
 		waitFor(t, ran, "a task run by Run")
 		waitGone(t, q, id)

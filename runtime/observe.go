@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/telemetry"
-	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/tracing"
 )
 
@@ -66,14 +66,14 @@ func (o *observer) close() {
 	}
 }
 
-func (o *observer) labels(t *queue.Task) telemetry.Labels {
+func (o *observer) labels(t *store.Task) telemetry.Labels {
 	return telemetry.Labels{Queue: o.r.q.Name(), Level: t.Level, LevelName: o.r.q.LevelName(t.Level)}
 }
 
 // taskLogger returns a logger whose every line carries the task's ID, type
 // and level, and the trace ID of the producer's trace when the record has
 // one (the process span joins that trace; leased adds its span ID).
-func (o *observer) taskLogger(t *queue.Task) *zap.Logger {
+func (o *observer) taskLogger(t *store.Task) *zap.Logger {
 	f := telemetry.TaskFields(t.ID, t.Type, t.Level)
 	if sc := o.producer(t); sc.IsValid() {
 		f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))
@@ -84,8 +84,8 @@ func (o *observer) taskLogger(t *queue.Task) *zap.Logger {
 }
 
 // producer returns the span context of t's enqueue span, from its record.
-func (o *observer) producer(t *queue.Task) trace.SpanContext {
-	return trace.SpanContextFromContext(o.r.eng.TraceContext(context.Background(), t))
+func (o *observer) producer(t *store.Task) trace.SpanContext {
+	return trace.SpanContextFromContext(o.r.eng.TraceContext(context.Background(), &t.Info))
 }
 
 // leased starts the process span of a run, records the wait time and checks
@@ -96,7 +96,7 @@ func (o *observer) producer(t *queue.Task) trace.SpanContext {
 // spans of the task's earlier runs, and is added to them for the next run.
 func (o *observer) leased(rn *run) {
 	t := rn.t
-	parent := o.r.eng.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), t)
+	parent := o.r.eng.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), &t.Info)
 	// With the default provider and none registered behind it, the span
 	// would record nothing and carry the parent's span context: the parent's
 	// stands in for it, without building its attributes and links.

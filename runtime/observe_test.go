@@ -219,7 +219,7 @@ func TestObservePreemption(t *testing.T) {
 		type progress struct{ Step int }
 		lowStarted, urgentRan := make(chan progress, 2), make(chan struct{}, 1)
 		mux := handlers.NewMux()
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			p, _, err := checkpoint.Load[progress](ctx)
 			if err != nil {
 				return err
@@ -238,7 +238,7 @@ func TestObservePreemption(t *testing.T) {
 			}
 			return context.Cause(ctx)
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			urgentRan <- struct{}{}
 			return nil
 		})
@@ -350,7 +350,7 @@ func TestObserveRetry(t *testing.T) {
 		var runs atomic.Int32
 		done := make(chan struct{})
 		mux := handlers.NewMux()
-		mux.HandleFunc("flaky", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("flaky", func(ctx context.Context, tk *queue.TaskInfo) error {
 			if runs.Add(1) == 1 {
 				return errors.New("flaky failure")
 			}
@@ -396,8 +396,8 @@ func TestObservePanicAndDead(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		o := newObsRig(t, b, queue.Config{})
 		mux := handlers.NewMux()
-		mux.HandleFunc("panics", func(ctx context.Context, tk *queue.Task) error { panic("boom") })
-		mux.HandleFunc("hopeless", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("panics", func(ctx context.Context, tk *queue.TaskInfo) error { panic("boom") })
+		mux.HandleFunc("hopeless", func(ctx context.Context, tk *queue.TaskInfo) error {
 			return handlers.SkipRetry(errors.New("bad input"))
 		})
 		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 2})
@@ -443,7 +443,7 @@ func TestObserveShutdownAndParent(t *testing.T) {
 		started := make(chan int, 2)
 		var runs atomic.Int32
 		mux := handlers.NewMux()
-		mux.HandleFunc("long", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("long", func(ctx context.Context, tk *queue.TaskInfo) error {
 			n := int(runs.Add(1))
 			started <- n
 			if n > 1 {
@@ -483,7 +483,7 @@ func TestObserveUntracedProducer(t *testing.T) {
 		require.NoError(t, err)
 		done := make(chan struct{})
 		mux := handlers.NewMux()
-		mux.HandleFunc("plain", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("plain", func(ctx context.Context, tk *queue.TaskInfo) error {
 			if !trace.SpanContextFromContext(ctx).IsValid() {
 				return handlers.SkipRetry(fmt.Errorf("handler context has no span"))
 			}

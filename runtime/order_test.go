@@ -29,7 +29,7 @@ func TestStrictOrderOneWorker(t *testing.T) {
 		var got []string
 		done := make(chan struct{})
 		mux := handlers.NewMux()
-		mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, tk.ID)

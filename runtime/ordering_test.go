@@ -30,7 +30,7 @@ func ptPreemptedResumesFirst(t *testing.T, b testredis.Backend, mode runtime.Urg
 	l1Started := make(chan struct{}, 1)
 	urgentDone, markUrgentDone := ptOnce()
 	mux := handlers.NewMux()
-	mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 		name := string(tk.Payload)
 		log.add("start %s", name)
 		if name == "L1" && tk.Preemptions == 0 {
@@ -56,7 +56,7 @@ func ptPreemptedResumesFirst(t *testing.T, b testredis.Backend, mode runtime.Urg
 		allDone <- struct{}{}
 		return nil
 	})
-	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 		log.add("start U")
 		markUrgentDone()
 		allDone <- struct{}{}
@@ -110,7 +110,7 @@ func TestRecoveredTaskResumesFirst(t *testing.T) {
 		blockerStarted := make(chan struct{}, 1)
 		release, doRelease := ptOnce()
 		mux := handlers.NewMux()
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			name := string(tk.Payload)
 			log.add("start %s", name)
 			switch name {

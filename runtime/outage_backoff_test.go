@@ -51,7 +51,7 @@ func newOutageRig(t *testing.T, ns string, opts redis.Options) *outageRig {
 // mux runs "job" tasks, reporting when each started.
 func (g *outageRig) mux() handlers.Handler {
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error {
 		g.started <- time.Now()
 		return nil
 	})
@@ -270,7 +270,7 @@ func TestWakeSubscriptionBackLooksForWork(t *testing.T) {
 	require.NoError(t, err)
 	started := make(chan time.Time, 1)
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error {
 		started <- time.Now()
 		return nil
 	})

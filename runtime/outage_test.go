@@ -45,7 +45,7 @@ func TestRedisOutageMidRun(t *testing.T) {
 	heldStarted := make(chan string, held)
 	resume := make(chan struct{})
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(_ context.Context, tk *queue.Task) error {
+	mux.HandleFunc("job", func(_ context.Context, tk *queue.TaskInfo) error {
 		if startedN.Add(1) <= held {
 			heldStarted <- tk.ID
 			<-resume // returns during the outage: its ack must wait for Redis

@@ -29,12 +29,12 @@ func TestOutcomeCountsAgree(t *testing.T) {
 		o := newObsRig(t, b, queue.Config{Clock: clock})
 		ctx := context.Background()
 		mux := handlers.NewMux()
-		mux.HandleFunc("ok", func(context.Context, *queue.Task) error { return nil })
-		mux.HandleFunc("bad", func(context.Context, *queue.Task) error { return errors.New("no") })
-		mux.HandleFunc("hopeless", func(context.Context, *queue.Task) error {
+		mux.HandleFunc("ok", func(context.Context, *queue.TaskInfo) error { return nil })
+		mux.HandleFunc("bad", func(context.Context, *queue.TaskInfo) error { return errors.New("no") })
+		mux.HandleFunc("hopeless", func(context.Context, *queue.TaskInfo) error {
 			return handlers.SkipRetry(errors.New("bad input"))
 		})
-		handlers.HandleJSON(mux, "typed", func(context.Context, *queue.Task, struct{ N int }) error { return nil })
+		handlers.HandleJSON(mux, "typed", func(context.Context, *queue.TaskInfo, struct{ N int }) error { return nil })
 		rt := o.start(t, ctx, mux, runtime.Config{Concurrency: 2})
 		o.enqueue(t, "ok", 0)
 		o.enqueue(t, "bad", 0, queue.MaxRetries(0)) // retries exhausted

@@ -32,7 +32,7 @@ func newPauseWorker() *pauseWorker {
 
 func (p *pauseWorker) mux() *handlers.Mux {
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 		cp, _ := ckpt.FromContext(ctx)
 		p.started <- [2]string{tk.ID, string(cp.Bytes())}
 		if string(tk.Payload) == "quick" {
@@ -139,8 +139,8 @@ func TestRatesReportedByWorkers(t *testing.T) {
 		q := setup(t, b, queue.Config{Clock: clock})
 		ctx := context.Background()
 		mux := handlers.NewMux()
-		mux.HandleFunc("ok", func(context.Context, *queue.Task) error { return nil })
-		mux.HandleFunc("bad", func(context.Context, *queue.Task) error { return errors.New("no") })
+		mux.HandleFunc("ok", func(context.Context, *queue.TaskInfo) error { return nil })
+		mux.HandleFunc("bad", func(context.Context, *queue.TaskInfo) error { return errors.New("no") })
 		rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 2})
 		require.NoError(t, err)
 		require.NoError(t, rt.Start(ctx))

@@ -24,7 +24,7 @@ func TestStuckVictimsFillingThePoolStopPreemption(t *testing.T) {
 		q := setup(t, b, queue.Config{})
 		release := make(chan struct{})
 		started := make(chan string, 3)
-		stuck := func(ctx context.Context, tk *queue.Task) error {
+		stuck := func(ctx context.Context, tk *queue.TaskInfo) error {
 			started <- tk.Type
 			<-release // ignores ctx
 			return nil
@@ -32,7 +32,7 @@ func TestStuckVictimsFillingThePoolStopPreemption(t *testing.T) {
 		mux := handlers.NewMux()
 		mux.HandleFunc("l0", stuck)
 		mux.HandleFunc("l1", stuck)
-		mux.HandleFunc("l2", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("l2", func(ctx context.Context, tk *queue.TaskInfo) error {
 			started <- tk.Type
 			return nil
 		})

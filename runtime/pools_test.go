@@ -24,19 +24,19 @@ type poolJobs struct {
 	running   map[int]int
 	maxByBand map[string]int
 	band      func(level int) string
-	started   chan *queue.Task
+	started   chan *queue.TaskInfo
 	ended     chan error
 	release   chan struct{}
 }
 
 func newPoolJobs(band func(int) string) *poolJobs {
 	return &poolJobs{running: map[int]int{}, maxByBand: map[string]int{}, band: band,
-		started: make(chan *queue.Task, 256), ended: make(chan error, 256), release: make(chan struct{})}
+		started: make(chan *queue.TaskInfo, 256), ended: make(chan error, 256), release: make(chan struct{})}
 }
 
 func (j *poolJobs) mux() *handlers.Mux {
 	mux := handlers.NewMux()
-	mux.HandleFunc("block", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("block", func(ctx context.Context, tk *queue.TaskInfo) error {
 		j.enter(tk)
 		defer j.leave(tk)
 		select {
@@ -48,7 +48,7 @@ func (j *poolJobs) mux() *handlers.Mux {
 			return nil
 		}
 	})
-	mux.HandleFunc("quick", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("quick", func(ctx context.Context, tk *queue.TaskInfo) error {
 		j.enter(tk)
 		j.leave(tk)
 		return nil
@@ -56,7 +56,7 @@ func (j *poolJobs) mux() *handlers.Mux {
 	return mux
 }
 
-func (j *poolJobs) enter(tk *queue.Task) {
+func (j *poolJobs) enter(tk *queue.TaskInfo) {
 	j.mu.Lock()
 	j.running[tk.Level]++
 	b, n := j.band(tk.Level), 0
@@ -70,7 +70,7 @@ func (j *poolJobs) enter(tk *queue.Task) {
 	j.started <- tk
 }
 
-func (j *poolJobs) leave(tk *queue.Task) {
+func (j *poolJobs) leave(tk *queue.TaskInfo) {
 	j.mu.Lock()
 	j.running[tk.Level]--
 	j.mu.Unlock()

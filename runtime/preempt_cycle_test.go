@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/preempt"
 	"github.com/overtake/overtake/queue"
@@ -27,7 +28,7 @@ func TestPreemptResumeCyclesKeepLease(t *testing.T) {
 		lowStarted := make(chan struct{}, 8)
 		urgentRan := make(chan struct{}, 8)
 		mux := handlers.NewMux()
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			mu.Lock()
 			running++
 			if running > 1 {
@@ -44,7 +45,7 @@ func TestPreemptResumeCyclesKeepLease(t *testing.T) {
 			mu.Unlock()
 			return context.Cause(ctx)
 		})
-		mux.HandleFunc("urgent", func(context.Context, *queue.Task) error {
+		mux.HandleFunc("urgent", func(context.Context, *queue.TaskInfo) error {
 			urgentRan <- struct{}{}
 			return nil
 		})
@@ -64,12 +65,12 @@ func TestPreemptResumeCyclesKeepLease(t *testing.T) {
 			}
 		}
 		require.EqualValues(t, cycles, rt.Stats().Preempted)
-		tk, err := q.Inspect(context.Background(), lowID)
+		tk, err := store.Of(q).Inspect(context.Background(), lowID)
 		require.NoError(t, err)
 		token := tk.Token
 		// Over more than a lease duration, the running task keeps its lease.
 		require.Never(t, func() bool {
-			cur, err := q.Inspect(context.Background(), lowID)
+			cur, err := store.Of(q).Inspect(context.Background(), lowID)
 			return err != nil || cur.State != queue.StateActive || cur.Token != token
 		}, 1500*time.Millisecond, 50*time.Millisecond, "the resumed run lost its lease")
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
@@ -32,7 +33,7 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 		fillerDone, doFiller := ptOnce()
 		urgentDone, doUrgent := ptOnce()
 		mux := handlers.NewMux()
-		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
 			victimStarts <- tk.Preemptions
 			if tk.Preemptions > 0 {
@@ -45,17 +46,17 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 			leave(false)
 			return ctx.Err()
 		})
-		mux.HandleFunc("filler", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("filler", func(ctx context.Context, tk *queue.TaskInfo) error {
 			fillerStarted <- struct{}{}
 			<-fillerDone
 			return nil
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			urgentStarted <- struct{}{}
 			<-urgentDone
 			return nil
 		})
-		mux.HandleFunc("other", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("other", func(ctx context.Context, tk *queue.TaskInfo) error {
 			otherStarted <- tk.ID
 			return nil
 		})
@@ -82,7 +83,7 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 		otherID := enqueue(t, qa, "other", "", 0)
 		require.Never(t, func() bool { return len(otherStarted) > 0 }, 1500*time.Millisecond, 10*time.Millisecond,
 			"a task started in the stuck victim's slot")
-		rec, err := qa.Inspect(context.Background(), victimID)
+		rec, err := store.Of(qa).Inspect(context.Background(), victimID)
 		require.NoError(t, err)
 		require.Equal(t, queue.StateActive, rec.State)
 		require.Equal(t, "A", rec.Worker)
@@ -126,7 +127,7 @@ func TestStuckVictimThatFinishesIsAcked(t *testing.T) {
 		urgentDone := make(chan struct{}, 1)
 		unstick, doUnstick := ptOnce()
 		mux := handlers.NewMux()
-		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
 			victimStarted <- struct{}{}
 			<-ctx.Done()
@@ -134,7 +135,7 @@ func TestStuckVictimThatFinishesIsAcked(t *testing.T) {
 			leave(true)
 			return nil // finished its work after all
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			urgentDone <- struct{}{}
 			return nil
 		})

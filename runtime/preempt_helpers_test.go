@@ -81,7 +81,7 @@ func newPtRuns() *ptRuns {
 
 // enter marks a handler of tk as running; the returned func marks it
 // returned, and counts a completion if ok.
-func (r *ptRuns) enter(tk *queue.Task) (leave func(ok bool)) {
+func (r *ptRuns) enter(tk *queue.TaskInfo) (leave func(ok bool)) {
 	r.mu.Lock()
 	r.now[tk.ID]++
 	r.starts[tk.ID]++

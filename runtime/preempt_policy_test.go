@@ -31,7 +31,7 @@ func ptNoPreemption(t *testing.T, b testredis.Backend, cfg runtime.Config, lowLe
 	urgentStarted := make(chan struct{}, 1)
 	release, doRelease := ptOnce()
 	mux := handlers.NewMux()
-	mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 		lowStarted <- struct{}{}
 		select {
 		case <-release:
@@ -41,7 +41,7 @@ func ptNoPreemption(t *testing.T, b testredis.Backend, cfg runtime.Config, lowLe
 			return ctx.Err()
 		}
 	})
-	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 		urgentStarted <- struct{}{}
 		return nil
 	})
@@ -77,7 +77,7 @@ func TestNoPreemptionWithFreeLocalSlot(t *testing.T) {
 		urgentStarted := make(chan struct{}, 1)
 		release, doRelease := ptOnce()
 		mux := handlers.NewMux()
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			lowStarted <- struct{}{}
 			select {
 			case <-release:
@@ -87,7 +87,7 @@ func TestNoPreemptionWithFreeLocalSlot(t *testing.T) {
 				return ctx.Err()
 			}
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			urgentStarted <- struct{}{}
 			return nil
 		})
@@ -157,7 +157,7 @@ func TestNoPreemptionPastMaxPreemptions(t *testing.T) {
 		release, doRelease := ptOnce()
 		runs := newPtRuns()
 		mux := handlers.NewMux()
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
 			s, _, err := checkpoint.Load[step](ctx)
 			if err != nil {
@@ -178,7 +178,7 @@ func TestNoPreemptionPastMaxPreemptions(t *testing.T) {
 				return ctx.Err()
 			}
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			urgentStarted <- tk.ID
 			return nil
 		})
@@ -220,7 +220,7 @@ func TestPreemptionWaitsForMinRunTime(t *testing.T) {
 		lowCancelled := make(chan error, 2)
 		urgentAt := make(chan time.Time, 1)
 		mux := handlers.NewMux()
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			lowStarts <- struct{}{}
 			if tk.Preemptions > 0 {
 				return nil
@@ -229,7 +229,7 @@ func TestPreemptionWaitsForMinRunTime(t *testing.T) {
 			lowCancelled <- context.Cause(ctx)
 			return ctx.Err()
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			urgentAt <- time.Now()
 			return nil
 		})

@@ -39,7 +39,7 @@ func newPtStartRig(t *testing.T, b testredis.Backend, mode runtime.UrgentStart) 
 	release, rig.doRelease = ptOnce()
 	victimStarted := make(chan struct{}, 1)
 	mux := handlers.NewMux()
-	mux.HandleFunc("victim", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("victim", func(ctx context.Context, tk *queue.TaskInfo) error {
 		if tk.Preemptions > 0 {
 			rig.log.add("victim-resume")
 			rig.victimResumed <- struct{}{}
@@ -53,7 +53,7 @@ func newPtStartRig(t *testing.T, b testredis.Backend, mode runtime.UrgentStart) 
 		rig.log.add("victim-return")
 		return ctx.Err()
 	})
-	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 		rig.log.add("urgent-start")
 		urgent()
 		return nil

@@ -26,7 +26,7 @@ func TestPreemptAndResume(t *testing.T) {
 		urgentRan := make(chan string, 1)
 		lowDone := make(chan progress, 1)
 		mux := handlers.NewMux()
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			p, _, err := checkpoint.Load[progress](ctx)
 			require.NoError(t, err)
 			lowStarted <- p
@@ -40,7 +40,7 @@ func TestPreemptAndResume(t *testing.T) {
 			lowDone <- p
 			return nil
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			urgentRan <- tk.ID
 			return nil
 		})

@@ -43,7 +43,7 @@ func newPtVictimRig(ids ...string) *ptVictimRig {
 
 func (r *ptVictimRig) mux(t *testing.T) handlers.Handler {
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 		leave := r.runs.enter(tk)
 		r.started <- tk.ID
 		if tk.Preemptions > 0 { // resumed after its preemption: finish
@@ -67,7 +67,7 @@ func (r *ptVictimRig) mux(t *testing.T) handlers.Handler {
 			}
 		}
 	})
-	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 		r.urgent <- tk.ID
 		return nil
 	})

@@ -50,7 +50,7 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 		resumed := make(chan recoveredRun, 2)
 		finish := make(chan struct{})
 		mux := handlers.NewMux()
-		mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 			p, _, err := checkpoint.Load[recProgress](ctx)
 			assert.NoError(t, err)
 			resumed <- recoveredRun{tk.ID, p, tk.Recoveries, tk.Attempt}
@@ -65,7 +65,7 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 		_, err = store.Of(crashed).SaveCheckpoint(ctx, id, stale.Token, []byte(`{"Step":4}`))
 		require.ErrorIs(t, err, queue.ErrLeaseLost)
 		require.ErrorIs(t, store.Of(crashed).Ack(ctx, stale), queue.ErrLeaseLost)
-		require.ErrorIs(t, crashed.DeadLetter(ctx, stale, "stale"), queue.ErrLeaseLost)
+		require.ErrorIs(t, store.Of(crashed).DeadLetter(ctx, stale, "stale"), queue.ErrLeaseLost)
 		tk, err := q.Inspect(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, queue.StateActive, tk.State, "the stale ack changed the task")
@@ -91,13 +91,13 @@ func TestLeaseLostToAnotherRuntime(t *testing.T) {
 			Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
 		require.NoError(t, err)
 
-		aStarted := make(chan *queue.Task, 1)
+		aStarted := make(chan *store.Task, 1) // A's record while it runs, with its lease token
 		aCause := make(chan error, 1)
 		aLateSave := make(chan error, 1)
 		release := make(chan struct{})
 		resumed := make(chan recoveredRun, 2)
 		mux := handlers.NewMux()
-		mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 			p, ok, err := checkpoint.Load[recProgress](ctx)
 			assert.NoError(t, err)
 			if ok {
@@ -105,7 +105,9 @@ func TestLeaseLostToAnotherRuntime(t *testing.T) {
 				return nil
 			}
 			assert.NoError(t, checkpoint.Save(ctx, recProgress{Step: 1}))
-			aStarted <- tk
+			rec, err := store.Of(qA).Inspect(ctx, tk.ID)
+			assert.NoError(t, err)
+			aStarted <- rec
 			<-ctx.Done()
 			aCause <- context.Cause(ctx)
 			<-release

@@ -26,11 +26,11 @@ func TestRefusedTransitionsNotReported(t *testing.T) {
 		prefix := "{" + b.Prefix + ":" + q.Name() + "}:"
 		ran := make(chan string, 4)
 		mux := handlers.NewMux()
-		mux.HandleFunc("bad", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("bad", func(_ context.Context, tk *queue.TaskInfo) error {
 			ran <- tk.ID
 			return handlers.SkipRetry(errors.New("invalid input"))
 		})
-		mux.HandleFunc("flaky", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("flaky", func(_ context.Context, tk *queue.TaskInfo) error {
 			ran <- tk.ID
 			return errors.New("try again")
 		})

@@ -99,9 +99,9 @@ func TestReshardUnderLoad(t *testing.T) {
 		mu.Unlock()
 		progress <- n
 	}
-	failOnce := func(tk *queue.Task) bool { return tk.Attempt == 0 && string(tk.Payload) == "fail" }
+	failOnce := func(tk *queue.TaskInfo) bool { return tk.Attempt == 0 && string(tk.Payload) == "fail" }
 	mux := handlers.NewMux()
-	mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 		leave := runs.enter(tk)
 		step, _, err := checkpoint.Load[int](ctx)
 		if err != nil {
@@ -130,7 +130,7 @@ func TestReshardUnderLoad(t *testing.T) {
 		complete(leave)
 		return nil
 	})
-	quick := func(ctx context.Context, tk *queue.Task) error {
+	quick := func(ctx context.Context, tk *queue.TaskInfo) error {
 		leave := runs.enter(tk)
 		<-time.After(2 * time.Millisecond) // the task's work
 		if failOnce(tk) {
@@ -181,7 +181,7 @@ func TestReshardUnderLoad(t *testing.T) {
 					continue
 				}
 				n++
-				if string(tasks[i].Payload) == "fail" {
+				if string(tasks[i].Payload()) == "fail" {
 					fails++
 				}
 			}

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/ckpt"
-
 	"context"
 	"slices"
 	"sync/atomic"
@@ -11,13 +9,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
-	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/internal/ckpt"
+	"github.com/overtake/overtake/internal/store"
 )
 
 // run is one leased task held by this worker: running, winding down after
 // preemption, or reserved and waiting for a slot.
 type run struct {
-	t       *queue.Task
+	t       *store.Task
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	cp      *ckpt.Handle
@@ -34,7 +33,7 @@ type run struct {
 	early     bool        // succeeded; its slot freed while its ack rides on the next lease (ack.go)
 
 	lastCheckpoint atomic.Int64 // unix nanos of the last save, 0 if none
-	tookSlotOf     *queue.Task  // the victim, set before start when this run preempted one
+	tookSlotOf     *store.Task  // the victim, set before start when this run preempted one
 	victimSpan     trace.SpanContext
 	graceTimer     *time.Timer
 	stuck          atomic.Bool
@@ -42,12 +41,12 @@ type run struct {
 
 // preemption records why a run gives way.
 type preemption struct {
-	by *queue.Task // the urgent task that took the slot; nil for a pause or a reclaimed slot
+	by *store.Task // the urgent task that took the slot; nil for a pause or a reclaimed slot
 }
 
 // newRun prepares the run of t: its context (cancellable with a cause,
 // bounded by the task's Timeout), its checkpoint handle and its logger.
-func (r *Runtime) newRun(t *queue.Task) *run {
+func (r *Runtime) newRun(t *store.Task) *run {
 	rn := r.bareRun(t)
 	r.prepare(rn)
 	return rn
@@ -55,7 +54,7 @@ func (r *Runtime) newRun(t *queue.Task) *run {
 
 // bareRun is the part of newRun the dispatcher does for a leased task:
 // what a shutdown or a lost lease needs to cancel it.
-func (r *Runtime) bareRun(t *queue.Task) *run {
+func (r *Runtime) bareRun(t *store.Task) *run {
 	rn := &run{t: t}
 	rn.ctx, rn.cancel = context.WithCancelCause(r.runsCtx)
 	return rn
@@ -66,7 +65,7 @@ func (r *Runtime) bareRun(t *queue.Task) *run {
 func (r *Runtime) prepare(rn *run) {
 	t := rn.t
 	rn.log = r.obs.taskLogger(t)
-	rn.cp = ckpt.New(r.eng, t,
+	rn.cp = ckpt.New(r.eng, &t.Info, t.Token,
 		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
 		ckpt.WithSaveTimeout(r.cfg.GracePeriod),
 		ckpt.WithOnSave(func(size int, seq int64) {
@@ -85,7 +84,7 @@ func (r *Runtime) execute(rn *run) {
 	if rn.t.Timeout > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)
 	}
-	err := r.h.ProcessTask(ctx, rn.t) // r.h recovers panics (handlers.Recover)
+	err := r.h.ProcessTask(ctx, &rn.t.Info) // r.h recovers panics (handlers.Recover)
 	cancelTimeout()
 	r.mu.Lock()
 	rn.ending = true

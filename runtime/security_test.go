@@ -25,7 +25,7 @@ func TestRuntimeWithACLOverTLS(t *testing.T) {
 	ctx := context.Background()
 	started, preempted, done := make(chan string, 4), make(chan string, 4), make(chan string, 4)
 	mux := handlers.NewMux()
-	mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 		n, _, err := checkpoint.Load[int](ctx)
 		if err != nil {
 			return err
@@ -45,7 +45,7 @@ func TestRuntimeWithACLOverTLS(t *testing.T) {
 		preempted <- tk.ID
 		return context.Cause(ctx)
 	})
-	mux.HandleFunc("urgent", func(_ context.Context, tk *queue.Task) error {
+	mux.HandleFunc("urgent", func(_ context.Context, tk *queue.TaskInfo) error {
 		done <- tk.ID
 		return nil
 	})

@@ -43,7 +43,7 @@ func TestShutdownLateHandlerAcked(t *testing.T) {
 				var deadline atomic.Int64
 				var runs atomic.Int32
 				mux := handlers.NewMux()
-				mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.Task) error {
+				mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.TaskInfo) error {
 					started <- tk.ID
 					if runs.Add(1) == 1 {
 						<-ctx.Done() // told, and ignores it
@@ -92,7 +92,7 @@ func TestShutdownLateHandlerRetriesItsAck(t *testing.T) {
 	release := make(chan struct{})
 	var runs atomic.Int32
 	mux := handlers.NewMux()
-	mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.TaskInfo) error {
 		started <- tk.ID
 		if runs.Add(1) == 1 {
 			<-release // ignores ctx
@@ -128,7 +128,7 @@ func TestShutdownRedisDownTellsHandlersAtOnce(t *testing.T) {
 	started := make(chan string, 1)
 	told := make(chan time.Time, 1)
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 		started <- tk.ID
 		<-ctx.Done()
 		told <- time.Now()

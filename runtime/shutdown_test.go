@@ -42,7 +42,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 		resumed := make(chan resumedRun, running)
 		laterRan := make(chan string, 2)
 		mux := handlers.NewMux()
-		mux.HandleFunc("long", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("long", func(ctx context.Context, tk *queue.TaskInfo) error {
 			p, ok, err := checkpoint.Load[shutProgress](ctx)
 			if !assert.NoError(t, err) {
 				return err
@@ -58,7 +58,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 			assert.NoError(t, checkpoint.Save(ctx, shutProgress{Step: 2}))
 			return ctx.Err()
 		})
-		mux.HandleFunc("later", func(_ context.Context, tk *queue.Task) error {
+		mux.HandleFunc("later", func(_ context.Context, tk *queue.TaskInfo) error {
 			laterRan <- tk.ID
 			return nil
 		})
@@ -127,7 +127,7 @@ func TestShutdownDrainTimeout(t *testing.T) {
 		}
 		longCancelled := make(chan cancelled, 1)
 		mux := handlers.NewMux()
-		mux.HandleFunc("short", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("short", func(ctx context.Context, tk *queue.TaskInfo) error {
 			started <- tk.ID
 			select {
 			case <-release:
@@ -137,7 +137,7 @@ func TestShutdownDrainTimeout(t *testing.T) {
 				return ctx.Err()
 			}
 		})
-		mux.HandleFunc("long", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("long", func(ctx context.Context, tk *queue.TaskInfo) error {
 			started <- tk.ID
 			<-ctx.Done()
 			longCancelled <- cancelled{context.Cause(ctx), time.Now()}
@@ -193,7 +193,7 @@ func TestShutdownStuckHandler(t *testing.T) {
 		resumed := make(chan shutProgress, 1)
 		var runs, running atomic.Int32
 		mux := handlers.NewMux()
-		mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.TaskInfo) error {
 			assert.EqualValues(t, 1, running.Add(1), "two runs of the task at once")
 			defer running.Add(-1)
 			p, ok, err := checkpoint.Load[shutProgress](ctx)
@@ -211,7 +211,7 @@ func TestShutdownStuckHandler(t *testing.T) {
 			lateSave <- checkpoint.Save(ctx, shutProgress{Step: 99})
 			return context.Cause(ctx)
 		})
-		mux.HandleFunc("after", func(context.Context, *queue.Task) error { return nil })
+		mux.HandleFunc("after", func(context.Context, *queue.TaskInfo) error { return nil })
 		id := enqueue(t, q, "stubborn", "", 2)
 		other := enqueue(t, q, "after", "", 2) // waits behind it
 		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, HeartbeatInterval: 200 * time.Millisecond})
@@ -254,7 +254,7 @@ func TestShutdownRedisUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	started := make(chan string, 1)
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(ctx context.Context, tk *queue.Task) error {
+	mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 		started <- tk.ID
 		<-ctx.Done()
 		return context.Cause(ctx)

@@ -48,7 +48,7 @@ func slaRun(t *testing.T, b testredis.Backend, qcfg queue.Config, levels map[str
 	var mu sync.Mutex
 	ran := map[string]bool{}
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(_ context.Context, tk *queue.Task) error {
+	mux.HandleFunc("job", func(_ context.Context, tk *queue.TaskInfo) error {
 		mu.Lock()
 		defer mu.Unlock()
 		ran[tk.ID] = true

@@ -60,7 +60,7 @@ func TestPreemptionStorm(t *testing.T) {
 		}
 
 		mux := handlers.NewMux()
-		mux.HandleFunc("low", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
 			step, _, err := checkpoint.Load[int](ctx)
 			if err != nil {
@@ -102,7 +102,7 @@ func TestPreemptionStorm(t *testing.T) {
 			complete(leave, false)
 			return nil
 		})
-		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.Task) error {
+		mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
 			<-time.After(time.Millisecond) // a little work: urgent tasks overlap
 			complete(leave, true)

@@ -1,19 +1,15 @@
 package runtime
 
 import (
-	"github.com/overtake/overtake/internal/victim"
-
-	"github.com/overtake/overtake/internal/store"
-
 	"context"
 	"errors"
 	"time"
 
-	"github.com/overtake/overtake/handlers"
-
 	"go.uber.org/zap"
 
-	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/store"
+	"github.com/overtake/overtake/internal/victim"
 )
 
 // canPreempt reports whether this runtime preempts at all.
@@ -241,7 +237,7 @@ func (r *Runtime) rejoinRun(id string) {
 }
 
 // rejoin puts t back in the fleet's running set (the engine's Rejoin).
-func (r *Runtime) rejoin(t *queue.Task) {
+func (r *Runtime) rejoin(t *store.Task) {
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
 	if err := r.eng.Rejoin(ctx, t); err != nil {

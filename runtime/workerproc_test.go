@@ -39,7 +39,7 @@ func workerProcess() int {
 		return 1
 	}
 	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(ctx context.Context, _ *queue.Task) error {
+	mux.HandleFunc("job", func(ctx context.Context, _ *queue.TaskInfo) error {
 		<-ctx.Done()
 		return ctx.Err()
 	})

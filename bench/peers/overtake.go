@@ -62,7 +62,7 @@ func (o *ot) enqueueOne(ctx context.Context, payload []byte, prio int) error {
 
 func (o *ot) start(ctx context.Context, c int, ran func([]byte)) (func(), error) {
 	mux := handlers.NewMux()
-	mux.HandleFunc("noop", func(_ context.Context, t *queue.Task) error {
+	mux.HandleFunc("noop", func(_ context.Context, t *queue.TaskInfo) error {
 		ran(t.Payload)
 		return nil
 	})
@@ -108,12 +108,12 @@ func (o *ot) urgent(ctx context.Context, samples int, opt options) ([]time.Durat
 	lowStarted := make(chan struct{}, 64)
 	started := make(chan sample, samples)
 	mux := handlers.NewMux()
-	mux.HandleFunc("low", func(ctx context.Context, _ *queue.Task) error {
+	mux.HandleFunc("low", func(ctx context.Context, _ *queue.TaskInfo) error {
 		lowStarted <- struct{}{}
 		<-ctx.Done()              // runs until preempted (or shut down)
 		return context.Cause(ctx) // ErrPreempted or ErrShutdown: requeued, not failed
 	})
-	mux.HandleFunc("noop", func(_ context.Context, t *queue.Task) error {
+	mux.HandleFunc("noop", func(_ context.Context, t *queue.TaskInfo) error {
 		started <- newSample(t.Payload)
 		return nil
 	})

@@ -19,10 +19,11 @@ type Saver struct {
 	// queue.ErrCheckpointTooLarge.
 	MaxBytes int
 
-	mu    sync.Mutex
-	tasks map[string]*record
-	calls int
-	err   error
+	mu     sync.Mutex
+	tasks  map[string]*record
+	leases map[*queue.TaskInfo]string // the token of each task Lease returned
+	calls  int
+	err    error
 }
 
 type record struct {
@@ -32,13 +33,15 @@ type record struct {
 }
 
 // Lease makes token the valid lease of the task with t.ID, as the queue does
-// when it leases the task, and returns a copy of t with the lease token and
-// the stored checkpoint filled in: what a worker would receive.
-func (s *Saver) Lease(t *queue.Task, token string) *queue.Task {
+// when it leases the task, and returns a copy of t with the stored
+// checkpoint filled in: what a handler would receive. Context given the
+// copy saves under token, so a copy from an earlier Lease is fenced off.
+func (s *Saver) Lease(t *queue.TaskInfo, token string) *queue.TaskInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tasks == nil {
 		s.tasks = make(map[string]*record)
+		s.leases = make(map[*queue.TaskInfo]string)
 	}
 	r, ok := s.tasks[t.ID]
 	if !ok {
@@ -47,9 +50,9 @@ func (s *Saver) Lease(t *queue.Task, token string) *queue.Task {
 	}
 	r.token = token
 	leased := *t
-	leased.Token = token
 	leased.Checkpoint = bytes.Clone(r.data)
 	leased.CheckpointSeq = r.seq
+	s.leases[&leased] = token
 	return &leased
 }
 
@@ -104,7 +107,22 @@ func (s *Saver) Calls() int {
 
 // Context returns ctx carrying the checkpoint of t, a task leased from s
 // (Lease), as the runtime gives it to a handler: checkpoint.Load, Save and
-// NewCursor in code run with it read and write s under t's lease token.
-func (s *Saver) Context(ctx context.Context, t *queue.Task) context.Context {
-	return ckpt.NewContext(ctx, ckpt.New(s, t))
+// NewCursor in code run with it read and write s under the lease token of
+// t: the one Lease returned t under, else the task's current one (saves
+// fail with queue.ErrLeaseLost if t.ID was never leased).
+func (s *Saver) Context(ctx context.Context, t *queue.TaskInfo) context.Context {
+	return ckpt.NewContext(ctx, ckpt.New(s, t, s.token(t)))
+}
+
+// token returns the lease token of t.
+func (s *Saver) token(t *queue.TaskInfo) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tok, ok := s.leases[t]; ok {
+		return tok
+	}
+	if r, ok := s.tasks[t.ID]; ok {
+		return r.token
+	}
+	return ""
 }

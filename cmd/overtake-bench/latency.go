@@ -37,7 +37,7 @@ func (b *bench) wake(ctx context.Context, samples int) (wakeResult, error) {
 	}
 	defer p.close()
 	started := make(chan time.Time, 1)
-	h := handlers.HandlerFunc(func(context.Context, *queue.Task) error {
+	h := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error {
 		started <- time.Now()
 		return nil
 	})
@@ -128,7 +128,7 @@ func (b *bench) preemption(ctx context.Context, samples int, resumeLong bool) (p
 	urgentStarted := make(chan time.Time, 1)
 	state := make([]byte, 1024)
 	mux := handlers.NewMux()
-	mux.HandleFunc("low", func(ctx context.Context, _ *queue.Task) error {
+	mux.HandleFunc("low", func(ctx context.Context, _ *queue.TaskInfo) error {
 		if h, ok := ckpt.FromContext(ctx); ok && h.Resumed() && !resumeLong {
 			resumed <- struct{}{}
 			return nil
@@ -137,7 +137,7 @@ func (b *bench) preemption(ctx context.Context, samples int, resumeLong bool) (p
 		<-ctx.Done()
 		return errors.Join(context.Cause(ctx), checkpoint.Save(ctx, state))
 	})
-	mux.HandleFunc("urgent", func(context.Context, *queue.Task) error {
+	mux.HandleFunc("urgent", func(context.Context, *queue.TaskInfo) error {
 		urgentStarted <- time.Now()
 		return nil
 	})
@@ -229,7 +229,7 @@ func (b *bench) idleCost(ctx context.Context, window time.Duration) (idleResult,
 		return res, err
 	}
 	defer p.close()
-	h := handlers.HandlerFunc(func(context.Context, *queue.Task) error { return nil })
+	h := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error { return nil })
 	rt, err := otrt.New(p.rt, h, otrt.Config{Logger: zap.NewNop()})
 	if err != nil {
 		return res, err

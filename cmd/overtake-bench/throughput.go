@@ -85,7 +85,7 @@ func (b *bench) throughput(ctx context.Context, name string, n int, cfg otrt.Con
 	var started atomic.Int64
 	all := make(chan struct{})
 	var once sync.Once
-	h := handlers.HandlerFunc(func(context.Context, *queue.Task) error {
+	h := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error {
 		if started.Add(1) == int64(n) {
 			once.Do(func() { close(all) })
 		}
@@ -137,9 +137,7 @@ func (b *bench) fill(ctx context.Context, q *queue.Client, n int) error {
 	batch := func(i int) error {
 		tasks := make([]*queue.Task, 0, b.opts.batch)
 		for j := i; j < min(i+b.opts.batch, n); j++ {
-			t := queue.NewTask("noop", nil)
-			t.Level = j % 3
-			tasks = append(tasks, t)
+			tasks = append(tasks, queue.NewTask("noop", nil, queue.Level(j%3)))
 		}
 		_, err := q.EnqueueBatch(ctx, tasks)
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,7 +65,10 @@ func runWorker(addr, id, logPath string) error {
 		return err
 	}
 	mux := handlers.NewMux()
-	mux.HandleFunc("chaos", func(ctx context.Context, t *queue.Task) error { return handle(ctx, rdb, t) })
+	var runs atomic.Int64 // numbers this worker's runs, for the ledger's run IDs
+	mux.HandleFunc("chaos", func(ctx context.Context, t *queue.TaskInfo) error {
+		return handle(ctx, rdb, fmt.Sprintf("%s/%d", id, runs.Add(1)), t)
+	})
 	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 8, WorkerID: id, HeartbeatInterval: time.Second,
 		GracePeriod: 2 * time.Second, MaxRedisBackoff: 500 * time.Millisecond, Logger: log,
 		ShutdownTimeout: 5 * time.Second})
@@ -75,8 +79,9 @@ func runWorker(addr, id, logPath string) error {
 }
 
 // handle runs a chaos task and keeps the ledger: start latency of urgent
-// tasks, overlapping runs, checkpoint progress, exactly-once success.
-func handle(ctx context.Context, rdb *redis.Client, t *queue.Task) error {
+// tasks, overlapping runs, checkpoint progress, exactly-once success. run
+// identifies this run: the worker's ID and a number.
+func handle(ctx context.Context, rdb *redis.Client, run string, t *queue.TaskInfo) error {
 	var j job
 	if err := json.Unmarshal(t.Payload, &j); err != nil {
 		return handlers.SkipRetry(err)
@@ -86,7 +91,6 @@ func handle(ctx context.Context, rdb *redis.Client, t *queue.Task) error {
 		rdb.RPush(bg, kLat+j.Phase, time.Since(time.Unix(0, j.U)).Microseconds())
 	}
 	owner := "chaos:owner:" + t.ID
-	run := t.Token
 	if err := takeOwner(bg, rdb, owner, run); err != nil {
 		return err
 	}
@@ -100,8 +104,8 @@ func handle(ctx context.Context, rdb *redis.Client, t *queue.Task) error {
 	// started) is fenced off at its first save.
 	behind := ""
 	if best, err := rdb.ZScore(bg, kMaxCP, t.ID).Result(); err == nil && float64(step) < best {
-		behind = fmt.Sprintf("%s: loaded step %d, saved up to %.0f; worker %s, attempt %d, preemptions %d, recoveries %d, seq %d",
-			t.ID, step, best, t.Worker, t.Attempt, t.Preemptions, t.Recoveries, t.CheckpointSeq)
+		behind = fmt.Sprintf("%s: loaded step %d, saved up to %.0f; run %s, attempt %d, preemptions %d, recoveries %d, seq %d",
+			t.ID, step, best, run, t.Attempt, t.Preemptions, t.Recoveries, t.CheckpointSeq)
 	}
 	for step < j.Steps {
 		select {
@@ -126,7 +130,7 @@ func handle(ctx context.Context, rdb *redis.Client, t *queue.Task) error {
 			behind = ""
 		}
 		rdb.ZAddGT(bg, kMaxCP, redis.Z{Score: float64(step), Member: t.ID})
-		rdb.RPush(bg, "chaos:saves:"+t.ID, fmt.Sprintf("%d@%s/%s", step, t.Worker, run))
+		rdb.RPush(bg, "chaos:saves:"+t.ID, fmt.Sprintf("%d@%s", step, run))
 		if cur, err := rdb.Get(bg, owner).Result(); err == nil && cur != run {
 			rdb.HIncrBy(bg, kStats, "stale run stopped (another run took over)", 1)
 			return fmt.Errorf("another run owns the task")

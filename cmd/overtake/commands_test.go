@@ -170,7 +170,7 @@ func TestDeadCommands(t *testing.T) {
 			if _, err := store.Of(q).SaveCheckpoint(ctx, ids[i], res.Tasks[0].Token, []byte(`{"row":7}`)); err != nil {
 				t.Fatal(err)
 			}
-			if err := q.DeadLetter(ctx, res.Tasks[0], reason); err != nil {
+			if err := store.Of(q).DeadLetter(ctx, res.Tasks[0], reason); err != nil {
 				t.Fatal(err)
 			}
 		}

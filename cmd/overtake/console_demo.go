@@ -53,7 +53,7 @@ func startConsoleDemo(ctx context.Context, stderr io.Writer) (*queue.Client, fun
 	for _, typ := range append([]string{typeReport, typeExport, typeAlert}, quickTypes...) {
 		handlers.HandleJSON(mux, typ, d.process)
 	}
-	mux.HandleFunc(typeImport, func(context.Context, *queue.Task) error {
+	mux.HandleFunc(typeImport, func(context.Context, *queue.TaskInfo) error {
 		return handlers.SkipRetry(errors.New("import: no such file (the demo's import always fails)"))
 	})
 	d.rt, err = runtime.New(q, mux, runtime.Config{Concurrency: workers, PollInterval: 200 * time.Millisecond,

@@ -250,8 +250,7 @@ func (d *demo) enqueueID(ctx context.Context, id, typ string, level int, a demoA
 	ctx, span := telemetry.StartEnqueue(ctx, d.tr, telemetry.TaskInfo{Queue: d.q.Name(), ID: id, Type: typ,
 		Level: level, LevelName: d.q.LevelName(level)})
 	defer span.End()
-	t := queue.NewTask(typ, payload)
-	t.Headers = telemetry.Inject(ctx, nil)
+	t := queue.NewTask(typ, payload, queue.Headers(telemetry.Inject(ctx, nil)))
 	if _, err := d.q.Enqueue(ctx, t, queue.Level(level), queue.ID(id)); err != nil {
 		return "", err
 	}

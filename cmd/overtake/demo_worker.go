@@ -31,7 +31,7 @@ type demoProgress struct {
 func (a demoArgs) percent(step int) int { return 100 * step / max(a.Steps, 1) }
 
 // process is the handler of every demo task type.
-func (d *demo) process(ctx context.Context, t *queue.Task, a demoArgs) error {
+func (d *demo) process(ctx context.Context, t *queue.TaskInfo, a demoArgs) error {
 	wait := max(time.Since(t.ReadyAt), 0)
 	d.mu.Lock()
 	tl := &d.tally[t.Level]
@@ -111,7 +111,7 @@ func (d *demo) process(ctx context.Context, t *queue.Task, a demoArgs) error {
 
 // stopped handles a cancelled run: it saves the position reached and
 // returns the cause, which requeues the task at the head of its level.
-func (d *demo) stopped(ctx context.Context, t *queue.Task, a demoArgs, cur *checkpoint.Cursor[demoProgress], h *ckpt.Handle) error {
+func (d *demo) stopped(ctx context.Context, t *queue.TaskInfo, a demoArgs, cur *checkpoint.Cursor[demoProgress], h *ckpt.Handle) error {
 	cause := context.Cause(ctx)
 	if err := cur.Flush(ctx); err != nil { // a no-op here: every step was saved
 		return err

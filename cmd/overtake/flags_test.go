@@ -30,7 +30,7 @@ func TestFlagsBeforeOrAfterSubcommand(t *testing.T) {
 		if err != nil || len(res.Tasks) != 1 {
 			t.Fatalf("lease: %v %v", res, err)
 		}
-		if err := q.DeadLetter(ctx, res.Tasks[0], "corrupt image"); err != nil {
+		if err := store.Of(q).DeadLetter(ctx, res.Tasks[0], "corrupt image"); err != nil {
 			t.Fatal(err)
 		}
 		conn := []string{"--redis", "redis://" + b.Addr, "--namespace", b.Prefix}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/overtake/overtake/internal/store"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -38,12 +37,13 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeFn()
+	st := store.Of(q) // Inspect with the lease: worker, token, deadline, run spans
 	var errs []error
 	for i, id := range pos {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		t, err := q.Inspect(ctx, id)
+		t, err := st.Inspect(ctx, id)
 		switch {
 		case errors.Is(err, queue.ErrMalformedRecord) && t != nil:
 			fmt.Fprintf(stdout, "WARNING: %v\n", err)
@@ -56,13 +56,14 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			errs = append(errs, err)
 			continue
 		}
-		writeTask(ctx, stdout, q, t, q.Config().Clock())
+		writeTask(ctx, stdout, q, st, t, q.Config().Clock())
 	}
 	return errors.Join(errs...)
 }
 
-// writeTask prints t field by field; now measures ages.
-func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.Task, now time.Time) {
+// writeTask prints t, read from st (q's store), field by field; now
+// measures ages.
+func writeTask(ctx context.Context, w io.Writer, q *queue.Client, st *store.Store, t *store.Task, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, a...)) }
 	row("id", "%s", t.ID)
@@ -73,7 +74,7 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.Task,
 	}
 	state := string(t.State)
 	if t.State == queue.StatePending {
-		if ids, err := store.Of(q).Pending(ctx, t.Level); err == nil {
+		if ids, err := st.Pending(ctx, t.Level); err == nil {
 			if i := slices.Index(ids, t.ID); i >= 0 {
 				state += fmt.Sprintf(" (position %d of %d in %s)", i+1, len(ids), q.LevelName(t.Level))
 			}

@@ -216,7 +216,7 @@ func wait(ctx context.Context, ch <-chan string) error {
 // report works through its steps, saving a checkpoint after each. When the
 // runtime preempts it (or shuts down) its context is cancelled: it saves
 // where it is and returns, and it is requeued at the head of its level.
-func (ex *example) report(ctx context.Context, t *queue.Task, a ReportArgs) error {
+func (ex *example) report(ctx context.Context, t *queue.TaskInfo, a ReportArgs) error {
 	p, resumed, err := checkpoint.Load[Progress](ctx)
 	if err != nil {
 		return err
@@ -247,7 +247,7 @@ func (ex *example) report(ctx context.Context, t *queue.Task, a ReportArgs) erro
 }
 
 // alert is the urgent task: short, and it preempts a report.
-func (ex *example) alert(ctx context.Context, t *queue.Task) error {
+func (ex *example) alert(ctx context.Context, t *queue.TaskInfo) error {
 	time.Sleep(2 * ex.cfg.step)
 	ex.printf("  alert done")
 	ex.done <- "alert"
@@ -255,7 +255,7 @@ func (ex *example) alert(ctx context.Context, t *queue.Task) error {
 }
 
 // sync fails on its first attempt; the retry succeeds.
-func (ex *example) sync(ctx context.Context, t *queue.Task) error {
+func (ex *example) sync(ctx context.Context, t *queue.TaskInfo) error {
 	if t.Attempt == 0 {
 		ex.printf("  sync failed; it will be retried")
 		return errors.New("upstream timed out")

@@ -18,7 +18,7 @@ type WelcomeArgs struct {
 }
 
 // enqueue enqueues a welcome email to to at the named level.
-func enqueue(ctx context.Context, q *queue.Client, to, level string) (*queue.Task, error) {
+func enqueue(ctx context.Context, q *queue.Client, to, level string) (*queue.TaskInfo, error) {
 	t, err := handlers.NewJSONTask("welcome", WelcomeArgs{To: to})
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ type Reports struct {
 }
 
 // Handle makes one report; the tenant's class is the task's class.
-func (r *Reports) Handle(ctx context.Context, t *queue.Task) error {
+func (r *Reports) Handle(ctx context.Context, t *queue.TaskInfo) error {
 	r.mu.Lock()
 	if r.done == nil {
 		r.done, r.running, r.most = map[string]int{}, map[string]int{}, map[string]int{}

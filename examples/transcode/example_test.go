@@ -36,7 +36,7 @@ func Example() {
 	// After segment 4 of the first run, a producer enqueues an urgent
 	// thumbnail. The hook then waits for the preemption so that it always
 	// lands at the same segment; real work just carries on until it comes.
-	tc.AfterSegment = func(ctx context.Context, t *queue.Task, done int) {
+	tc.AfterSegment = func(ctx context.Context, t *queue.TaskInfo, done int) {
 		if done != 4 || t.Preemptions > 0 {
 			return
 		}
@@ -54,7 +54,7 @@ func Example() {
 	mux := newMux(tc)
 	finished := make(chan struct{}) // closed when the transcode's handler succeeded
 	mux.Use(func(next handlers.Handler) handlers.Handler {
-		return handlers.HandlerFunc(func(ctx context.Context, t *queue.Task) error {
+		return handlers.HandlerFunc(func(ctx context.Context, t *queue.TaskInfo) error {
 			err := next.ProcessTask(ctx, t)
 			if err == nil && t.Type == TypeTranscode {
 				close(finished)

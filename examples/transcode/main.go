@@ -48,7 +48,7 @@ func runMain() error {
 	defer stop()
 
 	if len(os.Args) == 3 { // producer mode
-		var t *queue.Task
+		var t *queue.TaskInfo
 		switch video := os.Args[2]; os.Args[1] {
 		case TypeTranscode:
 			payload, _ := json.Marshal(TranscodeArgs{Video: video, Segments: 20})

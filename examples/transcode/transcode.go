@@ -42,11 +42,11 @@ type Transcoder struct {
 	Out io.Writer
 	// AfterSegment, if set, is called after each finished segment with the
 	// number finished so far (the example uses it to time a preemption).
-	AfterSegment func(ctx context.Context, t *queue.Task, done int)
+	AfterSegment func(ctx context.Context, t *queue.TaskInfo, done int)
 }
 
 // Transcode is the handler of "transcode" tasks.
-func (tc *Transcoder) Transcode(ctx context.Context, t *queue.Task, a TranscodeArgs) error {
+func (tc *Transcoder) Transcode(ctx context.Context, t *queue.TaskInfo, a TranscodeArgs) error {
 	cur, err := checkpoint.NewCursor[Progress](ctx, tc.CheckpointEvery)
 	if err != nil {
 		return err // a malformed checkpoint: retried, then dead-lettered
@@ -101,7 +101,7 @@ func (tc *Transcoder) stop(ctx context.Context, a TranscodeArgs, cur *checkpoint
 }
 
 // Thumbnail is the handler of "thumbnail" tasks; the payload is the video.
-func (tc *Transcoder) Thumbnail(_ context.Context, t *queue.Task) error {
+func (tc *Transcoder) Thumbnail(_ context.Context, t *queue.TaskInfo) error {
 	tc.printf("%s %s: done", TypeThumbnail, t.Payload)
 	return nil
 }

@@ -43,7 +43,7 @@ func Example() {
 	done := make(chan struct{}) // closed when the third email was sent
 	sent := 0
 	mux.Use(func(next handlers.Handler) handlers.Handler {
-		return handlers.HandlerFunc(func(ctx context.Context, t *queue.Task) error {
+		return handlers.HandlerFunc(func(ctx context.Context, t *queue.TaskInfo) error {
 			err := next.ProcessTask(ctx, t)
 			if sent++; sent == 3 { // Concurrency 1: one at a time
 				close(done)

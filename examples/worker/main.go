@@ -23,7 +23,7 @@ type WelcomeArgs struct {
 
 // register adds the worker's handlers to mux; they write to out.
 func register(mux *handlers.Mux, q *queue.Client, out io.Writer) {
-	handlers.HandleJSON(mux, "welcome", func(ctx context.Context, t *queue.Task, a WelcomeArgs) error {
+	handlers.HandleJSON(mux, "welcome", func(ctx context.Context, t *queue.TaskInfo, a WelcomeArgs) error {
 		_, err := fmt.Fprintf(out, "welcome email to %s (%s)\n", a.To, q.LevelName(t.Level))
 		return err
 	})

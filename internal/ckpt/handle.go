@@ -41,10 +41,10 @@ type Handle struct {
 	saves int
 }
 
-// New returns the Handle for a run of t, a task as leased: it takes t's ID,
-// lease Token, Checkpoint and CheckpointSeq. Saves go to saver. New panics
-// if saver or t is nil.
-func New(saver Saver, t *queue.Task, opts ...Option) *Handle {
+// New returns the Handle for a run of t, a task as leased under token: it
+// takes t's ID, Checkpoint and CheckpointSeq, and saves go to saver under
+// token. New panics if saver or t is nil.
+func New(saver Saver, t *queue.TaskInfo, token string, opts ...Option) *Handle {
 	if saver == nil {
 		panic("checkpoint: nil Saver")
 	}
@@ -54,7 +54,7 @@ func New(saver Saver, t *queue.Task, opts ...Option) *Handle {
 	h := &Handle{
 		saver:   saver,
 		taskID:  t.ID,
-		token:   t.Token,
+		token:   token,
 		resumed: len(t.Checkpoint) > 0,
 		opts:    newOptions(opts),
 		seq:     t.CheckpointSeq,

@@ -19,7 +19,7 @@ import (
 func TestHandleFresh(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	h := ckpt.New(s, task)
+	h := ckpt.New(s, task, "lease-1")
 	assert.Equal(t, task.ID, h.TaskID())
 	assert.False(t, h.Resumed())
 	assert.Nil(t, h.Bytes())
@@ -31,7 +31,7 @@ func TestHandleRoundTrip(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
 	ctx := context.Background()
-	h := ckpt.New(s, task)
+	h := ckpt.New(s, task, "lease-1")
 
 	buf := []byte("row=10")
 	require.NoError(t, h.Save(ctx, buf))
@@ -42,7 +42,7 @@ func TestHandleRoundTrip(t *testing.T) {
 	assert.Equal(t, 2, h.SaveCount())
 
 	// The next run, under a new lease, resumes from the newest checkpoint.
-	next := ckpt.New(s, s.Lease(task, "lease-2"))
+	next := ckpt.New(s, s.Lease(task, "lease-2"), "lease-2")
 	assert.True(t, next.Resumed())
 	assert.Equal(t, []byte("row=20"), next.Bytes())
 	assert.EqualValues(t, 2, next.Seq())
@@ -52,18 +52,18 @@ func TestHandleRoundTrip(t *testing.T) {
 	require.NoError(t, next.Save(ctx, nil))
 	assert.Empty(t, next.Bytes())
 	assert.EqualValues(t, 3, next.Seq())
-	assert.False(t, ckpt.New(s, s.Lease(task, "lease-3")).Resumed())
+	assert.False(t, ckpt.New(s, s.Lease(task, "lease-3"), "lease-3").Resumed())
 }
 
 func TestHandleFencing(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
 	ctx := context.Background()
-	stale := ckpt.New(s, task)
+	stale := ckpt.New(s, task, "lease-1")
 	require.NoError(t, stale.Save(ctx, []byte("old")))
 
 	// The lease expires and another worker leases the task.
-	fresh := ckpt.New(s, s.Lease(task, "lease-2"))
+	fresh := ckpt.New(s, s.Lease(task, "lease-2"), "lease-2")
 	require.NoError(t, fresh.Save(ctx, []byte("new")))
 
 	err := stale.Save(ctx, []byte("stale overwrite"))
@@ -99,7 +99,7 @@ func TestHandleMaxBytes(t *testing.T) {
 			t.Parallel()
 			s, task := setup(t)
 			s.MaxBytes = tt.serverMax
-			h := ckpt.New(s, task, ckpt.WithMaxBytes(tt.clientMax))
+			h := ckpt.New(s, task, "lease-1", ckpt.WithMaxBytes(tt.clientMax))
 			err := h.Save(context.Background(), make([]byte, tt.size))
 			assert.Equal(t, tt.wantCalls, s.Calls())
 			if tt.wantErr == "" {
@@ -139,7 +139,7 @@ func TestHandleSaveAfterCancel(t *testing.T) {
 	cancel(errors.New("preempted"))
 
 	p := &probeSaver{}
-	h := ckpt.New(p, queue.NewTask("x", nil))
+	h := ckpt.New(p, &queue.TaskInfo{Type: "x"}, "lease-1")
 	require.NoError(t, h.Save(ctx, []byte("state")))
 	assert.False(t, p.err, "the saver must see a live context")
 	assert.True(t, p.deadlineSet, "the save timeout bounds the call")
@@ -147,13 +147,13 @@ func TestHandleSaveAfterCancel(t *testing.T) {
 
 	// Also through the fencing fake, which refuses cancelled contexts.
 	s, task := setup(t)
-	require.NoError(t, ckpt.New(s, task).Save(ctx, []byte("state")))
+	require.NoError(t, ckpt.New(s, task, "lease-1").Save(ctx, []byte("state")))
 }
 
 func TestHandleSaveTimeout(t *testing.T) {
 	t.Parallel()
 	p := &probeSaver{block: true}
-	h := ckpt.New(p, queue.NewTask("x", nil), ckpt.WithSaveTimeout(10*time.Millisecond))
+	h := ckpt.New(p, &queue.TaskInfo{Type: "x"}, "lease-1", ckpt.WithSaveTimeout(10*time.Millisecond))
 	err := h.Save(context.Background(), []byte("state"))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, h.Bytes())
@@ -164,7 +164,7 @@ func TestHandleOnSave(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
 	var got []string
-	h := ckpt.New(s, task, ckpt.WithOnSave(func(size int, seq int64) {
+	h := ckpt.New(s, task, "lease-1", ckpt.WithOnSave(func(size int, seq int64) {
 		got = append(got, fmt.Sprintf("%d@%d", size, seq))
 	}), ckpt.WithSaveTimeout(0), ckpt.WithCodec(nil))
 	ctx := context.Background()
@@ -178,7 +178,7 @@ func TestHandleOnSave(t *testing.T) {
 func TestHandleConcurrentSaves(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	h := ckpt.New(s, task)
+	h := ckpt.New(s, task, "lease-1")
 	const writers, saves = 8, 25
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -204,14 +204,14 @@ func TestHandleConcurrentSaves(t *testing.T) {
 func TestNewPanics(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	assert.PanicsWithValue(t, "checkpoint: nil Saver", func() { ckpt.New(nil, task) })
-	assert.PanicsWithValue(t, "checkpoint: nil task", func() { ckpt.New(s, nil) })
+	assert.PanicsWithValue(t, "checkpoint: nil Saver", func() { ckpt.New(nil, task, "lease-1") })
+	assert.PanicsWithValue(t, "checkpoint: nil task", func() { ckpt.New(s, nil, "lease-1") })
 }
 
 func TestContext(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	h := ckpt.New(s, task)
+	h := ckpt.New(s, task, "lease-1")
 	got, ok := ckpt.FromContext(ckpt.NewContext(context.Background(), h))
 	assert.True(t, ok)
 	assert.Same(t, h, got)

@@ -22,10 +22,9 @@ func TestMain(m *testing.M) {
 
 // setup returns a fencing in-memory Saver and a task leased from it under
 // token "lease-1".
-func setup(t *testing.T) (*checkpointtest.Saver, *queue.Task) {
+func setup(t *testing.T) (*checkpointtest.Saver, *queue.TaskInfo) {
 	t.Helper()
 	s := &checkpointtest.Saver{}
-	task := queue.NewTask("export", nil)
-	task.ID = "task-" + t.Name()
+	task := &queue.TaskInfo{ID: "task-" + t.Name(), Type: "export"}
 	return s, s.Lease(task, "lease-1")
 }

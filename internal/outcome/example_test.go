@@ -36,12 +36,12 @@ func ExampleClassifyContext() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(handlers.ErrPreempted)
 
-	h := handlers.HandlerFunc(func(ctx context.Context, _ *queue.Task) error {
+	h := handlers.HandlerFunc(func(ctx context.Context, _ *queue.TaskInfo) error {
 		<-ctx.Done()
 		// A real handler saves its checkpoint here.
 		return ctx.Err() // context.Canceled
 	})
-	err := h.ProcessTask(ctx, queue.NewTask("report", nil))
+	err := h.ProcessTask(ctx, &queue.TaskInfo{Type: "report"})
 	fmt.Println(errors.Is(context.Cause(ctx), handlers.ErrPreempted))
 	fmt.Println(outcome.Classify(err).Action, outcome.ClassifyContext(ctx, err).Action)
 	// Output:

@@ -32,7 +32,7 @@ func newAdminEnv(t *testing.T, b testredis.Backend) *adminEnv {
 }
 
 // dead enqueues a task at level, leases it, saves a checkpoint and kills it.
-func (e *adminEnv) dead(t *testing.T, level int, reason string) *queue.Task {
+func (e *adminEnv) dead(t *testing.T, level int, reason string) *store.Task {
 	t.Helper()
 	tk, err := e.q.Enqueue(e.ctx, queue.NewTask("job", []byte(`{"n":1}`)), queue.Level(level))
 	require.NoError(t, err)
@@ -43,7 +43,7 @@ func (e *adminEnv) dead(t *testing.T, level int, reason string) *queue.Task {
 	require.Equal(t, tk.ID, leased.ID)
 	_, err = store.Of(e.q).SaveCheckpoint(e.ctx, leased.ID, leased.Token, []byte("cursor=7"))
 	require.NoError(t, err)
-	require.NoError(t, e.q.DeadLetter(e.ctx, leased, reason))
+	require.NoError(t, store.Of(e.q).DeadLetter(e.ctx, leased, reason))
 	return leased
 }
 

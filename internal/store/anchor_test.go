@@ -53,6 +53,6 @@ func TestAnchorIDRefused(t *testing.T) {
 	e := newEnv(t, testredis.Backends(t)[0], nil)
 	_, err := e.c.Enqueue(e.ctx, NewTask("x", nil), ID(anchorMember))
 	require.ErrorIs(t, err, ErrInvalidTask)
-	_, err = e.c.EnqueueBatch(e.ctx, []*Task{{Type: "x", ID: anchorMember}})
+	_, err = e.c.EnqueueBatch(e.ctx, []*Task{{Info: Info{Type: "x", ID: anchorMember}}})
 	require.ErrorIs(t, err, ErrInvalidTask)
 }

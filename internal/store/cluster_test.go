@@ -68,7 +68,7 @@ func TestCluster(t *testing.T) {
 func clusterScenario(t *testing.T, e *env) {
 	// Enqueue, batch, scheduled.
 	e.enqueue("", ID("a"), Level(0))
-	_, err := e.c.EnqueueBatch(e.ctx, []*Task{{ID: "b", Type: "t", Level: 2}, {ID: "c", Type: "t", Level: 1}})
+	_, err := e.c.EnqueueBatch(e.ctx, []*Task{{Info: Info{ID: "b", Type: "t", Level: 2}}, {Info: Info{ID: "c", Type: "t", Level: 1}}})
 	require.NoError(t, err)
 	e.enqueue("", ID("later"), ProcessIn(time.Minute))
 	_, err = e.c.Enqueue(e.ctx, NewTask("t", nil), ID("a"))

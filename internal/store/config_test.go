@@ -61,9 +61,9 @@ func TestConfigRejectsBadInput(t *testing.T) {
 func TestBadArgumentsRejected(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
-		_, err := e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: -3})
+		_, err := e.c.Enqueue(e.ctx, &Task{Info: Info{Type: "x", MaxRetries: -3}})
 		require.ErrorIs(t, err, ErrInvalidTask)
-		_, err = e.c.Enqueue(e.ctx, &Task{Type: "x", Timeout: -time.Second})
+		_, err = e.c.Enqueue(e.ctx, &Task{Info: Info{Type: "x", Timeout: -time.Second}})
 		require.ErrorIs(t, err, ErrInvalidTask)
 		_, err = e.c.DeadTasks(e.ctx, 0, 0)
 		require.ErrorIs(t, err, ErrInvalidTask)

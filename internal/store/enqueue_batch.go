@@ -22,6 +22,12 @@ var enqueueChunk = 256
 // stored tasks in order; a task that failed leaves a nil entry, and the
 // returned error joins every failure.
 func (c *Store) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option) ([]*Task, error) {
+	return c.EnqueueEach(ctx, tasks, func(int) []Option { return opts })
+}
+
+// EnqueueEach is EnqueueBatch with options per task: opts(i) are those of
+// tasks[i] (package queue passes a task's own options, then the call's).
+func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int) []Option) ([]*Task, error) {
 	out := make([]*Task, len(tasks))
 	spans := make([]trace.Span, len(tasks))
 	var errs []error
@@ -33,7 +39,7 @@ func (c *Store) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option)
 	var chunks []*chunk
 	cur := &chunk{}
 	for i, t := range tasks {
-		nt, _, a, span, err := c.prepare(ctx, t, opts)
+		nt, _, a, span, err := c.prepare(ctx, t, opts(i))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
 			continue

@@ -24,9 +24,9 @@ func TestEnqueueBatchAllPending(t *testing.T) {
 			}
 			return ok
 		}
-		require.Equal(t, []bool{true, true}, stored([]*Task{{ID: "a", Type: "t"}, {ID: "b", Type: "t"}}))
-		require.Equal(t, []bool{true, false}, stored([]*Task{{ID: "c", Type: "t"}, {ID: "c", Type: "t", Payload: []byte("x")}}))
-		require.Equal(t, []bool{true, false, true}, stored([]*Task{{ID: "d", Type: "t"}, {ID: "exists", Type: "t"}, {ID: "e", Type: "t"}}))
+		require.Equal(t, []bool{true, true}, stored([]*Task{{Info: Info{ID: "a", Type: "t"}}, {Info: Info{ID: "b", Type: "t"}}}))
+		require.Equal(t, []bool{true, false}, stored([]*Task{{Info: Info{ID: "c", Type: "t"}}, {Info: Info{ID: "c", Type: "t", Payload: []byte("x")}}}))
+		require.Equal(t, []bool{true, false, true}, stored([]*Task{{Info: Info{ID: "d", Type: "t"}}, {Info: Info{ID: "exists", Type: "t"}}, {Info: Info{ID: "e", Type: "t"}}}))
 		require.Equal(t, []string{"exists", "a", "b", "c", "d", "e"}, e.pending(1))
 		require.Equal(t, []byte("old"), e.inspect("exists").Payload)
 		require.Empty(t, e.inspect("c").Payload)
@@ -47,7 +47,7 @@ func TestEnqueueBatchCorruptListRefusesItsLevelOnly(t *testing.T) {
 		e.plant(e.c.keys.pending(2), "hash")
 		batch := make([]*enqWait, 0, 4)
 		for i, l := range []int{0, 2, 1, 2} {
-			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{ID: string(rune('a' + i)), Type: "t"}, []Option{Level(l)})
+			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: string(rune('a' + i)), Type: "t"}}, []Option{Level(l)})
 			require.NoError(t, err)
 			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
 		}
@@ -105,12 +105,12 @@ func TestEnqueueBatchCorruptListThroughPipeline(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
 		e.plant(e.c.keys.pending(2), "hash")
-		out, err := e.c.EnqueueBatch(e.ctx, []*Task{{ID: "a", Type: "t"}, {ID: "b", Type: "t"}}, Level(2))
+		out, err := e.c.EnqueueBatch(e.ctx, []*Task{{Info: Info{ID: "a", Type: "t"}}, {Info: Info{ID: "b", Type: "t"}}}, Level(2))
 		requireCorrupt(t, err, e.c.keys.pending(2))
 		require.Equal(t, []*Task{nil, nil}, out)
 		e.gone("a")
 		e.gone("b")
-		out, err = e.c.EnqueueBatch(e.ctx, []*Task{{ID: "c", Type: "t"}}, Level(1))
+		out, err = e.c.EnqueueBatch(e.ctx, []*Task{{Info: Info{ID: "c", Type: "t"}}}, Level(1))
 		require.NoError(t, err)
 		require.Len(t, out, 1)
 		require.Equal(t, []string{"c"}, e.pending(1))
@@ -130,7 +130,7 @@ func TestEnqueueBatchCorruptListOneByOne(t *testing.T) {
 			id    string
 			level int
 		}{{"a", 2}, {"exists", 2}, {"c", 1}} {
-			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{ID: tc.id, Type: "t"}, []Option{Level(tc.level)})
+			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: tc.id, Type: "t"}}, []Option{Level(tc.level)})
 			require.NoError(t, err)
 			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
 		}
@@ -154,7 +154,7 @@ func TestEnqueueGroupMixedPendingAndDelayed(t *testing.T) {
 			id   string
 			opts []Option
 		}{{"a", []Option{Level(1)}}, {"s", []Option{Level(2), ProcessIn(time.Minute)}}, {"b", []Option{Level(0)}}} {
-			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{ID: o.id, Type: "t"}, o.opts)
+			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: o.id, Type: "t"}}, o.opts)
 			require.NoError(t, err)
 			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
 		}

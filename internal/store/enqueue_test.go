@@ -74,7 +74,7 @@ func TestEnqueueLevels(t *testing.T) {
 	}{
 		{"default", NewTask("t", nil), nil, 0, ""},
 		{"number", NewTask("t", nil), []Option{Level(2)}, 2, ""},
-		{"task field", &Task{Type: "t", Level: 1}, nil, 1, ""},
+		{"task field", &Task{Info: Info{Type: "t", Level: 1}}, nil, 1, ""},
 		{"name", NewTask("t", nil), []Option{LevelNamed("high")}, 2, ""},
 		{"name as number", NewTask("t", nil), []Option{LevelNamed("1")}, 1, ""},
 		{"class", NewTask("t", nil), []Option{Class("paying")}, 2, "paying"},
@@ -106,7 +106,7 @@ func TestEnqueueInvalid(t *testing.T) {
 	}{
 		{"level too high", NewTask("t", nil), []Option{Level(3)}, ErrInvalidLevel},
 		{"negative level", NewTask("t", nil), []Option{Level(-1)}, ErrInvalidLevel},
-		{"task field out of range", &Task{Type: "t", Level: 7}, nil, ErrInvalidLevel},
+		{"task field out of range", &Task{Info: Info{Type: "t", Level: 7}}, nil, ErrInvalidLevel},
 		{"unknown level name", NewTask("t", nil), []Option{LevelNamed("urgent")}, ErrInvalidLevel},
 		{"number out of range", NewTask("t", nil), []Option{LevelNamed("3")}, ErrInvalidLevel},
 		{"unknown class", NewTask("t", nil), []Option{Class("gold")}, ErrInvalidLevel},
@@ -231,13 +231,12 @@ func TestEnqueueBatch(t *testing.T) {
 		e.rdb.AddHook(hk)
 
 		tasks := []*Task{
-			{ID: "a", Type: "t"},
-			{ID: "exists", Type: "t"},
-			{ID: "b", Type: "t"},
-			{ID: "b", Type: "t", Payload: []byte("again")},
-			{ID: "notype"},
-			{ID: "c", Type: "t", ProcessAt: e.clk.Now().Add(time.Minute)},
-		}
+			{Info: Info{ID: "a", Type: "t"}},
+			{Info: Info{ID: "exists", Type: "t"}},
+			{Info: Info{ID: "b", Type: "t"}},
+			{Info: Info{ID: "b", Type: "t", Payload: []byte("again")}},
+			{Info: Info{ID: "notype"}},
+			{Info: Info{ID: "c", Type: "t", ProcessAt: e.clk.Now().Add(time.Minute)}}}
 		out, err := e.c.EnqueueBatch(e.ctx, tasks, Level(1))
 		require.Equal(t, int64(1), hk.pipelines.Load(), "one pipeline")
 		require.Zero(t, hk.singles.Load(), "no script call outside the pipeline")
@@ -326,10 +325,10 @@ func TestMaxRetriesReadsBackAsStored(t *testing.T) {
 		again, err := e.c.Enqueue(e.ctx, got, ID("copy")) // a task read back keeps its meaning
 		require.NoError(t, err)
 		require.Zero(t, e.inspect(again.ID).MaxRetries)
-		lit, err := e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: 3})
+		lit, err := e.c.Enqueue(e.ctx, &Task{Info: Info{Type: "x", MaxRetries: 3}})
 		require.NoError(t, err)
 		require.Equal(t, 3, e.inspect(lit.ID).MaxRetries)
-		_, err = e.c.Enqueue(e.ctx, &Task{Type: "x", MaxRetries: -1})
+		_, err = e.c.Enqueue(e.ctx, &Task{Info: Info{Type: "x", MaxRetries: -1}})
 		require.ErrorIs(t, err, ErrInvalidTask)
 		_, err = e.c.Enqueue(e.ctx, NewTask("x", nil), MaxRetries(-1))
 		require.ErrorIs(t, err, ErrInvalidTask)

@@ -29,7 +29,7 @@ func recordOf(t testing.TB, in *Task, enq int64) string {
 // ErrSchema, and must always return the task's ID and whatever token it
 // read, so the caller can dead-letter the task.
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add(recordOf(f, &Task{Type: "t", Payload: []byte("p"), Class: "c", Headers: map[string]string{"k": "v"}}, 7), `{"tk":"tok"}`)
+	f.Add(recordOf(f, &Task{Info: Info{Type: "t", Payload: []byte("p"), Class: "c", Headers: map[string]string{"k": "v"}}}, 7), `{"tk":"tok"}`)
 	f.Add("2|1|1|5|25|0|1:t0:0:", `{"st":"active","tk":"x","l":"2"}`)
 	f.Add("2|1|1|5|25|0|9:t0:0:", "")
 	f.Add("1|1|1|5|25|0|1:t0:0:", "")
@@ -65,8 +65,8 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if typ == "" || now <= 0 || level < 0 || maxRetries < 0 || timeout < 0 || !utf8.ValidString(hk) || !utf8.ValidString(hv) {
 			t.Skip("not a record Enqueue writes (or a header JSON cannot carry)")
 		}
-		in := &Task{ID: "id", Type: typ, Payload: payload, Level: level, MaxRetries: maxRetries,
-			Timeout: time.Duration(timeout), NotPreemptible: !preemptible, Class: class}
+		in := &Task{Info: Info{ID: "id", Type: typ, Payload: payload, Level: level, MaxRetries: maxRetries,
+			Timeout: time.Duration(timeout), NotPreemptible: !preemptible, Class: class}}
 		if hk != "" {
 			in.Headers = map[string]string{hk: hv}
 		}

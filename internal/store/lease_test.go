@@ -143,7 +143,7 @@ func TestFencingWrongToken(t *testing.T) {
 					requireLeaseLost(t, op.do(e, bad))
 					require.Equal(t, before, e.snapshot("a"))
 				}
-				requireLeaseLost(t, op.do(e, &Task{ID: "missing", Token: cur.Token}))
+				requireLeaseLost(t, op.do(e, &Task{Info: Info{ID: "missing"}, Token: cur.Token}))
 				require.NoError(t, op.do(e, cur), "the holder's token still works")
 			})
 		}

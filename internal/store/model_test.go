@@ -188,7 +188,7 @@ func (m *model) finish(rng *rand.Rand) string {
 	}
 	mt := m.tasks[h.id]
 	valid := mt.state == mActive && mt.token == h.token
-	tk := &Task{ID: h.id, Token: h.token}
+	tk := &Task{Info: Info{ID: h.id}, Token: h.token}
 	var err error
 	var apply func()
 	op := []string{"ack", "retry", "kill", "requeue", "checkpoint"}[rng.IntN(5)]
@@ -245,7 +245,7 @@ func (m *model) heartbeat(rng *rand.Rand) {
 		if h.worker != w || (mt.token != h.token && rng.IntN(3) > 0) {
 			continue
 		}
-		leases = append(leases, &Task{ID: h.id, Token: h.token})
+		leases = append(leases, &Task{Info: Info{ID: h.id}, Token: h.token})
 		if mt.state == mActive && mt.token == h.token {
 			mt.deadline = m.now() + defaultLeaseDuration.Milliseconds()
 		} else {

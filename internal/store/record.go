@@ -68,7 +68,7 @@ type state struct {
 // together with whatever it could read, so the caller can still
 // dead-letter it under its lease.
 func decodeTask(id string, rec, st, cp any) (*Task, error) {
-	t := &Task{ID: id, State: StatePending}
+	t := &Task{Info: Info{ID: id, State: StatePending}}
 	if b, ok := cp.(string); ok {
 		t.Checkpoint = []byte(b)
 	}

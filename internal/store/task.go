@@ -17,42 +17,35 @@ const (
 	StateDead      State = "dead"      // dead-lettered with a reason
 )
 
-// Task is one unit of work. Producers fill Type, Payload and options at
-// enqueue; a leased task carries the rest of its record as well.
-type Task struct {
-	// ID identifies the task within its queue. Generated when empty.
+// Info is a task's record as handlers and operators read it: what the
+// producer set at enqueue and what the queue maintains since. It is
+// read-only: changing a field changes nothing in Redis.
+type Info struct {
+	// ID identifies the task within its queue.
 	ID string
 	// Type selects the handler.
 	Type string
 	// Payload is opaque to Overtake.
 	Payload []byte
-	// Level is the priority level, 0..Levels-1; higher is more urgent.
+	// Level is the priority level, 0..Levels-1; higher is more urgent. It
+	// grows when the task ages (Config.AgeAfter).
 	Level int
-
-	// Fields below are set by options at enqueue and read back on lease.
-
-	// MaxRetries is how many failed attempts are retried before the task
-	// is dead-lettered; 0 means none. NewTask sets DefaultMaxRetries.
-	MaxRetries int
-	// Timeout bounds one run of the handler. Zero means none.
-	Timeout time.Duration
-	// NotPreemptible keeps a running task from being displaced by more
-	// urgent work. The zero value, false, lets it be preempted.
-	NotPreemptible bool
+	// OriginalLevel is the level the task was enqueued at. It differs from
+	// Level once the task aged.
+	OriginalLevel int
 	// Class is the logical priority class the task was enqueued with, if
 	// any ("paying", "free").
 	Class string
 	// Headers carries propagation data such as W3C trace context.
 	Headers map[string]string
-
-	// Fields below are read-only: the queue maintains them.
-
-	// OriginalLevel is the level the task was enqueued at. It differs from
-	// Level once the task aged (Config.AgeAfter).
-	OriginalLevel int
-	// AgedAt is when the task last moved up a level by aging, zero if it
-	// never did.
-	AgedAt time.Time
+	// MaxRetries is how many failed attempts are retried before the task
+	// is dead-lettered; 0 means none.
+	MaxRetries int
+	// Timeout bounds one run of the handler. Zero means none.
+	Timeout time.Duration
+	// NotPreemptible keeps a running task from being displaced by more
+	// urgent work.
+	NotPreemptible bool
 	// State is the lifecycle state when the record was read.
 	State State
 	// Attempt counts failed attempts so far (a preemption is not one).
@@ -69,6 +62,12 @@ type Task struct {
 	ReadyAt time.Time
 	// ProcessAt is when a scheduled or retrying task becomes due.
 	ProcessAt time.Time
+	// AgedAt is when the task last moved up a level by aging, zero if it
+	// never did.
+	AgedAt time.Time
+	// LeasedAt is when the current lease began, by Redis's clock (or the
+	// injected Config.Clock): with ReadyAt, the task's wait.
+	LeasedAt time.Time
 	// Checkpoint is the state the task saved last, nil if none.
 	Checkpoint []byte
 	// CheckpointSeq increases with every saved checkpoint.
@@ -76,6 +75,18 @@ type Task struct {
 	// LastError is the error of the last failed attempt, or the reason it
 	// was dead-lettered.
 	LastError string
+}
+
+// RetriesLeft reports whether a task that has failed Attempt times may be
+// retried once more after its current attempt fails.
+func (t *Info) RetriesLeft() bool { return t.Attempt < t.MaxRetries }
+
+// Task is the store's record of a task: its Info and the internals of its
+// lease, which only the store and the runtime use. The store's calls take
+// a Task at enqueue (Type, Payload and the option fields set) and return
+// one from lease and inspection.
+type Task struct {
+	Info
 	// Worker is the ID of the worker holding the lease, if active.
 	Worker string
 	// Token is the lease token; every transition of an active task
@@ -83,9 +94,6 @@ type Task struct {
 	Token string
 	// LeaseDeadline is when the current lease expires (Redis's clock).
 	LeaseDeadline time.Time
-	// LeasedAt is when the current lease began, by Redis's clock (or the
-	// injected Config.Clock): with ReadyAt, the task's wait.
-	LeasedAt time.Time
 	// RunSpans holds the W3C traceparent of the process span of each of
 	// the task's earlier runs (the last 16, oldest first), so a
 	// run after a preemption or a retry links to them. The runtime adds the
@@ -96,12 +104,8 @@ type Task struct {
 // NewTask returns a task of the given type and payload at level 0, with
 // DefaultMaxRetries and the other defaults (the zero values).
 func NewTask(typ string, payload []byte) *Task {
-	return &Task{Type: typ, Payload: payload, MaxRetries: DefaultMaxRetries}
+	return &Task{Info: Info{Type: typ, Payload: payload, MaxRetries: DefaultMaxRetries}}
 }
 
 // DefaultMaxRetries is the retry budget of a task enqueued without MaxRetries.
 const DefaultMaxRetries = 25
-
-// RetriesLeft reports whether a task that has failed Attempt times may be
-// retried once more after its current attempt fails.
-func (t *Task) RetriesLeft() bool { return t.Attempt < t.MaxRetries }

@@ -56,7 +56,7 @@ func (c *Store) propagator() telemetry.Propagator { return c.prop }
 // TraceContext returns ctx carrying the producer's span context stored in
 // t.Headers at enqueue, read with Config.Propagator: the parent of the
 // worker's process span. Without one in the headers, ctx is returned as is.
-func (c *Store) TraceContext(ctx context.Context, t *Task) context.Context {
+func (c *Store) TraceContext(ctx context.Context, t *Info) context.Context {
 	return c.propagator().Extract(ctx, t.Headers)
 }
 

@@ -28,15 +28,15 @@ func TestRunNumber(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		t    queue.Task
+		t    store.Task
 		want int
 	}{
-		{"first run", queue.Task{}, 1},
-		{"after a preemption", queue.Task{Preemptions: 1, RunSpans: spans(1)}, 2},
-		{"after a shutdown requeue, which counts no preemption", queue.Task{RunSpans: spans(1)}, 2},
-		{"after a crash", queue.Task{Recoveries: 1}, 2},
-		{"after a retry and a crash", queue.Task{Attempt: 1, Recoveries: 1, RunSpans: spans(1)}, 3},
-		{"past the kept spans", queue.Task{Attempt: 10, Preemptions: 20, RunSpans: spans(store.MaxRunSpans)}, 31},
+		{"first run", store.Task{}, 1},
+		{"after a preemption", store.Task{Info: store.Info{Preemptions: 1}, RunSpans: spans(1)}, 2},
+		{"after a shutdown requeue, which counts no preemption", store.Task{RunSpans: spans(1)}, 2},
+		{"after a crash", store.Task{Info: store.Info{Recoveries: 1}}, 2},
+		{"after a retry and a crash", store.Task{Info: store.Info{Attempt: 1, Recoveries: 1}, RunSpans: spans(1)}, 3},
+		{"past the kept spans", store.Task{Info: store.Info{Attempt: 10, Preemptions: 20}, RunSpans: spans(store.MaxRunSpans)}, 31},
 	} {
 		if got := eng.RunNumber(&tc.t); got != tc.want {
 			t.Errorf("%s: run %d, want %d", tc.name, got, tc.want)

@@ -54,8 +54,7 @@ func TestEnqueueSpan(t *testing.T) {
 		q, rec, tr := tracedQueue(t, b, queue.Config{Name: "mail", Classes: map[string]int{"paying": 2}})
 		ctx, parent := tr.Start(context.Background(), "http request")
 		callerHeaders := map[string]string{"x-tenant": "acme"}
-		task := queue.NewTask("send", []byte("hello"))
-		task.Headers = callerHeaders
+		task := queue.NewTask("send", []byte("hello"), queue.Headers(callerHeaders))
 		got, err := q.Enqueue(ctx, task, queue.Class("paying"), queue.ID("t-1"))
 		require.NoError(t, err)
 		parent.End()
@@ -101,8 +100,7 @@ func TestEnqueueSpanParentFromHeaders(t *testing.T) {
 		q, rec, tr := tracedQueue(t, b, queue.Config{})
 		ctx, old := tr.Start(context.Background(), "old")
 		old.End()
-		task := queue.NewTask("send", nil)
-		task.Headers = telemetry.Inject(ctx, nil)
+		task := queue.NewTask("send", nil, queue.Headers(telemetry.Inject(ctx, nil)))
 		_, err := q.Enqueue(context.Background(), task)
 		require.NoError(t, err)
 		s := rec.Ended()[1]
@@ -143,8 +141,7 @@ func TestEnqueueBatchSpans(t *testing.T) {
 		_, err := q.Enqueue(ctx, queue.NewTask("send", nil), queue.ID("taken"))
 		require.NoError(t, err)
 		a, c := queue.NewTask("send", nil), queue.NewTask("send", nil)
-		dup := queue.NewTask("send", nil)
-		dup.ID = "taken"
+		dup := queue.NewTask("send", nil, queue.ID("taken"))
 		out, err := q.EnqueueBatch(ctx, []*queue.Task{a, dup, c})
 		require.ErrorIs(t, err, queue.ErrDuplicateTask)
 		require.Nil(t, out[1])
@@ -156,7 +153,7 @@ func TestEnqueueBatchSpans(t *testing.T) {
 			byID[spanAttrs(s)["messaging.message.id"].AsString()] = s
 		}
 		require.Equal(t, codes.Error, byID["taken"].Status().Code)
-		for _, tk := range []*queue.Task{out[0], out[2]} {
+		for _, tk := range []*queue.TaskInfo{out[0], out[2]} {
 			s := byID[tk.ID]
 			require.NotNil(t, s)
 			require.Equal(t, codes.Unset, s.Status().Code)
@@ -246,7 +243,7 @@ func TestRunSpansStoredByTransitions(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		q, _, tr := tracedQueue(t, b, queue.Config{})
 		ctx := context.Background()
-		lease := func() *queue.Task {
+		lease := func() *store.Task {
 			t.Helper()
 			var res *store.LeaseResult
 			require.Eventually(t, func() bool {
@@ -290,8 +287,8 @@ func TestRunSpansStoredByTransitions(t *testing.T) {
 		}
 		want = want[len(want)-store.MaxRunSpans:]
 		require.Len(t, tk.RunSpans, store.MaxRunSpans)
-		require.NoError(t, q.DeadLetter(ctx, tk, "enough"))
-		dead, err := q.Inspect(ctx, got.ID)
+		require.NoError(t, store.Of(q).DeadLetter(ctx, tk, "enough"))
+		dead, err := store.Of(q).Inspect(ctx, got.ID)
 		require.NoError(t, err)
 		require.Equal(t, want, store.Of(q).RunSpanContexts(dead))
 
