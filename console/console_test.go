@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/console"
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -136,4 +137,21 @@ func TestNewOptions(t *testing.T) {
 	e := newEnv(t, nil, console.Options{})
 	_, err = console.New(e.q, console.Options{AllowActions: true})
 	require.ErrorContains(t, err, "Token")
+}
+
+// The running page and the task page show the lease that queue's types
+// leave out: the worker holding a running task and its lease deadline,
+// read through the storage layer.
+func TestRunningShowsTheLease(t *testing.T) {
+	e := newEnv(t, nil, console.Options{})
+	id := e.enqueue("render", "{}", 1)
+	res, err := store.Of(e.q).Lease(e.ctx, store.LeaseRequest{Worker: "w-render-7", Count: 1})
+	require.NoError(t, err)
+	require.Len(t, res.Tasks, 1)
+	_, body := e.get("/running")
+	require.Contains(t, body, id)
+	require.Contains(t, body, `<td class="mono">w-render-7</td>`)
+	_, body = e.get("/task?id=" + url.QueryEscape(id))
+	require.Contains(t, body, `by <span class="mono">w-render-7</span>`)
+	require.Contains(t, body, "lease until")
 }
