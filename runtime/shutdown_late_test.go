@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/overtake/overtake/handlers"
@@ -56,7 +55,12 @@ func TestShutdownLateHandlerAcked(t *testing.T) {
 				})
 				id := enqueue(t, q, "stubborn", "", 1)
 				cfg := runtime.Config{Concurrency: 1, HeartbeatInterval: 200 * time.Millisecond, PollInterval: 50 * time.Millisecond}
-				rt := startRuntime(t, q, mux, cfg)
+				// Its own logger records only: its teardown logs after
+				// Shutdown, so it must not write to the test's log.
+				first := cfg
+				core, logs := observer.New(zapcore.DebugLevel)
+				first.Logger = zap.New(core)
+				rt := startRuntime(t, q, mux, first)
 				require.Equal(t, id, waitFor(t, started, "the stubborn task"))
 
 				ctx, cancel := context.WithTimeout(context.Background(), budget)
@@ -76,6 +80,8 @@ func TestShutdownLateHandlerAcked(t *testing.T) {
 					return err == nil && !slices.ContainsFunc(ws, func(w queue.WorkerInfo) bool { return w.ID == rt.WorkerID() })
 				}, 10*time.Second, 5*time.Millisecond, "the runtime never finished stopping")
 				require.Empty(t, started, "the finished task ran again")
+				// Its teardown logs last: nothing may log once the test ended.
+				waitForLog(t, logs, "the first runtime stopped", func(e observer.LoggedEntry) bool { return e.Message == "runtime stopped" })
 			})
 		})
 	}
@@ -101,7 +107,7 @@ func TestShutdownLateHandlerRetriesItsAck(t *testing.T) {
 	})
 	id := enqueue(t, q, "stubborn", "", 1)
 	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, HeartbeatInterval: 200 * time.Millisecond,
-		MaxRedisBackoff: 50 * time.Millisecond, Logger: zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))})
+		MaxRedisBackoff: 50 * time.Millisecond, Logger: zap.New(core)}) // records only: it logs after Shutdown
 	require.Equal(t, id, waitFor(t, started, "the stubborn task"))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -116,6 +122,9 @@ func TestShutdownLateHandlerRetriesItsAck(t *testing.T) {
 	waitGone(t, q, id)
 	require.EqualValues(t, 1, runs.Load())
 	require.EqualValues(t, 1, rt.Stats().Processed)
+	// The teardown after the late ack logs last: nothing may log once the
+	// test ended.
+	waitForLog(t, logs, "the runtime stopped", func(e observer.LoggedEntry) bool { return e.Message == "runtime stopped" })
 }
 
 // With Redis unreachable, Shutdown tells the handlers at once: no Redis
