@@ -46,10 +46,10 @@ bench: ## benchmarks and cmd/overtake-bench (if present) against a real redis-se
 	scripts/with-redis.sh bash -ec '$(GO) test -run "^$$" -bench . -benchmem $(PKGS); \
 		if [ -d cmd/overtake-bench ]; then $(GO) run ./cmd/overtake-bench $(BENCH_ARGS); fi'
 
-chaos: ## chaos suite: 3 worker processes, 20k tasks, kill -9, SIGSTOP, Redis killed, network cut; fails on any breach
+chaos: ## chaos suite: 3 worker processes, 20k tasks, kill -9, SIGSTOP, Redis killed, network cut, Sentinel failover; fails on any breach
 	$(GO) run ./cmd/overtake-chaos $(CHAOS_ARGS)
 
-chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a higher rate)
+chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a higher rate, then a Sentinel failover)
 	$(GO) run ./cmd/overtake-chaos -rate 400 -timeout 5m $(CHAOS_ARGS)
 
 bench-peers: ## Overtake vs asynq on one redis-server it starts: bench/peers/RESULTS.md and charts (BENCH_PEERS_ARGS=-quick: a smoke test)

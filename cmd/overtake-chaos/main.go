@@ -18,6 +18,10 @@ type options struct {
 	timeout                        time.Duration
 	redisServer                    string
 	workers                        int
+	// The failover scenario: tasks (0: skip it), workers, and how often the
+	// primary is killed (0: once, halfway through the feed).
+	foTasks, foWorkers int
+	foEvery            time.Duration
 }
 
 func main() {
@@ -37,7 +41,10 @@ func main() {
 	flag.DurationVar(&o.killEvery, "kill-every", 5*time.Second, "SIGKILL a random worker this often")
 	flag.DurationVar(&o.cut, "cut", 10*time.Second, "how long the network to Redis is cut")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
-	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
+	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary (also run as the sentinels)")
+	flag.IntVar(&o.foTasks, "failover-tasks", 3000, "tasks of the Sentinel failover scenario (0: skip it)")
+	flag.IntVar(&o.foWorkers, "failover-workers", 2, "worker processes of the failover scenario")
+	flag.DurationVar(&o.foEvery, "failover-every", 0, "kill the primary this often (0: once, halfway)")
 	flag.Parse()
 	os.Exit(runSuite(o))
 }
@@ -48,6 +55,12 @@ func runSuite(o options) int {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	rep, err := run(ctx, o)
+	if err == nil && o.foTasks > 0 {
+		var self string
+		if self, err = os.Executable(); err == nil {
+			rep.failover, err = runFailover(ctx, o, self, rep.logs)
+		}
+	}
 	if rep != nil {
 		fmt.Print(rep.table(o))
 	}

@@ -19,15 +19,26 @@ type producer struct {
 	rdb      *redis.Client
 	q        *queue.Client
 	enqueued int
+	// confirm: after each Enqueue the producer sends WAIT 1 200 on its
+	// single connection (a failover client with PoolSize 1), and records in
+	// unconfirmed the tasks that no replica had yet. ids are the tasks
+	// enqueued, in order.
+	confirm     bool
+	ids         []string
+	unconfirmed map[string]bool
 }
 
 func newProducer(addr string) *producer {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1})
+	return newProducerOn(redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1}))
+}
+
+// newProducerOn returns a producer on rdb, which it closes.
+func newProducerOn(rdb *redis.Client) *producer {
 	q, err := queue.New(rdb, queueConfig())
 	if err != nil {
 		panic(err)
 	}
-	return &producer{rdb: rdb, q: q}
+	return &producer{rdb: rdb, q: q, unconfirmed: map[string]bool{}}
 }
 
 func (p *producer) close() { _ = p.rdb.Close() }
@@ -52,11 +63,19 @@ func (p *producer) feed(ctx context.Context, phase string, n int, rate float64, 
 		case i%2 == 1:
 			j, level = job{Steps: 4, MS: 10}, 1
 		}
+		j.Starts = p.confirm
 		body, _ := json.Marshal(j)
-		if err := p.enqueue(ctx, fmt.Sprintf("%s-%d", phase, i), body, level); err != nil {
+		id := fmt.Sprintf("%s-%d", phase, i)
+		if err := p.enqueue(ctx, id, body, level); err != nil {
 			return err
 		}
 		p.enqueued++
+		if p.confirm {
+			p.ids = append(p.ids, id)
+			if n, err := p.rdb.Do(ctx, "WAIT", 1, 200).Int(); err != nil || n < 1 {
+				p.unconfirmed[id] = true
+			}
+		}
 	}
 	return nil
 }
