@@ -26,5 +26,7 @@
 // the kill.
 //
 // `make chaos` runs it at full size; `make chaos/ci` is the bounded form
-// that .ci/run runs.
+// that .ci/run runs. -duration makes it a soak (`make soak`): the faults of
+// the chaos phase repeat every minute (-cycle), the primary is killed every
+// 30 s (-failover-every), and the tasks fill about the duration.
 package main

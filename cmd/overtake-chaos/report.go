@@ -98,7 +98,13 @@ func (r *report) table(o options) string {
 		fmt.Fprintf(&b, "saves: %s\n", d)
 	}
 	fmt.Fprintf(&b, "\nFaults:\n\n")
-	for _, f := range r.faults {
+	for i, f := range r.faults {
+		if n := len(r.faults); n > 40 && i >= 20 && i < n-10 { // a soak: the first 20 and the last 10
+			if i == 20 {
+				fmt.Fprintf(&b, "    ... %d more ...\n", n-30)
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "    %s\n", f)
 	}
 	fmt.Fprintf(&b, "\n%d tasks at %.0f/s, %d workers, took %v; worker logs in %s.\n", o.tasks, o.rate, o.workers,
