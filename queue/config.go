@@ -72,6 +72,18 @@ type Config struct {
 	// must agree on it, and a trace must not break because one process
 	// left the global unset.
 	Propagator propagation.TextMapPropagator
+	// WaitReplicas, when positive, makes every call that writes the queue
+	// (Enqueue and its grouped calls, EnqueueBatch, leases, heartbeats,
+	// checkpoints, acks and the other transitions) send `WAIT WaitReplicas
+	// WaitTimeout` right after its script on the same connection, and fail
+	// with ErrNotReplicated when fewer replicas confirmed the write. The
+	// write was applied on the primary either way. This narrows, but does
+	// not close, the window in which a failover loses acknowledged writes:
+	// see docs/failover.md. Defaults to zero: no WAIT.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT when WaitReplicas is set. Keep it below
+	// the Redis client's ReadTimeout. Defaults to 1 s.
+	WaitTimeout time.Duration
 }
 
 // Default values of Config.
@@ -124,6 +136,9 @@ func (c Config) WithDefaults() Config {
 	if c.Propagator == nil {
 		c.Propagator = telemetry.DefaultPropagator()
 	}
+	if c.WaitReplicas > 0 && c.WaitTimeout == 0 {
+		c.WaitTimeout = defaultWaitTimeout
+	}
 	return c
 }
 
@@ -139,6 +154,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("overtake: config: negative Retention %v", c.Retention)
 	case c.AgeAfter < 0 || (c.AgeAfter > 0 && c.AgeAfter < time.Millisecond):
 		return fmt.Errorf("overtake: config: AgeAfter %v must be 0 (off) or at least 1ms", c.AgeAfter)
+	case c.WaitReplicas < 0:
+		return fmt.Errorf("overtake: config: negative WaitReplicas %d", c.WaitReplicas)
+	case c.WaitReplicas > 0 && c.WaitTimeout < time.Millisecond:
+		return fmt.Errorf("overtake: config: WaitTimeout %v must be at least 1ms", c.WaitTimeout)
 	}
 	seen := map[string]bool{}
 	for i, n := range c.LevelNames {

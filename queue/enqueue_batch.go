@@ -152,11 +152,15 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 	// (fresh or restarted Redis) run again, with EVAL: NOSCRIPT means the
 	// chunk ran nothing, so no task is sent twice.
 	exec := func(only func(ch *chunk) bool, useSha bool) {
+		var wait *redis.Cmd // Config.WaitReplicas: WAIT after the chunks sent
+		var sent []*chunk
 		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			defer func() { wait = c.waitCmd(ctx, p) }()
 			for _, ch := range chunks {
 				if !only(ch) {
 					continue
 				}
+				sent = append(sent, ch)
 				if useSha {
 					ch.cmd = enqueueManyScript.EvalSha(ctx, p, keys, ch.args...)
 				} else {
@@ -165,6 +169,11 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 			}
 			return nil
 		})
+		for _, ch := range sent {
+			if err := c.waitResult(wait); err != nil && ch.cmd.Err() == nil {
+				ch.cmd.SetErr(err)
+			}
+		}
 	}
 	noScript := func(ch *chunk) bool { return redis.HasErrorPrefix(ch.cmd.Err(), "NOSCRIPT") }
 	if len(chunks) > 0 {

@@ -36,7 +36,7 @@ func (c *Client) enqueueGroup(ctx context.Context, batch []*enqWait) []error {
 
 // enqueueOne stores one task with the single-task script.
 func (c *Client) enqueueOne(ctx context.Context, w *enqWait) error {
-	n, err := enqueueScript.Run(ctx, c.rdb, w.keys, w.args...).Int()
+	n, err := c.runWrite(ctx, enqueueScript, w.keys, w.args...).Int()
 	if err != nil {
 		return wrapf(scriptErr(err), "enqueue %s", w.nt.ID)
 	}
@@ -58,7 +58,7 @@ func (c *Client) enqueueMany(ctx context.Context, batch []*enqWait) []error {
 		args = append(args, a[1], a[2], a[4], a[5], a[6], a[7])
 	}
 	errs := make([]error, len(batch))
-	res, err := enqueueReplies(enqueueManyScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...), len(batch))
+	res, err := enqueueReplies(c.runWrite(ctx, enqueueManyScript, []string{c.keys.leases()}, args...), len(batch))
 	for i, w := range batch {
 		switch {
 		case err != nil:

@@ -175,7 +175,7 @@ func (c *Client) finishBatch(ctx context.Context, ops []finishOp) []error {
 		for _, op := range ops {
 			args = append(args, op.t.ID, op.t.Token)
 		}
-		raw, err := finishScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+		raw, err := c.runWrite(ctx, finishScript, []string{c.keys.leases()}, args...).Slice()
 		return finishResults(ops, raw, err)
 	}
 	for _, op := range ops {
@@ -185,7 +185,7 @@ func (c *Client) finishBatch(ctx context.Context, ops []finishOp) []error {
 		}
 		args = append(args, op.t.ID, op.t.Token, op.mode, a, op.b, encodeRunSpans(op.t.RunSpans))
 	}
-	raw, err := finishScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+	raw, err := c.runWrite(ctx, finishScript, []string{c.keys.leases()}, args...).Slice()
 	return finishResults(ops, raw, err)
 }
 

@@ -130,7 +130,7 @@ func (c engine) Heartbeat(ctx context.Context, hb heartbeat) (*heartbeatReply, e
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
 	}
-	raw, err := heartbeatScript.Run(ctx, c.rdb, []string{c.keys.alive()}, args...).Slice()
+	raw, err := c.runWrite(ctx, heartbeatScript, []string{c.keys.alive()}, args...).Slice()
 	if err != nil {
 		return nil, wrapf(scriptErr(err), "heartbeat")
 	}
@@ -206,7 +206,7 @@ func (c engine) SaveCheckpoint(ctx context.Context, taskID, token string, data [
 	if limit := c.cfg.MaxCheckpointBytes; limit >= 0 && len(data) > limit {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), limit)
 	}
-	seq, err := checkpointScript.Run(ctx, c.rdb, []string{c.keys.state(taskID)},
+	seq, err := c.runWrite(ctx, checkpointScript, []string{c.keys.state(taskID)},
 		c.keys.prefix, taskID, token, data, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds()).Int64()
 	if err = scriptErr(err); err != nil {
 		return 0, wrapf(err, "checkpoint") // the caller knows the task

@@ -110,7 +110,7 @@ func (c *Client) lease(ctx context.Context, req wire.LeaseRequest, rv *wire.Rese
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 		defer cancel()
 	}
-	raw, err := leaseScript.Run(ctx, c.rdb, []string{c.keys.leases()}, args...).Slice()
+	raw, err := c.runWrite(ctx, leaseScript, []string{c.keys.leases()}, args...).Slice()
 	if len(acks) > 0 {
 		var res []any
 		if err == nil && len(raw) > 5 {
