@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/overtake/overtake/queue"
 )
 
@@ -82,29 +80,35 @@ func (l *foLedger) firstStartAfter(t time.Time) time.Time {
 }
 
 // foProducer enqueues the failover test's tasks, each with an explicit ID
-// (a retry after a lost reply cannot duplicate it), through a FailoverClient
-// with a single connection, so that its WAIT after an Enqueue counts the
-// replicas that have that Enqueue.
+// (a retry after a lost reply cannot duplicate it), on a queue client with
+// WaitReplicas 1: an Enqueue that returns nil was confirmed by the replica.
 type foProducer struct {
-	q   *queue.Client
-	rdb *redis.Client
+	q *queue.Client
 
 	mu          sync.Mutex
 	acked       map[string]time.Time // enqueue acknowledged (or already there), when
-	unconfirmed map[string]bool      // acked, but no replica confirmed it (WAIT 1 gave 0)
+	unconfirmed map[string]bool      // acked, but not confirmed by the replica
 	failures    int                  // Enqueue calls that failed (and were retried)
 }
 
-// enqueue enqueues one task, retrying for up to 20 s, then asks for one
-// replica's confirmation (WAIT 1 200).
+// enqueue enqueues one task, retrying for up to 20 s. ErrNotReplicated
+// means the primary has the task but the replica did not confirm it;
+// ErrDuplicateTask after a failed attempt means an earlier attempt landed,
+// unconfirmed as far as the producer knows.
 func (p *foProducer) enqueue(ctx context.Context, id string, level int) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := p.q.Enqueue(cctx, queue.NewTask("fo", []byte(fmt.Sprint(level))), queue.ID(id), queue.Level(level))
 		cancel()
-		if err == nil || errors.Is(err, queue.ErrDuplicateTask) {
-			break
+		if err == nil || errors.Is(err, queue.ErrNotReplicated) || errors.Is(err, queue.ErrDuplicateTask) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.acked[id] = time.Now()
+			if err != nil {
+				p.unconfirmed[id] = true
+			}
+			return nil
 		}
 		p.mu.Lock()
 		p.failures++
@@ -117,15 +121,6 @@ func (p *foProducer) enqueue(ctx context.Context, id string, level int) error {
 		case <-time.After(50 * time.Millisecond): // Redis failing over: retry shortly
 		}
 	}
-	at := time.Now()
-	n, err := p.rdb.Do(ctx, "WAIT", 1, 200).Int()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.acked[id] = at
-	if err != nil || n < 1 {
-		p.unconfirmed[id] = true
-	}
-	return nil
 }
 
 // feed enqueues n tasks at rate per second, levels 0, 1 and 2 in turn (one

@@ -25,31 +25,30 @@ const (
 	foRate  = 150
 )
 
-// foClient is a FailoverClient of the group with short timeouts; poolSize 0
-// means go-redis's default.
-func foClient(t *testing.T, s *testredis.Sentinel, poolSize int) *redis.Client {
+// foClient is a FailoverClient of the group with short timeouts.
+func foClient(t *testing.T, s *testredis.Sentinel) *redis.Client {
 	o := s.FailoverOptions()
-	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, time.Second, time.Second
-	o.MaxRetries, o.PoolSize = 1, poolSize
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries = time.Second, time.Second, time.Second, 1
 	return s.NewClient(t, o)
 }
 
 // foQueue is the test's queue on rdb: a short lease, so that a task whose
 // ack was lost in the failover is recovered within seconds, and a retention
 // that keeps done tasks' records, so that a retried Enqueue of a task that
-// is there already gets ErrDuplicateTask.
-func foQueue(t *testing.T, rdb *redis.Client) *queue.Client {
-	q, err := queue.New(rdb, queue.Config{Namespace: "fo", LeaseDuration: 3 * time.Second, Retention: 10 * time.Minute})
+// is there already gets ErrDuplicateTask. waitReplicas is its WaitReplicas.
+func foQueue(t *testing.T, rdb *redis.Client, waitReplicas int) *queue.Client {
+	q, err := queue.New(rdb, queue.Config{Namespace: "fo", LeaseDuration: 3 * time.Second, Retention: 10 * time.Minute,
+		WaitReplicas: waitReplicas, WaitTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	return q
 }
 
 // A Sentinel failover under load: two runtimes on FailoverClients, a
-// producer enqueueing at a steady rate over three levels, the primary
-// SIGKILLed halfway. No task whose Enqueue a replica confirmed (WAIT 1) is
-// lost, no task runs twice at once; the figures (promotion, first start
-// after the kill, duplicates, acknowledged but unconfirmed tasks lost to
-// asynchronous replication) are logged.
+// producer with WaitReplicas 1 enqueueing at a steady rate over three
+// levels, the primary SIGKILLed halfway. No task whose Enqueue the replica
+// confirmed is lost, no task runs twice at once; the figures (promotion,
+// first start after the kill, duplicates, acknowledged but unconfirmed
+// tasks lost to asynchronous replication) are logged.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
 	s := testredis.StartSentinel(t, sentinelproc.Options{})
 	ledger := newFoLedger()
@@ -59,11 +58,10 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 		return ledger.handle(ctx, tk.ID, []time.Duration{30, 10, 2}[level]*time.Millisecond)
 	})
 	for _, id := range []string{"fo-a", "fo-b"} {
-		startRuntime(t, foQueue(t, foClient(t, s, 0)), mux, runtime.Config{Concurrency: 8, WorkerID: id,
+		startRuntime(t, foQueue(t, foClient(t, s), 0), mux, runtime.Config{Concurrency: 8, WorkerID: id,
 			Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))})
 	}
-	prdb := foClient(t, s, 1) // one connection: WAIT counts the replicas of that connection's writes
-	p := &foProducer{q: foQueue(t, prdb), rdb: prdb, acked: map[string]time.Time{}, unconfirmed: map[string]bool{}}
+	p := &foProducer{q: foQueue(t, foClient(t, s), 1), acked: map[string]time.Time{}, unconfirmed: map[string]bool{}}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
@@ -79,8 +77,8 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	require.NoError(t, err)
 	primary, promoted, err := s.WaitFailover(ctx, old)
 	require.NoError(t, err)
-	// The old primary comes back as the new one's replica, so that WAIT 1
-	// can confirm again.
+	// The old primary comes back as the new one's replica, so that the
+	// producer's WAIT 1 can confirm again.
 	require.NoError(t, s.Rejoin(ctx, old))
 	select {
 	case err := <-fed:
