@@ -19,7 +19,8 @@
 // (internal/testredis/sentinelproc), worker processes and the producer on
 // go-redis failover clients, the primary SIGKILLed halfway through the feed
 // and the old primary rejoining as a replica after the promotion. The
-// producer sends WAIT 1 after each Enqueue: a task that a replica confirmed
+// producer's queue has WaitReplicas 1 (WAIT after each Enqueue, on the same
+// connection): a task that a replica confirmed
 // and that is not done is a breach; an acknowledged task that no replica had
 // yet and that the failover lost is counted (asynchronous replication), not
 // a breach. Its table adds the promotion time and the first task start after

@@ -56,10 +56,8 @@ func runFailover(ctx context.Context, o options, self, logs string) (*foReport, 
 	}
 	defer fl.stopAll()
 	fo := g.FailoverOptions()
-	fo.PoolSize, fo.MaxRetries = 1, 1 // one connection: WAIT counts the replicas of its writes
-	fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = time.Second, 2*time.Second, 2*time.Second
-	pr := newProducerOn(redis.NewFailoverClient(fo))
-	pr.confirm = true
+	fo.MaxRetries, fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = 1, time.Second, 2*time.Second, 2*time.Second
+	pr := newProducerOn(redis.NewFailoverClient(fo), true) // WaitReplicas 1
 	defer pr.close()
 	rep := &foReport{workers: o.foWorkers}
 

@@ -104,7 +104,7 @@ func (r *foReport) table(o options) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, val, map[bool]string{true: "**BREACH**", false: "ok"}[bad])
 	}
 	row("tasks enqueued (acknowledged)", fmt.Sprint(r.enqueued), false)
-	row("of which no replica confirmed (WAIT 1 gave 0)", fmt.Sprint(r.unconfirmed), false)
+	row("of which the replica did not confirm (ErrNotReplicated, or a retry found it)", fmt.Sprint(r.unconfirmed), false)
 	row("confirmed tasks not done (lost or dead)", fmt.Sprint(len(r.lostConfirmed)), len(r.lostConfirmed) > 0)
 	row("unconfirmed tasks lost (asynchronous replication)", fmt.Sprint(len(r.lostUnconfirmed)), false)
 	row("tasks done exactly once or more (ledger)", fmt.Sprint(r.done), false)
