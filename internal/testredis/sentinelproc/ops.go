@@ -144,7 +144,7 @@ func (g *Group) Rejoin(ctx context.Context, addr string) error {
 	host, port, _ := net.SplitHostPort(primary)
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer c.Close()
-	return c.SlaveOf(ctx, host, port).Err()
+	return c.ReplicaOf(ctx, host, port).Err()
 }
 
 // WaitReplicas waits until the current primary reports n connected
