@@ -22,6 +22,7 @@ type foReport struct {
 	done, dead, pending            int64
 	dups, breaches                 map[string]string
 	kills                          []time.Time     // when the primary was killed
+	details                        []string        // breach details from the ledger
 	promotions, firstStarts        []time.Duration // per kill
 	urgent                         []float64       // urgent start latency, ms
 	faults                         []string

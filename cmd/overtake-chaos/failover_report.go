@@ -85,10 +85,11 @@ func (r *foReport) collect(ctx context.Context, p *producer, took time.Duration)
 	r.pending, _ = p.inQueue(ctx)
 	r.dups, _ = p.rdb.HGetAll(ctx, kDups).Result()
 	r.breaches, _ = p.rdb.HGetAll(ctx, kBreach).Result()
+	r.details, _ = p.rdb.LRange(ctx, "chaos:breach:detail", 0, 20).Result()
 	r.urgent = latencies(ctx, p, "failover")
 	for _, k := range r.kills {
 		first, err := p.rdb.ZRangeByScoreWithScores(ctx, kStarts, &redis.ZRangeBy{
-			Min: strconv.FormatInt(k.UnixMilli(), 10), Max: "+inf", Count: 1}).Result()
+			Min: "(" + strconv.FormatInt(k.UnixMilli(), 10), Max: "+inf", Count: 1}).Result()
 		if err == nil && len(first) == 1 {
 			r.firstStarts = append(r.firstStarts, time.UnixMilli(int64(first[0].Score)).Sub(k))
 		}
@@ -121,6 +122,9 @@ func (r *foReport) table(o options) string {
 	fmt.Fprintf(&b, "\n| urgent task start latency | n | p50 | p99 | max |\n|---|---:|---:|---:|---:|\n")
 	fmt.Fprintf(&b, "| failover scenario | %d | %.1f ms | %.1f ms | %.1f ms |\n", len(r.urgent),
 		pct(r.urgent, 50), pct(r.urgent, 99), pct(r.urgent, 100))
+	for _, d := range r.details {
+		fmt.Fprintf(&b, "breach: %s\n", d)
+	}
 	for i, id := range r.lostConfirmed {
 		if i == 10 {
 			fmt.Fprintf(&b, "... and %d more\n", len(r.lostConfirmed)-10)

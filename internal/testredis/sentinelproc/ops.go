@@ -124,14 +124,17 @@ func isMaster(ctx context.Context, addr string) bool {
 // Rejoin starts the data node on addr again, as a killed old primary
 // coming back with its append-only file, and makes it a replica of the
 // current primary at once with REPLICAOF (the sentinels would do the same,
-// but only once their next INFO, sent every 10 s, shows it back).
-// WaitReplicas waits until it is in sync.
+// but only once their next INFO, sent every 10 s, shows it back). It
+// first waits until every sentinel names the new primary: a client that
+// asks a sentinel still naming addr would write to the restarted node,
+// which is a primary until REPLICAOF, and lose those writes. WaitReplicas
+// waits until it is in sync.
 func (g *Group) Rejoin(ctx context.Context, addr string) error {
 	n, err := g.node(addr)
 	if err != nil {
 		return err
 	}
-	primary, err := g.Primary(ctx)
+	primary, err := g.agreedPrimary(ctx)
 	if err != nil {
 		return err
 	}
@@ -145,6 +148,34 @@ func (g *Group) Rejoin(ctx context.Context, addr string) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer c.Close()
 	return c.ReplicaOf(ctx, host, port).Err()
+}
+
+// agreedPrimary waits until every sentinel names the same primary, and
+// returns it.
+func (g *Group) agreedPrimary(ctx context.Context) (string, error) {
+	for {
+		seen := map[string]bool{}
+		for _, a := range g.SentinelAddrs() {
+			c := redis.NewSentinelClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: time.Second})
+			hp, err := c.GetMasterAddrByName(ctx, MasterName).Result()
+			_ = c.Close()
+			if err != nil || len(hp) != 2 {
+				seen["?"] = true
+				continue
+			}
+			seen[net.JoinHostPort(hp[0], hp[1])] = true
+		}
+		if len(seen) == 1 && !seen["?"] {
+			for p := range seen {
+				return p, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w: the sentinels disagree (%v): %w", ErrNoPrimary, seen, ctx.Err())
+		case <-time.After(20 * time.Millisecond): // polling the sentinels
+		}
+	}
 }
 
 // WaitReplicas waits until the current primary reports n connected
