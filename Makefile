@@ -8,10 +8,11 @@ PKGS ?= ./...
 BENCH_ARGS ?=
 BENCH_PEERS_ARGS ?=
 CHAOS_ARGS ?=
+SOAK ?= 1h
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
+.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci soak jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -49,11 +50,14 @@ bench: ## benchmarks and cmd/overtake-bench (if present) against a real redis-se
 	scripts/with-redis.sh bash -ec '$(GO) test -run "^$$" -bench . -benchmem $(PKGS); \
 		if [ -d cmd/overtake-bench ]; then $(GO) run ./cmd/overtake-bench $(BENCH_ARGS); fi'
 
-chaos: ## chaos suite: 3 worker processes, 20k tasks, kill -9, SIGSTOP, Redis killed, network cut; fails on any breach
+chaos: ## chaos suite: 3 worker processes, 20k tasks, kill -9, SIGSTOP, Redis killed, network cut, Sentinel failover; fails on any breach
 	$(GO) run ./cmd/overtake-chaos $(CHAOS_ARGS)
 
-chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a higher rate)
+chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a higher rate, then a Sentinel failover)
 	$(GO) run ./cmd/overtake-chaos -rate 400 -timeout 5m $(CHAOS_ARGS)
+
+soak: ## the chaos suite for SOAK (default 1h, e.g. SOAK=30m) at 100 tasks/s: faults every minute, a failover every 30 s; not in CI
+	$(GO) run ./cmd/overtake-chaos -duration $(SOAK) $(CHAOS_ARGS)
 
 bench-peers: ## Overtake vs asynq on one redis-server it starts: bench/peers/RESULTS.md and charts (BENCH_PEERS_ARGS=-quick: a smoke test)
 	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)

@@ -11,9 +11,9 @@ import (
 )
 
 // chaos injects the faults until ctx ends and returns what it did: a worker
-// SIGKILLed (and restarted) every killEvery; once, a worker SIGSTOPped past
-// its lease and resumed; once, Redis SIGKILLed and restarted from its AOF;
-// once, the network to Redis cut for o.cut.
+// SIGKILLed (and restarted) every killEvery; once (every o.cycle when set),
+// a worker SIGSTOPped past its lease and resumed, Redis SIGKILLed and
+// restarted from its AOF, and the network to Redis cut for o.cut.
 func chaos(ctx context.Context, o options, fl *fleet, rs *redisproc.Server, px *proxy) []string {
 	var log []string
 	var mu sync.Mutex
@@ -27,12 +27,15 @@ func chaos(ctx context.Context, o options, fl *fleet, rs *redisproc.Server, px *
 	defer kill.Stop()
 	stopAt, cutAt, redisAt := 3*time.Second, 10*time.Second, 25*time.Second
 	stopped, redisDone, cutDone := false, false, false
+	paused := false // worker 0 is SIGSTOPped now
+	cycleStart := start
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	var resume <-chan time.Time // the end of worker 0's pause
 	for {
 		select {
 		case <-ctx.Done():
-			if stopped {
+			if paused {
 				fl.signal(0, syscall.SIGCONT)
 			}
 			mu.Lock()
@@ -41,17 +44,21 @@ func chaos(ctx context.Context, o options, fl *fleet, rs *redisproc.Server, px *
 		case <-kill.C:
 			i := fl.killRandom(0)
 			note(start, "SIGKILL worker %d, restarted after 1 s", i)
+		case <-resume:
+			fl.signal(0, syscall.SIGCONT)
+			paused, resume = false, nil
 		case <-tick.C:
-			el := time.Since(start)
+			if o.cycle > 0 && time.Since(cycleStart) >= o.cycle {
+				cycleStart = cycleStart.Add(o.cycle)
+				stopped, redisDone, cutDone = false, false, false
+			}
+			el := time.Since(cycleStart)
 			switch {
 			case !stopped && el >= stopAt:
 				fl.signal(0, syscall.SIGSTOP)
-				stopped = true
+				stopped, paused = true, true
 				note(start, "SIGSTOP worker 0 for 5 s (its lease is 3 s)")
-				go func() {
-					time.Sleep(5 * time.Second) // the pause itself
-					fl.signal(0, syscall.SIGCONT)
-				}()
+				resume = time.After(5 * time.Second) // the pause itself
 			case !redisDone && el >= redisAt:
 				if err := rs.Kill(); err != nil {
 					note(start, "SIGKILL redis-server FAILED: %v", err)

@@ -14,6 +14,20 @@
 // fenced off, checkpoint progress that went backwards. It also reports the
 // urgent tasks' start latency with and without the chaos.
 //
+// Then the failover scenario (-failover-tasks, 0 skips it): a primary with
+// AOF (appendfsync everysec), one replica and three sentinels
+// (internal/testredis/sentinelproc), worker processes and the producer on
+// go-redis failover clients, the primary SIGKILLed halfway through the feed
+// and the old primary rejoining as a replica after the promotion. The
+// producer's queue has WaitReplicas 1 (WAIT after each Enqueue, on the same
+// connection): a task that a replica confirmed
+// and that is not done is a breach; an acknowledged task that no replica had
+// yet and that the failover lost is counted (asynchronous replication), not
+// a breach. Its table adds the promotion time and the first task start after
+// the kill.
+//
 // `make chaos` runs it at full size; `make chaos/ci` is the bounded form
-// that .ci/run runs.
+// that .ci/run runs. -duration makes it a soak (`make soak`): the faults of
+// the chaos phase repeat every minute (-cycle), the primary is killed every
+// 30 s (-failover-every), and the tasks fill about the duration.
 package main

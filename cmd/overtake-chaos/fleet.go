@@ -14,6 +14,7 @@ import (
 // fleet is the worker processes: this binary re-executed as workers.
 type fleet struct {
 	bin, addr, logDir string
+	tag               string // the workers' ID prefix; "" means "w"
 
 	mu       sync.Mutex
 	procs    map[int]*exec.Cmd
@@ -28,7 +29,11 @@ func (f *fleet) start(i int) error {
 		f.procs = map[int]*exec.Cmd{}
 	}
 	f.gen++
-	id := fmt.Sprintf("w%d.%d", i, f.gen)
+	tag := f.tag
+	if tag == "" {
+		tag = "w"
+	}
+	id := fmt.Sprintf("%s%d.%d", tag, i, f.gen)
 	cmd := exec.Command(f.bin, workerArgs(f.addr, id, filepath.Join(f.logDir, id+".log"))...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -18,6 +18,13 @@ type options struct {
 	timeout                        time.Duration
 	redisServer                    string
 	workers                        int
+	// The failover scenario: tasks (0: skip it), workers, and how often the
+	// primary is killed (0: once, halfway through the feed).
+	foTasks, foWorkers int
+	foEvery            time.Duration
+	// cycle repeats the chaos phase's one-off faults (SIGSTOP, network cut,
+	// Redis kill) every cycle; 0 means once.
+	cycle time.Duration
 }
 
 func main() {
@@ -37,9 +44,42 @@ func main() {
 	flag.DurationVar(&o.killEvery, "kill-every", 5*time.Second, "SIGKILL a random worker this often")
 	flag.DurationVar(&o.cut, "cut", 10*time.Second, "how long the network to Redis is cut")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
-	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
+	flag.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary (also run as the sentinels)")
+	flag.IntVar(&o.foTasks, "failover-tasks", 3000, "tasks of the Sentinel failover scenario (0: skip it)")
+	flag.IntVar(&o.foWorkers, "failover-workers", 2, "worker processes of the failover scenario")
+	flag.DurationVar(&o.foEvery, "failover-every", 0, "kill the primary this often (0: once, halfway)")
+	flag.DurationVar(&o.cycle, "cycle", 0, "repeat the SIGSTOP, network cut and Redis kill this often (0: once; at least 40s)")
+	duration := flag.Duration("duration", 0, "soak: run for about this long (sets -tasks, -failover-tasks, -cycle, -failover-every, -timeout, and -rate unless given)")
 	flag.Parse()
+	if *duration > 0 {
+		rateSet := false
+		flag.Visit(func(f *flag.Flag) { rateSet = rateSet || f.Name == "rate" })
+		if !rateSet {
+			o.rate = soakRate
+		}
+		o = soak(o, *duration)
+	}
+	if o.cycle > 0 && o.cycle < 40*time.Second {
+		fmt.Fprintln(os.Stderr, "chaos: -cycle must be 0 or at least 40s (its faults are at 3, 10 and 25 s)")
+		os.Exit(2)
+	}
 	os.Exit(runSuite(o))
+}
+
+// soakRate is a soak's rate unless -rate is given: about three quarters of
+// what the chaos phase's 24 slots and the failover scenario's 16 can run,
+// so that no backlog builds up over the hours (at 250/s it does).
+const soakRate = 100
+
+// soak sizes a run of about d: two thirds of it the chaos phase with its
+// faults every minute, one third the failover scenario with the primary
+// killed every 30 s, and a timeout of d plus ten minutes.
+func soak(o options, d time.Duration) options {
+	o.tasks = int(o.rate * d.Seconds() * 2 / 3)
+	o.foTasks = int(o.rate * d.Seconds() / 3)
+	o.cycle, o.foEvery = time.Minute, 30*time.Second
+	o.timeout = max(o.timeout, d+10*time.Minute)
+	return o
 }
 
 // runSuite runs the suite within o.timeout, prints its table and returns the
@@ -48,6 +88,12 @@ func runSuite(o options) int {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	rep, err := run(ctx, o)
+	if err == nil && o.foTasks > 0 {
+		var self string
+		if self, err = os.Executable(); err == nil {
+			rep.failover, err = runFailover(ctx, o, self, rep.logs)
+		}
+	}
 	if rep != nil {
 		fmt.Print(rep.table(o))
 	}

@@ -19,15 +19,31 @@ type producer struct {
 	rdb      *redis.Client
 	q        *queue.Client
 	enqueued int
+	// confirm: the queue has WaitReplicas 1, and unconfirmed records the
+	// tasks that the replica did not confirm (ErrNotReplicated, or
+	// ErrDuplicateTask after a failed attempt). ids are the tasks enqueued,
+	// in order.
+	confirm     bool
+	ids         []string
+	unconfirmed map[string]bool
 }
 
 func newProducer(addr string) *producer {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1})
-	q, err := queue.New(rdb, queueConfig())
+	return newProducerOn(redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1}), false)
+}
+
+// newProducerOn returns a producer on rdb, which it closes; with confirm,
+// its queue has WaitReplicas 1 (WaitTimeout 200 ms).
+func newProducerOn(rdb *redis.Client, confirm bool) *producer {
+	cfg := queueConfig()
+	if confirm {
+		cfg.WaitReplicas, cfg.WaitTimeout = 1, 200*time.Millisecond
+	}
+	q, err := queue.New(rdb, cfg)
 	if err != nil {
 		panic(err)
 	}
-	return &producer{rdb: rdb, q: q}
+	return &producer{rdb: rdb, q: q, confirm: confirm, unconfirmed: map[string]bool{}}
 }
 
 func (p *producer) close() { _ = p.rdb.Close() }
@@ -52,27 +68,38 @@ func (p *producer) feed(ctx context.Context, phase string, n int, rate float64, 
 		case i%2 == 1:
 			j, level = job{Steps: 4, MS: 10}, 1
 		}
+		j.Starts = p.confirm
 		body, _ := json.Marshal(j)
-		if err := p.enqueue(ctx, fmt.Sprintf("%s-%d", phase, i), body, level); err != nil {
+		id := fmt.Sprintf("%s-%d", phase, i)
+		confirmed, err := p.enqueue(ctx, id, body, level)
+		if err != nil {
 			return err
 		}
 		p.enqueued++
+		if p.confirm {
+			p.ids = append(p.ids, id)
+			if !confirmed {
+				p.unconfirmed[id] = true
+			}
+		}
 	}
 	return nil
 }
 
-// enqueue retries through a Redis restart for up to 30 s.
-func (p *producer) enqueue(ctx context.Context, id string, body []byte, level int) error {
+// enqueue retries through a Redis restart or failover for up to 30 s. It
+// reports whether the task was confirmed: with WaitReplicas, a nil error on
+// the first attempt that stored it.
+func (p *producer) enqueue(ctx context.Context, id string, body []byte, level int) (confirmed bool, err error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := p.q.Enqueue(cctx, queue.NewTask("chaos", body), queue.ID(id), queue.Level(level), queue.MaxRetries(100))
 		cancel()
-		if err == nil || errors.Is(err, queue.ErrDuplicateTask) {
-			return nil
+		if err == nil || errors.Is(err, queue.ErrDuplicateTask) || errors.Is(err, queue.ErrNotReplicated) {
+			return err == nil, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("enqueue %s: %w", id, err)
+			return false, fmt.Errorf("enqueue %s: %w", id, err)
 		}
 		time.Sleep(100 * time.Millisecond) // Redis restarting: retry shortly
 	}

@@ -17,6 +17,7 @@ type report struct {
 	base, chaosLat                []float64 // urgent start latency, ms
 	took                          time.Duration
 	details, saves                []string
+	failover                      *foReport // nil when the scenario did not run
 }
 
 func (r *report) collect(ctx context.Context, p *producer, took time.Duration) {
@@ -64,7 +65,8 @@ func pct(xs []float64, p float64) float64 {
 
 // breached reports whether any invariant failed.
 func (r *report) breached() bool {
-	return len(r.breaches) > 0 || r.done != r.enqueued || r.dead > 0 || r.pending > 0
+	return len(r.breaches) > 0 || r.done != r.enqueued || r.dead > 0 || r.pending > 0 ||
+		(r.failover != nil && r.failover.breached())
 }
 
 func (r *report) table(o options) string {
@@ -96,11 +98,20 @@ func (r *report) table(o options) string {
 		fmt.Fprintf(&b, "saves: %s\n", d)
 	}
 	fmt.Fprintf(&b, "\nFaults:\n\n")
-	for _, f := range r.faults {
+	for i, f := range r.faults {
+		if n := len(r.faults); n > 40 && i >= 20 && i < n-10 { // a soak: the first 20 and the last 10
+			if i == 20 {
+				fmt.Fprintf(&b, "    ... %d more ...\n", n-30)
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "    %s\n", f)
 	}
 	fmt.Fprintf(&b, "\n%d tasks at %.0f/s, %d workers, took %v; worker logs in %s.\n", o.tasks, o.rate, o.workers,
 		r.took.Round(time.Second), r.logs)
+	if r.failover != nil {
+		b.WriteString(r.failover.table(o))
+	}
 	return b.String()
 }
 

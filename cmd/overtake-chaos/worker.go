@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -16,17 +17,20 @@ import (
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis/sentinelproc"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 )
 
 // job is a chaos task's payload: steps of ms each, checkpointed after each;
-// U is the enqueue time (unix ns) of urgent tasks, Phase tags them.
+// U is the enqueue time (unix ns) of urgent tasks, Phase tags them; Starts
+// asks the handler to record its first start (the failover scenario).
 type job struct {
-	Steps int    `json:"steps"`
-	MS    int    `json:"ms"`
-	U     int64  `json:"u,omitempty"`
-	Phase string `json:"phase,omitempty"`
+	Steps  int    `json:"steps"`
+	MS     int    `json:"ms"`
+	U      int64  `json:"u,omitempty"`
+	Phase  string `json:"phase,omitempty"`
+	Starts bool   `json:"s,omitempty"`
 }
 
 // Ledger keys, outside the queue's namespace.
@@ -37,6 +41,7 @@ const (
 	kStats  = "chaos:stats"  // HASH event -> count
 	kMaxCP  = "chaos:maxcp"  // ZSET id -> highest checkpoint step saved
 	kLat    = "chaos:lat:"   // LIST per phase of urgent start latency (µs)
+	kStarts = "chaos:starts" // ZSET id -> first start (unix ms), tasks with Starts
 )
 
 // queueConfig is the workers' and the producer's. Retention keeps a done
@@ -57,8 +62,7 @@ func runWorker(addr, id, logPath string) error {
 	}
 	defer logFile.Close()
 	log := zap.New(zapCore(logFile)).With(zap.String("worker", id))
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1, DialTimeout: time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	rdb := workerClient(addr)
 	defer rdb.Close()
 	q, err := queue.New(rdb, queueConfig())
 	if err != nil {
@@ -89,6 +93,9 @@ func handle(ctx context.Context, rdb *redis.Client, run string, t *queue.TaskInf
 	bg := context.WithoutCancel(ctx)
 	if j.U > 0 && t.Attempt == 0 && t.Preemptions == 0 && t.Recoveries == 0 {
 		rdb.RPush(bg, kLat+j.Phase, time.Since(time.Unix(0, j.U)).Microseconds())
+	}
+	if j.Starts {
+		rdb.ZAddNX(bg, kStarts, redis.Z{Score: float64(time.Now().UnixMilli()), Member: t.ID})
 	}
 	owner := "chaos:owner:" + t.ID
 	if err := takeOwner(bg, rdb, owner, run); err != nil {
@@ -192,6 +199,18 @@ func releaseOwner(ctx context.Context, rdb *redis.Client, owner, run string) {
 		}
 		time.Sleep(50 * time.Millisecond) // Redis unreachable: try again shortly
 	}
+}
+
+// workerClient is a worker's Redis client: a failover client when addr is
+// sentinelAddr's form, else a client of addr.
+func workerClient(addr string) *redis.Client {
+	if sentinels, ok := strings.CutPrefix(addr, sentinelPrefix); ok {
+		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sentinelproc.MasterName,
+			SentinelAddrs: strings.Split(sentinels, ","), MaxRetries: 1, DialTimeout: time.Second,
+			ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1, DialTimeout: time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 }
 
 // workerArgs are the arguments of a worker process.

@@ -1,7 +1,8 @@
 // Package testredis gives tests Redis backends to run against: an in-process
 // miniredis always, a real redis-server when one is available, dedicated
-// servers that can be stopped and restarted (outages, persistence), and a
-// three-node Redis Cluster.
+// servers that can be stopped and restarted (outages, persistence), a
+// three-node Redis Cluster, and a Sentinel group whose primary can be killed
+// (failover).
 //
 // # Backends
 //
@@ -35,8 +36,11 @@
 // ServerOptions.Persistent it writes an append-only file with fsync on every
 // write, so Stop/Kill followed by Restart (same port, same data directory)
 // simulates an outage without data loss. [StartCluster] starts three cluster
-// masters. Both skip the test when redis-server (or redis-cli) is missing,
-// and in -short mode.
+// masters. [StartSentinel] starts a primary (AOF, fsync every second), a
+// replica and three sentinels (internal/testredis/sentinelproc); the test
+// connects with a go-redis FailoverClient, kills the primary with
+// KillPrimary and waits for the promotion with WaitFailover. All three skip
+// the test when redis-server (or redis-cli) is missing, and in -short mode.
 //
 // Every server listens on 127.0.0.1 only, lives in t.TempDir(), is killed at
 // t.Cleanup, and is wrapped in timeout(1) so that it stops by itself even if

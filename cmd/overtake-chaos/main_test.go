@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/overtake/overtake/internal/testredis"
+)
+
+func TestMain(m *testing.M) { testredis.Main(m) }
+
+// A soak's sizes: two thirds of the duration for the chaos phase, one third
+// for the failover scenario, repeating faults, and room in the timeout.
+func TestSoakSizes(t *testing.T) {
+	o := soak(options{rate: 100, timeout: 5 * time.Minute}, 45*time.Minute)
+	if o.tasks != 180_000 || o.foTasks != 90_000 {
+		t.Fatalf("tasks %d and %d, want 180000 and 90000", o.tasks, o.foTasks)
+	}
+	if o.cycle != time.Minute || o.foEvery != 30*time.Second || o.timeout != 55*time.Minute {
+		t.Fatalf("cycle %v, failover every %v, timeout %v", o.cycle, o.foEvery, o.timeout)
+	}
+}
+
+// The failover scenario breaches on a lost task that the replica confirmed,
+// not on one it did not (asynchronous replication), and says which.
+func TestFailoverBreach(t *testing.T) {
+	r := &foReport{enqueued: 10, unconfirmed: 1, lostUnconfirmed: []string{"failover-3"}}
+	if r.breached() {
+		t.Fatal("an unconfirmed task lost is not a breach")
+	}
+	tbl := r.table(options{foTasks: 10, rate: 100})
+	if !strings.Contains(tbl, "| unconfirmed tasks lost (asynchronous replication) | 1 | ok |") {
+		t.Fatalf("table:\n%s", tbl)
+	}
+	r.lostConfirmed = []string{"failover-7"}
+	if !r.breached() {
+		t.Fatal("a confirmed task lost is a breach")
+	}
+	if tbl := r.table(options{foTasks: 10, rate: 100}); !strings.Contains(tbl, "lost: failover-7") ||
+		!strings.Contains(tbl, "| confirmed tasks not done (lost or dead) | 1 | **BREACH** |") {
+		t.Fatalf("table:\n%s", tbl)
+	}
+	for _, bad := range []*foReport{{dead: 1}, {pending: 1}, {breaches: map[string]string{"two runs at once": "1"}}} {
+		if !bad.breached() {
+			t.Fatalf("%+v is a breach", bad)
+		}
+	}
+	rep := &report{enqueued: 5, done: 5, failover: &foReport{lostConfirmed: []string{"x"}}}
+	if !rep.breached() {
+		t.Fatal("the suite fails on the failover scenario's breach")
+	}
+}

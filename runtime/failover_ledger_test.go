@@ -1,0 +1,180 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/overtake/overtake/queue"
+)
+
+// foLedger is the failover test's record of the handlers' runs, kept in the
+// test process (not in Redis, which the failover may roll back).
+type foLedger struct {
+	mu       sync.Mutex
+	running  map[string]int       // runs of a task in progress
+	runs     map[string]int       // successful runs of a task
+	started  map[string]time.Time // first start of a task
+	overlaps []string             // a task started while another run of it was in progress
+}
+
+func newFoLedger() *foLedger {
+	return &foLedger{running: map[string]int{}, runs: map[string]int{}, started: map[string]time.Time{}}
+}
+
+// handle is the handler: it records the run, works for d (or until
+// cancelled), and records a success.
+func (l *foLedger) handle(ctx context.Context, id string, d time.Duration) error {
+	l.mu.Lock()
+	if l.running[id] > 0 {
+		l.overlaps = append(l.overlaps, id)
+	}
+	l.running[id]++
+	if _, ok := l.started[id]; !ok {
+		l.started[id] = time.Now()
+	}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.running[id]--
+		l.mu.Unlock()
+	}()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(d): // the task's work
+	}
+	l.mu.Lock()
+	l.runs[id]++
+	l.mu.Unlock()
+	return nil
+}
+
+// missing returns the IDs of ids that never ran to success.
+func (l *foLedger) missing(ids []string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if l.runs[id] == 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// firstStartAfter returns the earliest first start of a task after t.
+func (l *foLedger) firstStartAfter(t time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first time.Time
+	for _, s := range l.started {
+		if s.After(t) && (first.IsZero() || s.Before(first)) {
+			first = s
+		}
+	}
+	return first
+}
+
+// foProducer enqueues the failover test's tasks, each with an explicit ID
+// (a retry after a lost reply cannot duplicate it), on a queue client with
+// WaitReplicas 1: an Enqueue that returns nil was confirmed by the replica.
+type foProducer struct {
+	q *queue.Client
+
+	mu          sync.Mutex
+	acked       map[string]time.Time // enqueue acknowledged (or already there), when
+	unconfirmed map[string]bool      // acked, but not confirmed by the replica
+	failures    int                  // Enqueue calls that failed (and were retried)
+}
+
+// enqueue enqueues one task, retrying for up to 20 s. ErrNotReplicated
+// means the primary has the task but the replica did not confirm it;
+// ErrDuplicateTask after a failed attempt means an earlier attempt landed,
+// unconfirmed as far as the producer knows.
+func (p *foProducer) enqueue(ctx context.Context, id string, level int) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := p.q.Enqueue(cctx, queue.NewTask("fo", []byte(fmt.Sprint(level))), queue.ID(id), queue.Level(level))
+		cancel()
+		if err == nil || errors.Is(err, queue.ErrNotReplicated) || errors.Is(err, queue.ErrDuplicateTask) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.acked[id] = time.Now()
+			if err != nil {
+				p.unconfirmed[id] = true
+			}
+			return nil
+		}
+		p.mu.Lock()
+		p.failures++
+		p.mu.Unlock()
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("enqueue %s: %w", id, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond): // Redis failing over: retry shortly
+		}
+	}
+}
+
+// feed enqueues n tasks at rate per second, levels 0, 1 and 2 in turn (one
+// in three urgent), and closes half once half of them are acknowledged.
+func (p *foProducer) feed(ctx context.Context, n int, rate float64, half chan<- struct{}) error {
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); d > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d): // the steady rate
+			}
+		}
+		if err := p.enqueue(ctx, fmt.Sprintf("fo-%d", i), i%3); err != nil {
+			return err
+		}
+		if i == n/2 {
+			close(half)
+		}
+	}
+	return nil
+}
+
+// ackedIDs returns the acknowledged tasks' IDs, and whether each was
+// confirmed by a replica.
+func (p *foProducer) ackedIDs() (confirmed, unconfirmed []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id := range p.acked {
+		if p.unconfirmed[id] {
+			unconfirmed = append(unconfirmed, id)
+		} else {
+			confirmed = append(confirmed, id)
+		}
+	}
+	sort.Strings(confirmed)
+	sort.Strings(unconfirmed)
+	return confirmed, unconfirmed
+}
+
+// foLatencies returns the start latency (first start minus enqueue ack) of
+// the tasks acknowledged after t, sorted.
+func foLatencies(p *foProducer, l *foLedger, after time.Time) []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []time.Duration
+	for id, at := range p.acked {
+		if s, ok := l.started[id]; ok && at.After(after) {
+			out = append(out, max(s.Sub(at), 0))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
