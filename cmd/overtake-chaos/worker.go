@@ -202,7 +202,8 @@ func releaseOwner(ctx context.Context, rdb *redis.Client, owner, run string) {
 }
 
 // workerClient is a worker's Redis client: a failover client when addr is
-// sentinelAddr's form, else a client of addr.
+// sentinelPrefix followed by the sentinels' addresses, else a client of
+// addr.
 func workerClient(addr string) *redis.Client {
 	if sentinels, ok := strings.CutPrefix(addr, sentinelPrefix); ok {
 		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sentinelproc.MasterName,
