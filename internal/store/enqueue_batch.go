@@ -62,7 +62,7 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 	// EVALSHA first; only the chunks that met a server without the script
 	// (fresh or restarted Redis) run again, with EVAL: NOSCRIPT means the
 	// chunk ran nothing, so no task is sent twice.
-	var node redis.Cmdable = c.rdb
+	var node pipeliner = c.rdb
 	if c.cfg.WaitReplicas > 0 {
 		node = c.writer(ctx)
 	}
