@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/internal/testredis/sentinelproc"
@@ -57,12 +58,10 @@ func TestSentinelFailover(t *testing.T) {
 	t.Logf("promotion %v after the kill", promoted.Sub(at).Round(time.Millisecond))
 	// The client follows (its first commands may fail while it switches).
 	var got string
-	for range 100 {
-		if got, err = rdb.Get(c, "k").Result(); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // the client is reconnecting
-	}
+	require.Eventually(t, func() bool {
+		got, err = rdb.Get(c, "k").Result()
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond, "the client never reached the new primary")
 	if got != "before" {
 		t.Fatalf("after failover: GET k = %q, %v", got, err)
 	}
