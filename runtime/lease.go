@@ -27,18 +27,6 @@ type leaseOutcome struct {
 	ok   bool
 }
 
-// dueAt tells the dispatcher that a task becomes due at at (a retry this
-// worker scheduled): a lease call that ran before the retry was stored
-// reported no due time, and the dispatcher must not sleep past at.
-func (r *Runtime) dueAt(at time.Time) {
-	r.mu.Lock()
-	if r.leaseOut.next.IsZero() || at.Before(r.leaseOut.next) {
-		r.leaseOut.next = at
-	}
-	r.mu.Unlock()
-	r.signal()
-}
-
 // leaseFree asks, in a lease call of its own, for tasks for the free slots
 // of every pool (frees, by pool), unless maxLeasesInFlight calls are in
 // flight, or one is and either fewer slots are free than secondLeaseAt or

@@ -78,7 +78,6 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		at := r.q.Config().Clock().Add(delay)
 		ferr = r.finishWithRetry(rn, "retry", func(c context.Context) error { return r.eng.Retry(c, t, at, out.Err.Error()) })
 		if ferr == nil {
-			r.dueAt(at)
 			rn.log.Warn("task failed; retry scheduled", zap.Error(out.Err), zap.Int("attempt", t.Attempt+1),
 				zap.Duration("delay", delay))
 		}

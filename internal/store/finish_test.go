@@ -274,3 +274,31 @@ func TestFinishBatchOneLeaseTwice(t *testing.T) {
 		e.requireCounts(counts{}, counts{Active: 1})
 	})
 }
+
+// A retry that becomes the earliest due task is announced on the wake
+// channel ("s"), as a delayed enqueue is, so idle workers learn its due
+// time; one behind an earlier due task is not.
+func TestRetryAtHeadAnnounced(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		e.enqueue("a")
+		e.enqueue("b")
+		got := e.lease("w", 2)
+		require.Len(t, got, 2)
+		sub := e.rdb.Subscribe(e.ctx, e.c.WakeChannel())
+		defer sub.Close()
+		_, err := sub.Receive(e.ctx)
+		require.NoError(t, err)
+		next := func() string {
+			msg, err := sub.ReceiveMessage(e.ctx)
+			require.NoError(t, err)
+			return msg.Payload
+		}
+
+		require.NoError(t, e.c.Retry(e.ctx, got[0], e.clk.Now().Add(time.Second), "boom"))
+		require.Equal(t, "s", next(), "the retry at the head was not announced")
+		require.NoError(t, e.c.Retry(e.ctx, got[1], e.clk.Now().Add(time.Hour), "boom"))
+		require.NoError(t, e.rdb.Publish(e.ctx, e.c.WakeChannel(), "marker").Err())
+		require.Equal(t, "marker", next(), "a retry behind an earlier one was announced")
+	})
+}

@@ -35,6 +35,7 @@ local now = clock(ARGV[2])
 local g = shared() or guard('scheduled', 'zset')
 if not g and ret > 0 then g = guard('done', 'zset') end
 if g then return redis.error_reply(g) end
+local retried = {} -- ids this call scheduled for a retry
 local sk = {}
 for i = 1, nops do sk[i] = skey(ARGV[3 + 6 * (i - 1) + 1]) end
 local raws = redis.call('MGET', unpack(sk))
@@ -74,6 +75,7 @@ for i = 1, nops do
       sput(id, s)
       redis.call('ZADD', P .. 'scheduled', due, id)
       redis.call('HINCRBY', P .. 'n', 's' .. (lvl or '0'), 1)
+      retried[id] = true
     elseif mode == 'dead' then
       s.att = tostring(num(s.att) + 1)
       to_dead(id, s, lvl or level_of(s, hdr_of(id)), now, reason)
@@ -100,6 +102,13 @@ if #lrm > 0 then
   end
   for l, d in pairs(acnt) do redis.call('HINCRBY', P .. 'n', 'a' .. l, d) end
   if #dels > 0 then redis.call('DEL', unpack(dels)) end
+end
+if next(retried) then
+  -- A retry that is now the earliest due task is announced like a delayed
+  -- enqueue ("s"): an idle worker then learns its due time at once, where
+  -- a lease call that ran just before it reported none.
+  local first = redis.call('ZRANGE', P .. 'scheduled', 0, 0)
+  if first[1] and retried[first[1]] then redis.call('PUBLISH', P .. 'wake', 's') end
 end
 if ret > 0 then
   -- With retention, acks expire old done records (the heartbeat does too).
