@@ -35,9 +35,9 @@ func (c *Client) RequeueDead(ctx context.Context, id string, opts RequeueDeadOpt
 	return c.s.RequeueDead(ctx, id, opts)
 }
 
-// DeleteDead deletes dead-lettered task id and its record. It fails with
-// ErrTaskNotFound when there is no record and ErrNotDead when the task is
-// not dead-lettered; nothing changes then.
+// DeleteDead deletes dead-lettered task id, its record and its result. It
+// fails with ErrTaskNotFound when there is no record and ErrNotDead when
+// the task is not dead-lettered; nothing changes then.
 func (c *Client) DeleteDead(ctx context.Context, id string) error {
 	return c.s.DeleteDead(ctx, id)
 }
@@ -117,6 +117,12 @@ func (c *Client) Depths(ctx context.Context) (map[int]int64, error) {
 // that cannot be decoded is returned with what could be read and an error
 // wrapping ErrMalformedRecord (or ErrCorrupt when a key of the task holds
 // another type).
+//
+// The result the task's handler stored (handlers.SetResult) is in
+// TaskInfo.Result. It outlives the record: once the task completed and its
+// record was deleted, Inspect returns it, for Config.ResultRetention, as a
+// task in StateDone that holds only the ID, Type, Level, EnqueuedAt and
+// the Result fields.
 func (c *Client) Inspect(ctx context.Context, id string) (*TaskInfo, error) {
 	t, err := c.s.Inspect(ctx, id)
 	if t == nil {

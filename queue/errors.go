@@ -10,6 +10,9 @@ var (
 	ErrPayloadTooLarge = store.ErrPayloadTooLarge
 	// ErrCheckpointTooLarge is returned when checkpoint state exceeds Config.MaxCheckpointBytes.
 	ErrCheckpointTooLarge = store.ErrCheckpointTooLarge
+	// ErrResultTooLarge is returned when a handler's result exceeds
+	// Config.MaxResultBytes; nothing was stored.
+	ErrResultTooLarge = store.ErrResultTooLarge
 	// ErrLeaseLost is returned to a worker whose lease token is no longer
 	// valid: the task was recovered or leased by another worker. The call
 	// changed nothing.

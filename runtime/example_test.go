@@ -3,6 +3,9 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -64,5 +67,52 @@ func Example() {
 	fmt.Println("run returned:", <-stopped)
 	// Output:
 	// imported rows: 3
+	// run returned: <nil>
+}
+
+// A handler stores its task's result; the producer reads it back with
+// Inspect, also once the task completed and its record was deleted.
+func Example_result() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer func() { _ = rdb.Close() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	q, err := queue.New(rdb, queue.Config{ResultRetention: time.Hour}) // 24 h unless set
+	if err != nil {
+		panic(err)
+	}
+	mux := handlers.NewMux()
+	mux.HandleFunc("count", func(ctx context.Context, t *queue.TaskInfo) error {
+		words := len(strings.Fields(string(t.Payload)))
+		return handlers.SetResult(ctx, []byte(strconv.Itoa(words)))
+	})
+	rt, err := runtime.New(q, mux, runtime.Config{Logger: zap.NewNop()})
+	if err != nil {
+		panic(err)
+	}
+	stopped := make(chan error)
+	go func() { stopped <- rt.Run(ctx) }()
+
+	info, err := q.Enqueue(ctx, queue.NewTask("count", []byte("to be or not to be")))
+	if err != nil {
+		panic(err)
+	}
+	for info.State != queue.StateDone { // poll until the task completed
+		time.Sleep(time.Millisecond)
+		if info, err = q.Inspect(ctx, info.ID); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println(info.State, string(info.Result), info.ResultExpiresAt.Sub(info.ResultAt))
+	cancel()
+	fmt.Println("run returned:", <-stopped)
+	// Output:
+	// done 6 1h0m0s
 	// run returned: <nil>
 }

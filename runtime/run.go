@@ -67,6 +67,7 @@ func (r *Runtime) prepare(rn *run) {
 	rn.log = r.obs.taskLogger(t)
 	rn.cp = ckpt.New(r.eng, &t.Info, t.Token,
 		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
+		ckpt.WithResults(r.eng, r.q.Config().MaxResultBytes),
 		ckpt.WithSaveTimeout(r.cfg.GracePeriod),
 		ckpt.WithOnSave(func(size int, seq int64) {
 			rn.lastCheckpoint.Store(time.Now().UnixNano())

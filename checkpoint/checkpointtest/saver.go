@@ -18,6 +18,9 @@ type Saver struct {
 	// MaxBytes, if positive, rejects larger checkpoints with
 	// queue.ErrCheckpointTooLarge.
 	MaxBytes int
+	// MaxResultBytes, if positive, rejects larger results
+	// (handlers.SetResult) with queue.ErrResultTooLarge.
+	MaxResultBytes int
 
 	mu     sync.Mutex
 	tasks  map[string]*record
@@ -27,9 +30,10 @@ type Saver struct {
 }
 
 type record struct {
-	token string
-	data  []byte
-	seq   int64
+	token  string
+	data   []byte
+	seq    int64
+	result []byte
 }
 
 // Lease makes token the valid lease of the task with t.ID, as the queue does
@@ -98,7 +102,41 @@ func (s *Saver) Checkpoint(taskID string) ([]byte, int64) {
 	return bytes.Clone(r.data), r.seq
 }
 
-// Calls returns how many times SaveCheckpoint was called.
+// SaveResult stores data as the result of task t, as the queue does for a
+// handler's handlers.SetResult: only under t's current lease token
+// (queue.ErrLeaseLost otherwise), the latest write winning.
+func (s *Saver) SaveResult(ctx context.Context, t *queue.TaskInfo, token string, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.err != nil {
+		return s.err
+	}
+	r, ok := s.tasks[t.ID]
+	if !ok || r.token != token {
+		return queue.ErrLeaseLost
+	}
+	if s.MaxResultBytes > 0 && len(data) > s.MaxResultBytes {
+		return fmt.Errorf("%d bytes: %w", len(data), queue.ErrResultTooLarge)
+	}
+	r.result = bytes.Clone(data)
+	return nil
+}
+
+// Result returns the stored result of a task, nil if none.
+func (s *Saver) Result(taskID string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.tasks[taskID]; ok {
+		return bytes.Clone(r.result)
+	}
+	return nil
+}
+
+// Calls returns how many times SaveCheckpoint and SaveResult were called.
 func (s *Saver) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,11 +145,12 @@ func (s *Saver) Calls() int {
 
 // Context returns ctx carrying the checkpoint of t, a task leased from s
 // (Lease), as the runtime gives it to a handler: checkpoint.Load, Save and
-// NewCursor in code run with it read and write s under the lease token of
-// t: the one Lease returned t under, else the task's current one (saves
-// fail with queue.ErrLeaseLost if t.ID was never leased).
+// NewCursor, and handlers.SetResult, in code run with it read and write s
+// under the lease token of t: the one Lease returned t under, else the
+// task's current one (saves fail with queue.ErrLeaseLost if t.ID was never
+// leased).
 func (s *Saver) Context(ctx context.Context, t *queue.TaskInfo) context.Context {
-	return ckpt.NewContext(ctx, ckpt.New(s, t, s.token(t)))
+	return ckpt.NewContext(ctx, ckpt.New(s, t, s.token(t), ckpt.WithResults(s, 0)))
 }
 
 // token returns the lease token of t.

@@ -1,11 +1,13 @@
 // Package ckpt is the checkpoint of one run of a task as the runtime
 // manages it: a Handle per run, fenced by the run's lease, carried in the
-// handler's context for package checkpoint's Load, Save and Cursor.
+// handler's context for package checkpoint's Load, Save and Cursor, and
+// for the task's result (handlers.SetResult).
 package ckpt
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -22,12 +24,27 @@ type Saver interface {
 	SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (seq int64, err error)
 }
 
+// ResultSaver stores a task's result, fenced by its lease token. It is
+// implemented by the queue's store with one Redis round trip. SaveResult
+// fails with an error matching queue.ErrLeaseLost when token is no longer
+// t's lease, and queue.ErrResultTooLarge when data exceeds the queue's
+// limit. A failed call changes nothing.
+type ResultSaver interface {
+	SaveResult(ctx context.Context, t *queue.TaskInfo, token string, data []byte) error
+}
+
+// ErrNoRunningTask is returned by SaveResult when the Handle was made
+// without WithResults, and by the public API when a context carries no
+// Handle: the code runs outside a handler.
+var ErrNoRunningTask = errors.New("overtake: no running task in context")
+
 // Handle is the checkpoint state of one run of a task: the state it started
 // from and what it saved since. The runtime creates one per run with New and
 // puts it in the handler's context with NewContext. A Handle is safe for
 // concurrent use.
 type Handle struct {
 	saver   Saver
+	task    *queue.TaskInfo
 	taskID  string
 	token   string
 	resumed bool
@@ -53,6 +70,7 @@ func New(saver Saver, t *queue.TaskInfo, token string, opts ...Option) *Handle {
 	}
 	h := &Handle{
 		saver:   saver,
+		task:    t,
 		taskID:  t.ID,
 		token:   token,
 		resumed: len(t.Checkpoint) > 0,
@@ -138,3 +156,25 @@ func (h *Handle) Save(ctx context.Context, data []byte) error {
 // Codec returns the codec of the typed helpers (checkpoint.Load, Save,
 // Cursor) for this handle: JSON unless WithCodec chose another.
 func (h *Handle) Codec() Codec { return h.opts.codec }
+
+// SaveResult stores data as the task's result with one call to the
+// ResultSaver WithResults gave, fenced by the run's lease. Like Save it
+// works after ctx was cancelled and is bounded by the save timeout. It
+// fails with an error matching queue.ErrResultTooLarge when data is larger
+// than WithResults allows (the saver is not called), ErrNoRunningTask
+// without a ResultSaver, or the saver's error, such as queue.ErrLeaseLost.
+func (h *Handle) SaveResult(ctx context.Context, data []byte) error {
+	if h.opts.results == nil {
+		return fmt.Errorf("result: task %s: %w", h.taskID, ErrNoRunningTask)
+	}
+	if h.opts.maxResult > 0 && len(data) > h.opts.maxResult {
+		return fmt.Errorf("result: task %s: %d bytes exceed the limit of %d: %w",
+			h.taskID, len(data), h.opts.maxResult, queue.ErrResultTooLarge)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.saveTimeout)
+	defer cancel()
+	if err := h.opts.results.SaveResult(ctx, h.task, h.token, data); err != nil {
+		return fmt.Errorf("result: save task %s: %w", h.taskID, err)
+	}
+	return nil
+}

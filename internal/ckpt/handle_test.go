@@ -221,3 +221,19 @@ func TestContext(t *testing.T) {
 	_, ok = ckpt.FromContext(ckpt.NewContext(context.Background(), nil))
 	assert.False(t, ok)
 }
+
+func TestHandleSaveResult(t *testing.T) {
+	t.Parallel()
+	s, task := setup(t)
+	ctx := context.Background()
+	err := ckpt.New(s, task, "lease-1").SaveResult(ctx, []byte("r"))
+	require.ErrorIs(t, err, ckpt.ErrNoRunningTask, "no ResultSaver")
+
+	h := ckpt.New(s, task, "lease-1", ckpt.WithResults(s, 3))
+	require.NoError(t, h.SaveResult(ctx, []byte("abc")))
+	err = h.SaveResult(ctx, []byte("abcd"))
+	require.ErrorIs(t, err, queue.ErrResultTooLarge)
+	require.ErrorContains(t, err, "4 bytes exceed the limit of 3")
+	assert.Equal(t, 1, s.Calls(), "refused before the saver")
+	assert.Equal(t, []byte("abc"), s.Result(task.ID))
+}

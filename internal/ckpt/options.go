@@ -13,6 +13,8 @@ type options struct {
 	onSave      func(size int, seq int64)
 	saveTimeout time.Duration
 	codec       Codec
+	results     ResultSaver
+	maxResult   int
 }
 
 func newOptions(opts []Option) options {
@@ -59,4 +61,11 @@ func WithCodec(c Codec) Option {
 		}
 		o.codec = c
 	}
+}
+
+// WithResults lets the Handle store the task's result (SaveResult) with rs,
+// refusing results larger than maxBytes before any round trip (zero or
+// negative: no limit on this side; the queue enforces its own).
+func WithResults(rs ResultSaver, maxBytes int) Option {
+	return func(o *options) { o.results, o.maxResult = rs, maxBytes }
 }

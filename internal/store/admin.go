@@ -36,11 +36,20 @@ func (c *Store) RequeueDead(ctx context.Context, id string, opts RequeueDeadOpti
 	return c.deadAdmin(ctx, id, "requeue", reset)
 }
 
-// DeleteDead deletes dead-lettered task id and its record. It fails with
-// ErrTaskNotFound when there is no record and ErrNotDead when the task is
-// not dead-lettered; nothing changes then.
+// DeleteDead deletes dead-lettered task id: its record, its state, its
+// checkpoint, then its result (SaveResult), so the task is gone for
+// Inspect. It fails with ErrTaskNotFound when there is no record and
+// ErrNotDead when the task is not dead-lettered; nothing changes then. If
+// only deleting the result fails (the error says so), the task is gone
+// and the result expires with its retention.
 func (c *Store) DeleteDead(ctx context.Context, id string) error {
-	return c.deadAdmin(ctx, id, "delete", "0")
+	if err := c.deadAdmin(ctx, id, "delete", "0"); err != nil {
+		return err
+	}
+	if err := c.rdb.Del(ctx, c.keys.result(id)).Err(); err != nil {
+		return wrapf(err, "delete dead %s: its result", id)
+	}
+	return nil
 }
 
 func (c *Store) deadAdmin(ctx context.Context, id, mode, reset string) error {

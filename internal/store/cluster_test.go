@@ -55,7 +55,7 @@ func TestCluster(t *testing.T) {
 			defer node.Close()
 			// (The fleet's busy hash is gone: every worker left and released
 			// its leases.)
-			for _, k := range []string{e.c.keys.task("c"), e.c.keys.dead(), e.c.keys.counts(), e.c.keys.prefix + "feed"} {
+			for _, k := range []string{e.c.keys.task("c"), e.c.keys.result("b"), e.c.keys.dead(), e.c.keys.counts(), e.c.keys.prefix + "feed"} {
 				n, err := node.Exists(e.ctx, k).Result()
 				require.NoError(t, err)
 				require.Equal(t, int64(1), n, "key %s on the queue's node %s", k, addr)
@@ -95,8 +95,10 @@ func clusterScenario(t *testing.T, e *env) {
 	require.Equal(t, "urgent", u.ID)
 	require.NoError(t, e.c.Requeue(e.ctx, a, RequeuePreempted))
 
-	// Finish every way.
+	// Finish every way; "b" leaves a result behind its record.
+	require.NoError(t, e.c.SaveResult(e.ctx, &got[0].Info, got[0].Token, []byte("ok")))
 	require.NoError(t, e.c.Ack(e.ctx, got[0]))
+	require.Equal(t, []byte("ok"), e.inspect("b").Result)
 	require.NoError(t, e.c.Ack(e.ctx, u))
 	require.NoError(t, e.c.Retry(e.ctx, got[1], e.clk.Now(), "boom"))
 	requireLeaseLost(t, e.c.Ack(e.ctx, got[1]))

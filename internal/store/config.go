@@ -40,6 +40,15 @@ type Config struct {
 	// (checkpoint.Save); a larger one fails with ErrCheckpointTooLarge.
 	// Defaults to 1 MiB; a negative value means no limit.
 	MaxCheckpointBytes int
+	// MaxResultBytes is the largest result a handler may store
+	// (handlers.SetResult); a larger one fails with ErrResultTooLarge and
+	// changes nothing. Defaults to 1 MiB; a negative value means no limit.
+	MaxResultBytes int
+	// ResultRetention is how long a task's result is kept after the
+	// handler stored it (handlers.SetResult), in a key of its own that
+	// outlives the task's record: the worker that stores it applies its
+	// own ResultRetention. Defaults to 24 h; it must not be negative.
+	ResultRetention time.Duration
 	// WaitReplicas, when positive, makes every write call (an Enqueue or
 	// a grouped one, a lease with its acks, an ack, retry, requeue, dead
 	// letter, heartbeat, checkpoint save, pause, dead-letter admin) send
@@ -105,6 +114,7 @@ const (
 	defaultLevels          = 3
 	defaultMaxPayloadBytes = 1 << 20
 	defaultLeaseDuration   = 30 * time.Second
+	defaultResultRetention = 24 * time.Hour
 )
 
 // WithDefaults returns a copy of c with every unset field set to its default.
@@ -132,6 +142,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxCheckpointBytes == 0 {
 		c.MaxCheckpointBytes = defaultMaxPayloadBytes
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = defaultMaxPayloadBytes
+	}
+	if c.ResultRetention == 0 {
+		c.ResultRetention = defaultResultRetention
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = defaultLeaseDuration
@@ -161,6 +177,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: LeaseDuration %v is under 100ms", ErrInvalidConfig, c.LeaseDuration)
 	case c.Retention < 0:
 		return fmt.Errorf("%w: negative Retention %v", ErrInvalidConfig, c.Retention)
+	case c.ResultRetention < 0:
+		return fmt.Errorf("%w: negative ResultRetention %v", ErrInvalidConfig, c.ResultRetention)
 	case c.WaitReplicas < 0 || c.WaitTimeout < 0:
 		return fmt.Errorf("%w: negative WaitReplicas %d or WaitTimeout %v", ErrInvalidConfig, c.WaitReplicas, c.WaitTimeout)
 	case c.AgeAfter < 0 || (c.AgeAfter > 0 && c.AgeAfter < time.Millisecond):

@@ -14,6 +14,9 @@ var (
 	ErrPayloadTooLarge = errors.New("overtake: payload too large")
 	// ErrCheckpointTooLarge is returned when checkpoint state exceeds Config.MaxCheckpointBytes.
 	ErrCheckpointTooLarge = errors.New("overtake: checkpoint too large")
+	// ErrResultTooLarge is returned when a task's result exceeds
+	// Config.MaxResultBytes; nothing was stored.
+	ErrResultTooLarge = errors.New("overtake: result too large")
 	// ErrLeaseLost is returned to a worker whose lease token is no longer
 	// valid: the task was recovered or leased by another worker. The call
 	// changed nothing.

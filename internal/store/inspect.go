@@ -102,12 +102,14 @@ func (c *Store) Depths(ctx context.Context) (map[int]int64, error) {
 // Inspect returns the record of task id, or ErrTaskNotFound. A record
 // that cannot be decoded is returned with what could be read and an error
 // wrapping ErrMalformedRecord (or ErrCorrupt when a key of the task holds
-// another type).
+// another type). The task's result (SaveResult) comes with it; once the
+// record is gone, a retained result alone is returned as a done task with
+// ResultOnly set.
 func (c *Store) Inspect(ctx context.Context, id string) (*Task, error) {
 	var vals *redis.SliceCmd
 	var dl *redis.FloatCmd
 	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		vals = p.MGet(ctx, c.keys.task(id), c.keys.state(id), c.keys.checkpoint(id))
+		vals = p.MGet(ctx, c.keys.task(id), c.keys.state(id), c.keys.checkpoint(id), c.keys.result(id))
 		dl = p.ZScore(ctx, c.keys.leases(), id) // a missing or corrupt leases key: no deadline
 		return nil
 	})
@@ -115,7 +117,7 @@ func (c *Store) Inspect(ctx context.Context, id string) (*Task, error) {
 		return nil, wrapf(err, "inspect %s", id)
 	}
 	v := vals.Val()
-	if len(v) != 3 {
+	if len(v) != 4 {
 		return nil, fmt.Errorf("overtake: inspect %s: short reply", id)
 	}
 	if v[0] == nil && v[1] == nil {
@@ -124,6 +126,9 @@ func (c *Store) Inspect(ctx context.Context, id string) (*Task, error) {
 				return nil, fmt.Errorf("%w: %s is a %s, want a string", ErrCorrupt, k, typ)
 			}
 		}
+		if t, ok := resultOnly(id, v[3]); ok {
+			return t, nil
+		}
 		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
 	}
 	if v[0] == nil && c.rdb.Exists(ctx, c.keys.prefix+"x:"+id).Val() == 0 {
@@ -131,6 +136,7 @@ func (c *Store) Inspect(ctx context.Context, id string) (*Task, error) {
 		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
 	}
 	t, err := decodeTask(id, v[0], v[1], v[2])
+	attachResult(t, v[3])
 	if ms := dl.Val(); ms > 0 && t.Token != "" {
 		t.LeaseDeadline = msTime(int64(ms))
 	}

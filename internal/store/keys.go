@@ -34,10 +34,13 @@ func escapeName(s string) string { return nameEscaper.Replace(s) }
 // Keys of a queue. A task is up to three keys: its record t:<id> (a
 // STRING, written once at enqueue), its state s:<id> (a small STRING that
 // exists only once the task left its first pending state) and its
-// checkpoint c:<id> (only while one is saved).
+// checkpoint c:<id> (only while one is saved). Its result res:<id> is a
+// key of its own, with its own expiry, which outlives the other three (see
+// result.go).
 func (k keys) task(id string) string       { return k.prefix + "t:" + id }
 func (k keys) state(id string) string      { return k.prefix + "s:" + id }
 func (k keys) checkpoint(id string) string { return k.prefix + "c:" + id }
+func (k keys) result(id string) string     { return k.prefix + "res:" + id }
 func (k keys) pending(level int) string    { return k.prefix + "p:" + strconv.Itoa(level) }
 func (k keys) leases() string              { return k.prefix + "leases" }
 func (k keys) scheduled() string           { return k.prefix + "scheduled" }

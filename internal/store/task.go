@@ -75,6 +75,16 @@ type Info struct {
 	// LastError is the error of the last failed attempt, or the reason it
 	// was dead-lettered.
 	LastError string
+	// Result is what the task's handler stored last with
+	// handlers.SetResult, nil if none. It is kept for
+	// Config.ResultRetention after it was written, also after the task
+	// completed and its record was deleted (Inspect then returns the task
+	// as done, with only ID, Type, Level, EnqueuedAt and the result).
+	Result []byte
+	// ResultAt is when Result was stored; zero without one.
+	ResultAt time.Time
+	// ResultExpiresAt is when Result will be deleted; zero without one.
+	ResultExpiresAt time.Time
 }
 
 // RetriesLeft reports whether a task that has failed Attempt times may be
@@ -99,6 +109,10 @@ type Task struct {
 	// run after a preemption or a retry links to them. The runtime adds the
 	// running span; a retry, a dead letter and a requeue store the list.
 	RunSpans []string
+	// ResultOnly says that the task's record is gone (it completed) and
+	// only its retained result was found: Info holds the result and what
+	// it recorded of the task (type, level, enqueue time), nothing else.
+	ResultOnly bool
 }
 
 // NewTask returns a task of the given type and payload at level 0, with
