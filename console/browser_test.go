@@ -21,6 +21,7 @@ import (
 
 	"github.com/overtake/overtake/console"
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testbrowser"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 )
@@ -62,6 +63,9 @@ func newFleet(t *testing.T, slots int, opts console.Options) *fleet {
 	})
 	mux.HandleFunc("urgent", func(context.Context, *queue.TaskInfo) error { return nil })
 	mux.HandleFunc("quick", func(_ context.Context, tk *queue.TaskInfo) error { f.quickRan <- tk.ID; return nil })
+	mux.HandleFunc("report", func(ctx context.Context, _ *queue.TaskInfo) error {
+		return handlers.SetResult(ctx, []byte(`{"rows":1200,"file":"report-2026-11.csv"}`))
+	})
 	mux.HandleFunc("fail", func(context.Context, *queue.TaskInfo) error {
 		f.failRuns.Add(1)
 		return handlers.SkipRetry(errors.New("fails for good"))
@@ -137,6 +141,18 @@ func TestBrowser(t *testing.T) {
 	browse(t, ctx, "open the task", chromedp.Navigate(f.consoleBase+"task?id="+id))
 	waitText(t, ctx, "pre.payload", 5*time.Second, payload)
 	require.True(t, eval[bool](t, ctx, `window.pwned === undefined && document.querySelectorAll('main script, main img').length === 0`))
+
+	// A completed task's page shows the result its handler stored, though
+	// the ack deleted its record.
+	id = f.enqueue("report", `{"month":"2026-11"}`, 1)
+	require.Eventually(t, func() bool {
+		tk, err := f.q.Inspect(context.Background(), id)
+		return err == nil && tk.State == queue.StateDone
+	}, 10*time.Second, 20*time.Millisecond, "the report task completes")
+	browse(t, ctx, "open the completed task", chromedp.Navigate(f.consoleBase+"task?id="+id))
+	waitText(t, ctx, "pre.result", 5*time.Second, `{"rows":1200,"file":"report-2026-11.csv"}`)
+	waitText(t, ctx, "main", time.Second, "its result is retained for 23h59m more", "done", "41 B stored at", "kept 23h59m more")
+	screenshot(t, ctx, t.ArtifactDir(), "task-result.png", testbrowser.Width, 900)
 
 	// A dead letter is requeued from the page (and dies again).
 	f.enqueue("fail", "", 1)

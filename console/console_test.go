@@ -155,3 +155,29 @@ func TestRunningShowsTheLease(t *testing.T) {
 	require.Contains(t, body, `by <span class="mono">w-render-7</span>`)
 	require.Contains(t, body, "lease until")
 }
+
+// The task page shows the result a handler stored, escaped, and still
+// shows it once the ack deleted the task's record.
+func TestTaskPageShowsResult(t *testing.T) {
+	e := newEnv(t, nil, console.Options{})
+	id := e.enqueue("report", "{}", 1)
+	_, body := e.get("/task?id=" + url.QueryEscape(id))
+	require.Contains(t, body, "<dt>Result</dt><dd>none stored</dd>")
+	st := store.Of(e.q)
+	res, err := st.Lease(e.ctx, store.LeaseRequest{Worker: "w", Count: 1})
+	require.NoError(t, err)
+	require.Len(t, res.Tasks, 1)
+	require.NoError(t, st.SaveResult(e.ctx, &res.Tasks[0].Info, res.Tasks[0].Token, []byte(`{"rows":1200,"note":"`+xss+`"}`)))
+	_, body = e.get("/task?id=" + url.QueryEscape(id))
+	require.Contains(t, body, `<pre class="result">{&#34;rows&#34;:1200,&#34;note&#34;:&#34;&lt;script&gt;`)
+	require.Contains(t, body, `<pre class="payload">`)
+
+	require.NoError(t, st.Ack(e.ctx, res.Tasks[0]))
+	code, body := e.get("/task?id=" + url.QueryEscape(id))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "The task completed and its record was deleted; its result is retained for 23h59m more.")
+	require.Contains(t, body, `<span class="badge">done</span>`)
+	require.Contains(t, body, `<pre class="result">{&#34;rows&#34;:1200`)
+	require.NotContains(t, body, `<pre class="payload">`, "the payload went with the record")
+	require.NotContains(t, body, "<script>alert")
+}

@@ -62,6 +62,7 @@ type taskData struct {
 	Original    string
 	Payload     shown
 	Checkpoint  shown
+	Result      shown // what the handler stored (handlers.SetResult)
 	Runs        int
 	Preemptions []preemption
 	Problem     string // the record could not be fully decoded
@@ -81,7 +82,7 @@ func (c *Console) taskView(ctx context.Context, q url.Values) (any, error) {
 		return nil, err
 	}
 	d := &taskData{T: t, Ref: c.ref(id), Level: c.q.LevelName(t.Level), Original: c.q.LevelName(t.OriginalLevel),
-		Payload: show(t.Payload), Checkpoint: show(t.Checkpoint), Now: time.Now(),
+		Payload: show(t.Payload), Checkpoint: show(t.Checkpoint), Result: show(t.Result), Now: time.Now(),
 		// Every run ends in a failure, a preemption or a recovery, but the
 		// running one.
 		Runs: t.Attempt + t.Preemptions + t.Recoveries}

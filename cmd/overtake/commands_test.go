@@ -139,6 +139,34 @@ func TestEnqueueStatsInspect(t *testing.T) {
 			!strings.Contains(out, "checkpoint   none") {
 			t.Errorf("inspect pending:\n%s", out)
 		}
+		if !strings.Contains(out, "result       none") {
+			t.Errorf("inspect without a result:\n%s", out)
+		}
+
+		// A result is shown with the task, and after the ack deleted it.
+		st := store.Of(q)
+		if err := st.SaveResult(ctx, &res.Tasks[0].Info, res.Tasks[0].Token, []byte(`{"sent":true}`)); err != nil {
+			t.Fatal(err)
+		}
+		out = c.ok("inspect", "mail-1")
+		if !strings.Contains(out, "state        active") || !strings.Contains(out, `result       13 bytes: "{\"sent\":true}"`) ||
+			!regexp.MustCompile(`result at\s+\S+ \S+ \S+ \([\d.]+m?s ago\), kept until \S+ \S+ \S+ \(in (24h0m0s|23h59m\d+s)\)`).MatchString(out) {
+			t.Errorf("inspect with a result:\n%s", out)
+		}
+		if err := st.Ack(ctx, res.Tasks[0]); err != nil {
+			t.Fatal(err)
+		}
+		out = c.ok("inspect", "mail-1")
+		for _, want := range []string{"type         email", "level        high (2)",
+			"state        done (record deleted at completion; its result is retained)", `result       13 bytes: "{\"sent\":true}"`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("inspect of a completed task lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "payload") || strings.Contains(out, "attempts") {
+			t.Errorf("inspect of a completed task shows fields it no longer has:\n%s", out)
+		}
+
 		errOut := c.fail(1, "inspect", "nope")
 		if !strings.Contains(errOut, "task not found") {
 			t.Errorf("inspect unknown: %q", errOut)

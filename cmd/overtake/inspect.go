@@ -18,7 +18,8 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// previewBytes is how much of a payload or checkpoint inspect shows.
+// previewBytes is how much of a payload, checkpoint or result inspect
+// shows.
 const previewBytes = 240
 
 // cmdInspect prints every field of one or more tasks.
@@ -69,6 +70,13 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, st *store.Stor
 	row("id", "%s", t.ID)
 	row("type", "%s", t.Type)
 	row("level", "%s (%d)", q.LevelName(t.Level), t.Level)
+	if t.ResultOnly { // the task completed and its record is gone
+		row("state", "%s (record deleted at completion; its result is retained)", t.State)
+		row("enqueued at", "%s", stamp(t.EnqueuedAt, now))
+		writeResult(row, t, now)
+		_ = tw.Flush()
+		return
+	}
 	if t.OriginalLevel != t.Level {
 		row("enqueued at level", "%s (%d), aged up, last at %s", q.LevelName(t.OriginalLevel), t.OriginalLevel, stamp(t.AgedAt, now))
 	}
@@ -118,7 +126,19 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, st *store.Stor
 	} else {
 		row("checkpoint", "none")
 	}
+	writeResult(row, t, now)
 	_ = tw.Flush()
+}
+
+// writeResult prints the result rows of t: the result the handler stored
+// (handlers.SetResult), when, and until when it is kept.
+func writeResult(row func(k, format string, a ...any), t *store.Task, now time.Time) {
+	if t.ResultAt.IsZero() {
+		row("result", "none")
+		return
+	}
+	row("result", "%s", preview(t.Result))
+	row("result at", "%s, kept until %s", stamp(t.ResultAt, now), stamp(t.ResultExpiresAt, now))
 }
 
 // stamp formats a time with its distance from now.

@@ -29,7 +29,7 @@ var commands = []command{
 	{"stats", "show each level's state, depth, waits and rates, and the live workers (--watch: live)", cmdStats},
 	{"pause", "pause a level or the whole queue: workers stop leasing from it", cmdPause},
 	{"resume", "resume a paused level or the whole queue", cmdResume},
-	{"inspect", "show every field of one task, with its checkpoint", cmdInspect},
+	{"inspect", "show every field of one task, with its checkpoint and result", cmdInspect},
 	{"dead", "list, requeue or delete dead-lettered tasks", cmdDead},
 	{"console", "serve a web view of the queue and the fleet on 127.0.0.1, preemptions live (--demo: embedded)", cmdConsole},
 }
