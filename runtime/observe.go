@@ -160,6 +160,14 @@ func (o *observer) checkpointSaved(rn *run, size int, seq int64) {
 	rn.log.Debug("checkpoint saved", zap.Int("bytes", size), zap.Int64("checkpoint_seq", seq))
 }
 
+// resultStored records that rn's handler stored its task's result.
+func (o *observer) resultStored(rn *run, size int) {
+	if rn.span != nil {
+		telemetry.AddResultStored(rn.span, size)
+	}
+	rn.log.Debug("result stored", zap.Int("bytes", size))
+}
+
 // ended closes the run's span with its outcome and records run metrics.
 func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, note string) {
 	ctx, span, l := context.WithoutCancel(rn.ctx), rn.span, o.labels(rn.t)

@@ -391,6 +391,23 @@ func TestObserveRetry(t *testing.T) {
 	})
 }
 
+// A stored result is an event of the run that stored it, and a log line.
+func TestObserveResult(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		o := newObsRig(t, b, queue.Config{})
+		mux := handlers.NewMux()
+		mux.HandleFunc("report", func(ctx context.Context, _ *queue.TaskInfo) error {
+			return handlers.SetResult(ctx, []byte(`{"rows":1200}`))
+		})
+		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 1})
+		id := o.enqueue(t, "report", 0)
+		run := o.spans(t, "process", id, 1)[0]
+		require.Equal(t, []string{"result.stored"}, obsEventNames(run))
+		require.EqualValues(t, 13, obsEvent(t, run, "result.stored")[telemetry.ResultBytesKey].AsInt64())
+		require.Equal(t, 1, o.logs.FilterMessage("result stored").FilterField(zap.Int("bytes", 13)).Len())
+	})
+}
+
 // A panic and dead-lettering show in the span's status and events.
 func TestObservePanicAndDead(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {

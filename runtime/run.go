@@ -68,6 +68,7 @@ func (r *Runtime) prepare(rn *run) {
 	rn.cp = ckpt.New(r.eng, &t.Info, t.Token,
 		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
 		ckpt.WithResults(r.eng, r.q.Config().MaxResultBytes),
+		ckpt.WithOnResult(func(size int) { r.obs.resultStored(rn, size) }),
 		ckpt.WithSaveTimeout(r.cfg.GracePeriod),
 		ckpt.WithOnSave(func(size int, seq int64) {
 			rn.lastCheckpoint.Store(time.Now().UnixNano())

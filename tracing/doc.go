@@ -32,8 +32,8 @@
 // overtake.task.type, overtake.level, overtake.level.name,
 // overtake.attempt, overtake.preemptions, overtake.class and the event
 // attributes (overtake.preempted.by, overtake.grace_ms, ...). Events:
-// preempted, preempted.victim, checkpoint.saved, resumed, requeued, retry,
-// dead, sla.breached.
+// preempted, preempted.victim, checkpoint.saved, result.stored, resumed,
+// requeued, retry, dead, sla.breached.
 //
 // # Metrics
 //

@@ -176,5 +176,8 @@ func (h *Handle) SaveResult(ctx context.Context, data []byte) error {
 	if err := h.opts.results.SaveResult(ctx, h.task, h.token, data); err != nil {
 		return fmt.Errorf("result: save task %s: %w", h.taskID, err)
 	}
+	if h.opts.onResult != nil {
+		h.opts.onResult(len(data))
+	}
 	return nil
 }

@@ -229,11 +229,13 @@ func TestHandleSaveResult(t *testing.T) {
 	err := ckpt.New(s, task, "lease-1").SaveResult(ctx, []byte("r"))
 	require.ErrorIs(t, err, ckpt.ErrNoRunningTask, "no ResultSaver")
 
-	h := ckpt.New(s, task, "lease-1", ckpt.WithResults(s, 3))
+	var sizes []int
+	h := ckpt.New(s, task, "lease-1", ckpt.WithResults(s, 3), ckpt.WithOnResult(func(n int) { sizes = append(sizes, n) }))
 	require.NoError(t, h.SaveResult(ctx, []byte("abc")))
 	err = h.SaveResult(ctx, []byte("abcd"))
 	require.ErrorIs(t, err, queue.ErrResultTooLarge)
 	require.ErrorContains(t, err, "4 bytes exceed the limit of 3")
 	assert.Equal(t, 1, s.Calls(), "refused before the saver")
 	assert.Equal(t, []byte("abc"), s.Result(task.ID))
+	assert.Equal(t, []int{3}, sizes, "no hook for a refused result")
 }

@@ -15,6 +15,7 @@ type options struct {
 	codec       Codec
 	results     ResultSaver
 	maxResult   int
+	onResult    func(size int)
 }
 
 func newOptions(opts []Option) options {
@@ -68,4 +69,10 @@ func WithCodec(c Codec) Option {
 // negative: no limit on this side; the queue enforces its own).
 func WithResults(rs ResultSaver, maxBytes int) Option {
 	return func(o *options) { o.results, o.maxResult = rs, maxBytes }
+}
+
+// WithOnResult sets a hook called after every successful SaveResult with
+// the result's size in bytes; the runtime uses it for a trace event.
+func WithOnResult(fn func(size int)) Option {
+	return func(o *options) { o.onResult = fn }
 }

@@ -45,6 +45,11 @@ func AddCheckpointSaved(span trace.Span, size int, seq int64) {
 	))
 }
 
+// AddResultStored records a stored result of size bytes.
+func AddResultStored(span trace.Span, size int) {
+	span.AddEvent(EventResultStored, trace.WithAttributes(ResultBytesKey.Int(size)))
+}
+
 // AddResumed records that the run starts from checkpoint seq after the
 // task gave way preemptions times.
 func AddResumed(span trace.Span, seq int64, preemptions int) {

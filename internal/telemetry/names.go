@@ -58,6 +58,9 @@ const (
 	EventPreemptedVictim = "preempted.victim"
 	// EventCheckpointSaved marks that the handler saved a checkpoint.
 	EventCheckpointSaved = "checkpoint.saved"
+	// EventResultStored marks that the handler stored the task's result
+	// (handlers.SetResult).
+	EventResultStored = "result.stored"
 	// EventResumed marks that the handler started from a saved checkpoint.
 	EventResumed = "resumed"
 	// EventRequeued marks that the task went back to the head of its level.
@@ -113,6 +116,8 @@ const (
 	RunPreemptedKey = attribute.Key("overtake.run.preempted")
 	// CheckpointBytesKey is overtake.checkpoint.bytes: checkpoint size.
 	CheckpointBytesKey = attribute.Key("overtake.checkpoint.bytes")
+	// ResultBytesKey is overtake.result.bytes: a stored result's size.
+	ResultBytesKey = attribute.Key("overtake.result.bytes")
 	// CheckpointSeqKey is overtake.checkpoint.seq: checkpoint sequence.
 	CheckpointSeqKey = attribute.Key("overtake.checkpoint.seq")
 	// PreemptedByKey is overtake.preempted.by: the preemptor's task ID.
