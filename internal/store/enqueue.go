@@ -61,6 +61,12 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 		return nil, nil, nil, nil, fmt.Errorf("%w: the ID %q is reserved", ErrInvalidTask, nt.ID)
 	}
 	_, span := c.startEnqueue(ctx, &nt)
+	if nt.unique > 0 { // nt.Headers is startEnqueue's copy, or nil
+		if nt.Headers == nil {
+			nt.Headers = make(map[string]string, 1)
+		}
+		nt.Headers[UniqueHeader] = uniqueDigest(nt.Type, nt.Payload)
+	}
 	now := c.now()
 	state, mode, dest := StatePending, "p", c.keys.pending(nt.Level)
 	var delay time.Duration
@@ -81,5 +87,10 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 	}
 	nt.State, nt.EnqueuedAt, nt.ReadyAt, nt.OriginalLevel, nt.AgedAt = state, now, now, nt.Level, time.Time{}
 	args := []any{c.keys.prefix, nt.ID, mode, c.scriptNow(), delay.Milliseconds(), nt.Level, prb, body}
-	return &nt, []string{c.keys.task(nt.ID), dest}, args, span, nil
+	ks := []string{c.keys.task(nt.ID), dest, c.keys.state(nt.ID), c.keys.counts()}
+	if nt.unique > 0 {
+		ks = append(ks, c.keys.unique(nt.Headers[UniqueHeader]))
+		args = append(args, fmt.Sprintf(`{"u":%d}`, nt.unique.Milliseconds()))
+	}
+	return &nt, ks, args, span, nil
 }

@@ -36,7 +36,9 @@ type Info struct {
 	// Class is the logical priority class the task was enqueued with, if
 	// any ("paying", "free").
 	Class string
-	// Headers carries propagation data such as W3C trace context.
+	// Headers carries propagation data such as W3C trace context, and for
+	// a unique task (the Unique option) "overtake-unique", the digest that
+	// names its lock.
 	Headers map[string]string
 	// MaxRetries is how many failed attempts are retried before the task
 	// is dead-lettered; 0 means none.
@@ -99,6 +101,10 @@ type Task struct {
 	// run after a preemption or a retry links to them. The runtime adds the
 	// running span; a retry, a dead letter and a requeue store the list.
 	RunSpans []string
+
+	// unique is the Unique option's time to live, zero without it; set at
+	// enqueue only, never read back.
+	unique time.Duration
 }
 
 // NewTask returns a task of the given type and payload at level 0, with
