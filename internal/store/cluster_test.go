@@ -50,6 +50,7 @@ func TestCluster(t *testing.T) {
 			clusterScenario(t, e)
 			clusterPatternScenario(t, e)
 			clusterUniqueScenario(t, e)
+			clusterPeriodicScenario(t, e)
 
 			// The queue's keys are all on the node its hash tag maps to.
 			node := redis.NewClient(&redis.Options{Addr: addr})

@@ -41,6 +41,10 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 	cur := &chunk{}
 	for i, t := range tasks {
 		nt, ks, a, span, err := c.prepare(ctx, t, opts(i))
+		if err == nil && nt.schedule != "" {
+			err = fmt.Errorf("%w: a periodic tick is enqueued alone, not in a batch", ErrInvalidTask)
+			endEnqueue(span, err)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
 			continue
@@ -165,13 +169,16 @@ func batchTask(keys []string, args []any, nt *Task, ks []string, a []any) ([]str
 }
 
 // refused is the error of an enqueue script's reply v for task t: 0 the
-// ID exists, 2 an equal task holds the uniqueness lock.
+// ID exists, 2 an equal task holds the uniqueness lock, 3 the periodic
+// tick was decided already.
 func refused(v int64, t *Task) error {
 	switch v {
 	case 0:
 		return fmt.Errorf("%w: %q", ErrDuplicateTask, t.ID)
 	case 2:
 		return fmt.Errorf("%w: an equal task (type %q, same payload) holds the uniqueness lock", ErrDuplicateTask, t.Type)
+	case 3:
+		return fmt.Errorf("%w: %s", ErrTickTaken, t.ID)
 	}
 	return fmt.Errorf("overtake: enqueue %s: unexpected reply %d", t.ID, v)
 }

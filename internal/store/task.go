@@ -102,9 +102,12 @@ type Task struct {
 	// running span; a retry, a dead letter and a requeue store the list.
 	RunSpans []string
 
-	// unique is the Unique option's time to live, zero without it; set at
-	// enqueue only, never read back.
-	unique time.Duration
+	// unique is the Unique option's time to live, zero without it;
+	// schedule and tick are the Tick option's, "" and 0 without it. Set
+	// at enqueue only, never read back.
+	unique   time.Duration
+	schedule string
+	tick     int64
 }
 
 // NewTask returns a task of the given type and payload at level 0, with
