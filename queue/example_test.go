@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -91,4 +92,27 @@ func ExampleClient_Pause() {
 	// Output:
 	// map[0:paused]
 	// 0
+}
+
+// Unique refuses a task while an equal one (same type and payload) holds
+// its lock: until it succeeds, or for ttl.
+func ExampleUnique() {
+	rdb, stop := newRedis()
+	defer stop()
+	ctx := context.Background()
+	q, err := queue.New(rdb, queue.Config{})
+	if err != nil {
+		panic(err)
+	}
+	report := queue.NewTask("report", []byte(`{"day":"2026-11-28"}`), queue.Unique(time.Hour), queue.LevelNamed("high"))
+	if _, err := q.Enqueue(ctx, report); err != nil {
+		panic(err)
+	}
+	_, err = q.Enqueue(ctx, report)
+	fmt.Println(errors.Is(err, queue.ErrDuplicateTask))
+	_, err = q.Enqueue(ctx, queue.NewTask("report", []byte(`{"day":"2026-11-29"}`), queue.Unique(time.Hour)))
+	fmt.Println(err)
+	// Output:
+	// true
+	// <nil>
 }

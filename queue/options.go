@@ -39,3 +39,13 @@ func Preemptible(ok bool) Option { return store.Preemptible(ok) }
 
 // Headers adds propagation headers (such as W3C trace context) to the task.
 func Headers(h map[string]string) Option { return store.Headers(h) }
+
+// Unique refuses the task, with ErrDuplicateTask, while an equal task
+// (same queue, type and payload) holds the uniqueness lock for them, as
+// asynq's Unique does: from its enqueue until it succeeds or ttl has passed
+// since it was due (enqueued, or ProcessAt), whichever comes first. The
+// check and the lock are one atomic step of the enqueue, in Enqueue and in
+// EnqueueBatch. A task that fails, is retried or dead-lettered keeps the
+// lock until ttl ends, so choose a ttl longer than a task waits and runs.
+// ttl must be at least 1 ms.
+func Unique(ttl time.Duration) Option { return store.Unique(ttl) }

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -96,3 +97,18 @@ func (r *Runtime) maxEarly() int {
 
 // maxCarried is the most acks one lease call carries (queue's batch).
 const maxCarried = 256
+
+// releaseUnique releases the uniqueness lock of rn's task (queue.Unique)
+// once it succeeded, so that an equal task may be enqueued at once; a
+// task that is not unique costs nothing. If Redis does not answer, the
+// lock stays until its time to live ends.
+func (r *Runtime) releaseUnique(rn *run) {
+	if rn.t.Headers[store.UniqueHeader] == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.baseCtx, r.q.Config().LeaseDuration)
+	defer cancel()
+	if err := r.eng.ReleaseUnique(ctx, rn.t); err != nil {
+		rn.log.Warn("could not release the uniqueness lock; it lasts until its ttl ends", zap.Error(err))
+	}
+}

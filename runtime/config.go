@@ -124,6 +124,12 @@ type Config struct {
 	// span event sla.breached, a Warn log line and RunStats.SLABreaches.
 	// Levels without an entry have no SLA. Defaults to none.
 	SLA map[int]time.Duration
+	// Periodic are the tasks this runtime enqueues on a schedule (cron
+	// expressions and intervals; see Periodic). Give every runtime of the
+	// fleet the same schedules: each tick is enqueued once, by whichever
+	// runtime comes first, while at least one of them runs. Defaults to
+	// none.
+	Periodic []Periodic
 }
 
 func (c Config) withDefaults(q *queue.Client) Config {
@@ -170,6 +176,7 @@ func (c Config) withDefaults(q *queue.Client) Config {
 	}
 	c.Preemption = c.Preemption.WithDefaults()
 	c.SLA = maps.Clone(c.SLA)
+	c.Periodic = slices.Clone(c.Periodic)
 	return c
 }
 
@@ -194,6 +201,9 @@ func (c Config) validate(q *queue.Client) error {
 		return bad("%v", err)
 	}
 	if err := validatePools(c.Pools, q.Levels(), c.Concurrency, c.Autoscale); err != nil {
+		return bad("%v", err)
+	}
+	if _, err := parseSchedules(c.Periodic); err != nil {
 		return bad("%v", err)
 	}
 	switch {

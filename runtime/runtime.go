@@ -92,6 +92,8 @@ type Runtime struct {
 	shutErr   error
 
 	stats counters
+
+	schedules []*schedule // Config.Periodic, parsed (periodic.go)
 }
 
 // counters are cumulative figures, exposed by Stats.
@@ -153,6 +155,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	}
 	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
+	r.schedules, _ = parseSchedules(cfg.Periodic) // validated above
 	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
 	var err error
@@ -229,6 +232,10 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if ok, every := r.poolsAutoscale(); ok {
 		r.loops.Add(1)
 		go r.poolAutoscaleLoop(every)
+	}
+	r.loops.Add(len(r.schedules))
+	for _, s := range r.schedules {
+		go r.runSchedule(s)
 	}
 	r.log.Info("runtime started", fields...)
 	return nil

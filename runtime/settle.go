@@ -56,6 +56,9 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	case outcome.ActionDone:
 		ferr = r.ack(rn)
 		rn.log.Debug("task done", zap.Duration("run", runTime))
+		if ferr == nil {
+			r.releaseUnique(rn)
+		}
 	case outcome.ActionRequeue:
 		why := requeueReason(ctx)
 		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.eng.Requeue(c, t, why) })

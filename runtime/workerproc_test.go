@@ -26,6 +26,9 @@ const (
 	envWorkerAddr  = "OVERTAKE_TEST_WORKER_ADDR"  // Redis host:port
 	envWorkerNS    = "OVERTAKE_TEST_WORKER_NS"    // queue namespace
 	envWorkerSlots = "OVERTAKE_TEST_WORKER_SLOTS" // Concurrency
+	// envWorkerPeriodic, when set, is the Spec of a Periodic "tick" that
+	// enqueues a task of type "tick" at level 1.
+	envWorkerPeriodic = "OVERTAKE_TEST_WORKER_PERIODIC"
 )
 
 func workerProcess() int {
@@ -44,7 +47,11 @@ func workerProcess() int {
 		return ctx.Err()
 	})
 	slots, _ := strconv.Atoi(os.Getenv(envWorkerSlots))
-	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: slots, WorkerID: os.Getenv(envWorker)})
+	cfg := runtime.Config{Concurrency: slots, WorkerID: os.Getenv(envWorker)}
+	if spec := os.Getenv(envWorkerPeriodic); spec != "" {
+		cfg.Periodic = []runtime.Periodic{{Name: "tick", Spec: spec, Task: queue.NewTask("tick", nil, queue.Level(1))}}
+	}
+	rt, err := runtime.New(q, mux, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -57,12 +64,14 @@ func workerProcess() int {
 }
 
 // startWorkerProcess starts a worker process with id and slots on addr's
-// queue in namespace ns; it is killed at cleanup if still alive.
-func startWorkerProcess(t *testing.T, addr, ns, id string, slots int) *exec.Cmd {
+// queue in namespace ns, with env added to its environment; it is killed
+// at cleanup if still alive.
+func startWorkerProcess(t *testing.T, addr, ns, id string, slots int, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorker+"="+id, envWorkerAddr+"="+addr, envWorkerNS+"="+ns,
 		envWorkerSlots+"="+strconv.Itoa(slots))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

@@ -20,6 +20,7 @@ var configStructs = []struct{ heading, dir, typ string }{
 	{"runtime.Config", "runtime", "Config"},
 	{"runtime.Pool", "runtime", "Pool"},
 	{"runtime.Autoscale", "runtime", "Autoscale"},
+	{"runtime.Periodic", "runtime", "Periodic"},
 	{"preempt.Policy", "preempt", "Policy"},
 }
 

@@ -49,6 +49,8 @@ func TestCluster(t *testing.T) {
 			e := newEnvOn(t, cc, ns, func(c *Config) { c.Name = name })
 			clusterScenario(t, e)
 			clusterPatternScenario(t, e)
+			clusterUniqueScenario(t, e)
+			clusterPeriodicScenario(t, e)
 
 			// The queue's keys are all on the node its hash tag maps to.
 			node := redis.NewClient(&redis.Options{Addr: addr})

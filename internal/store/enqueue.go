@@ -24,7 +24,13 @@ func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, 
 		return nil, err
 	}
 	defer func() { endEnqueue(span, err) }()
-	if err := c.enqs.do(ctx, &enqWait{nt: nt, keys: ks, args: args}); err != nil {
+	w := &enqWait{nt: nt, keys: ks, args: args}
+	if nt.schedule != "" {
+		err = c.enqueueOne(ctx, w) // a tick goes alone (enqueue_batch.lua has none)
+	} else {
+		err = c.enqs.do(ctx, w)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return nt, nil
@@ -61,6 +67,12 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 		return nil, nil, nil, nil, fmt.Errorf("%w: the ID %q is reserved", ErrInvalidTask, nt.ID)
 	}
 	_, span := c.startEnqueue(ctx, &nt)
+	if nt.unique > 0 { // nt.Headers is startEnqueue's copy, or nil
+		if nt.Headers == nil {
+			nt.Headers = make(map[string]string, 1)
+		}
+		nt.Headers[UniqueHeader] = uniqueDigest(nt.Type, nt.Payload)
+	}
 	now := c.now()
 	state, mode, dest := StatePending, "p", c.keys.pending(nt.Level)
 	var delay time.Duration
@@ -81,5 +93,17 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 	}
 	nt.State, nt.EnqueuedAt, nt.ReadyAt, nt.OriginalLevel, nt.AgedAt = state, now, now, nt.Level, time.Time{}
 	args := []any{c.keys.prefix, nt.ID, mode, c.scriptNow(), delay.Milliseconds(), nt.Level, prb, body}
-	return &nt, []string{c.keys.task(nt.ID), dest}, args, span, nil
+	ks := []string{c.keys.task(nt.ID), dest, c.keys.state(nt.ID), c.keys.counts()}
+	switch {
+	case nt.unique > 0 && nt.schedule != "":
+		ks = append(ks, c.keys.unique(nt.Headers[UniqueHeader]), c.keys.periodic(nt.schedule))
+		args = append(args, fmt.Sprintf(`{"u":%d,"k":%s}`, nt.unique.Milliseconds(), tickArg(&nt)))
+	case nt.unique > 0:
+		ks = append(ks, c.keys.unique(nt.Headers[UniqueHeader]))
+		args = append(args, fmt.Sprintf(`{"u":%d}`, nt.unique.Milliseconds()))
+	case nt.schedule != "":
+		ks = append(ks, c.keys.periodic(nt.schedule))
+		args = append(args, fmt.Sprintf(`{"k":%s}`, tickArg(&nt)))
+	}
+	return &nt, ks, args, span, nil
 }

@@ -33,24 +33,28 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 	var errs []error
 	type chunk struct {
 		idx  []int
+		keys []string
 		args []any
 		cmd  *redis.Cmd
 	}
 	var chunks []*chunk
 	cur := &chunk{}
 	for i, t := range tasks {
-		nt, _, a, span, err := c.prepare(ctx, t, opts(i))
+		nt, ks, a, span, err := c.prepare(ctx, t, opts(i))
+		if err == nil && nt.schedule != "" {
+			err = fmt.Errorf("%w: a periodic tick is enqueued alone, not in a batch", ErrInvalidTask)
+			endEnqueue(span, err)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
 			continue
 		}
 		out[i], spans[i] = nt, span
 		if len(cur.idx) == 0 {
-			cur.args = []any{c.keys.prefix, a[3]}
+			cur.keys, cur.args = c.batchHead(a[3])
 		}
-		// a is the single-task script's ARGV: prefix, id, mode, now, delay, level, prb, body.
 		cur.idx = append(cur.idx, i)
-		cur.args = append(cur.args, a[1], a[2], a[4], a[5], a[6], a[7])
+		cur.keys, cur.args = batchTask(cur.keys, cur.args, nt, ks, a)
 		if len(cur.idx) == enqueueChunk {
 			chunks, cur = append(chunks, cur), &chunk{}
 		}
@@ -58,7 +62,6 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 	if len(cur.idx) > 0 {
 		chunks = append(chunks, cur)
 	}
-	keys := []string{c.keys.leases()}
 	// EVALSHA first; only the chunks that met a server without the script
 	// (fresh or restarted Redis) run again, with EVAL: NOSCRIPT means the
 	// chunk ran nothing, so no task is sent twice.
@@ -74,9 +77,9 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 					continue
 				}
 				if useSha {
-					ch.cmd = enqueueManyScript.EvalSha(ctx, p, keys, ch.args...)
+					ch.cmd = enqueueManyScript.EvalSha(ctx, p, ch.keys, ch.args...)
 				} else {
-					ch.cmd = enqueueManyScript.Eval(ctx, p, keys, ch.args...)
+					ch.cmd = enqueueManyScript.Eval(ctx, p, ch.keys, ch.args...)
 				}
 			}
 			wait = c.waitCmd(ctx, p)
@@ -103,8 +106,8 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 			default:
 				switch v := res[j].(type) {
 				case int64:
-					if v == 0 {
-						e = fmt.Errorf("task %d: %w: %q", i, ErrDuplicateTask, out[i].ID)
+					if v != 1 {
+						e = fmt.Errorf("task %d: %w", i, refused(v, out[i]))
 					}
 				case string:
 					e = fmt.Errorf("task %d (%s): %w", i, out[i].ID, scriptErr(errors.New(v)))
@@ -137,4 +140,45 @@ func enqueueReplies(cmd *redis.Cmd, n int) ([]any, error) {
 		return res, nil
 	}
 	return cmd.Slice()
+}
+
+// batchHead returns the keys and ARGV that open an enqueueManyScript call
+// (lua/enqueue_batch.lua): scheduled, n and every level's list; the
+// prefix, now (as the single-task script's ARGV[4]) and the number of
+// levels.
+func (c *Store) batchHead(now any) ([]string, []any) {
+	ks := make([]string, 0, 2+c.cfg.Levels)
+	ks = append(ks, c.keys.scheduled(), c.keys.counts())
+	for l := range c.cfg.Levels {
+		ks = append(ks, c.keys.pending(l))
+	}
+	return ks, []any{c.keys.prefix, now, c.cfg.Levels}
+}
+
+// batchTask appends task nt's keys and ARGV to a batch call's, from those
+// of the single-task script that prepare built: keys t:<id>, s:<id> and
+// the lock of a unique task; ARGV id, mode, delay, level, preemptible,
+// body and the lock's time to live.
+func batchTask(keys []string, args []any, nt *Task, ks []string, a []any) ([]string, []any) {
+	keys = append(keys, ks[0], ks[2])
+	ttl := int64(0)
+	if nt.unique > 0 {
+		keys, ttl = append(keys, ks[4]), nt.unique.Milliseconds()
+	}
+	return keys, append(args, a[1], a[2], a[4], a[5], a[6], a[7], ttl)
+}
+
+// refused is the error of an enqueue script's reply v for task t: 0 the
+// ID exists, 2 an equal task holds the uniqueness lock, 3 the periodic
+// tick was decided already.
+func refused(v int64, t *Task) error {
+	switch v {
+	case 0:
+		return fmt.Errorf("%w: %q", ErrDuplicateTask, t.ID)
+	case 2:
+		return fmt.Errorf("%w: an equal task (type %q, same payload) holds the uniqueness lock", ErrDuplicateTask, t.Type)
+	case 3:
+		return fmt.Errorf("%w: %s", ErrTickTaken, t.ID)
+	}
+	return fmt.Errorf("overtake: enqueue %s: unexpected reply %d", t.ID, v)
 }

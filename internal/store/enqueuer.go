@@ -40,8 +40,8 @@ func (c *Store) enqueueOne(ctx context.Context, w *enqWait) error {
 	if err != nil {
 		return wrapf(scriptErr(err), "enqueue %s", w.nt.ID)
 	}
-	if n == 0 {
-		return fmt.Errorf("%w: %q", ErrDuplicateTask, w.nt.ID)
+	if n != 1 {
+		return refused(int64(n), w.nt)
 	}
 	return nil
 }
@@ -49,16 +49,12 @@ func (c *Store) enqueueOne(ctx context.Context, w *enqWait) error {
 // enqueueMany stores a batch with one enqueueManyScript call and returns
 // each task's error.
 func (c *Store) enqueueMany(ctx context.Context, batch []*enqWait) []error {
-	// w.args is the single-task script's ARGV: prefix, id, mode, now,
-	// delay, level, prb, body.
-	args := make([]any, 0, 2+6*len(batch))
-	args = append(args, c.keys.prefix, batch[0].args[3])
+	keys, args := c.batchHead(batch[0].args[3])
 	for _, w := range batch {
-		a := w.args
-		args = append(args, a[1], a[2], a[4], a[5], a[6], a[7])
+		keys, args = batchTask(keys, args, w.nt, w.keys, w.args)
 	}
 	errs := make([]error, len(batch))
-	cmd := c.run(ctx, enqueueManyScript, []string{c.keys.leases()}, args...)
+	cmd := c.run(ctx, enqueueManyScript, keys, args...)
 	var unconfirmed error // stored on the primary, not confirmed (Config.WaitReplicas)
 	if errors.Is(cmd.Err(), ErrNotReplicated) {
 		unconfirmed = cmd.Err()
@@ -74,8 +70,8 @@ func (c *Store) enqueueMany(ctx context.Context, batch []*enqWait) []error {
 		default:
 			switch v := res[i].(type) {
 			case int64:
-				if v == 0 {
-					errs[i] = fmt.Errorf("%w: %q", ErrDuplicateTask, w.nt.ID)
+				if v != 1 {
+					errs[i] = refused(v, w.nt)
 				} else if unconfirmed != nil {
 					errs[i] = wrapf(unconfirmed, "enqueue %s", w.nt.ID)
 				}

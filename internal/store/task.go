@@ -36,7 +36,9 @@ type Info struct {
 	// Class is the logical priority class the task was enqueued with, if
 	// any ("paying", "free").
 	Class string
-	// Headers carries propagation data such as W3C trace context.
+	// Headers carries propagation data such as W3C trace context, and for
+	// a unique task (the Unique option) "overtake-unique", the digest that
+	// names its lock.
 	Headers map[string]string
 	// MaxRetries is how many failed attempts are retried before the task
 	// is dead-lettered; 0 means none.
@@ -113,6 +115,13 @@ type Task struct {
 	// only its retained result was found: Info holds the result and what
 	// it recorded of the task (type, level, enqueue time), nothing else.
 	ResultOnly bool
+
+	// unique is the Unique option's time to live, zero without it;
+	// schedule and tick are the Tick option's, "" and 0 without it. Set
+	// at enqueue only, never read back.
+	unique   time.Duration
+	schedule string
+	tick     int64
 }
 
 // NewTask returns a task of the given type and payload at level 0, with

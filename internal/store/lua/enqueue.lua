@@ -6,9 +6,25 @@
 -- when it is the earliest due, so that idle workers learn its due time at
 -- once rather than at their next poll.
 --
+-- Two options ride in ARGV[9], a JSON object, only when set. "u", the
+-- uniqueness lock's time to live in ms (the Unique option): the task is
+-- refused while the lock u:<digest> of an equal task (same type and
+-- payload) exists; else the script takes it (SET NX PX, its value the
+-- task's ID, its time to live counted from when the task is due) with the
+-- task. "k", a periodic schedule's tick in ms (the runtime's periodic
+-- tasks): the task is refused unless the tick is after the schedule's last
+-- tick (the key periodic:<name>), which it then becomes, whether the task
+-- is stored or refused as a duplicate; so of every runtime that tries a
+-- tick, exactly one decides it, and an older tick is never enqueued after
+-- a newer one.
+--
 -- KEYS[1]  the task's record t:<id> (STRING)
 -- KEYS[2]  its level's list p:<level> (LIST, pending) or scheduled (ZSET)
--- ARGV[1]  the key prefix
+-- KEYS[3]  its state s:<id> (STRING, written when scheduled)
+-- KEYS[4]  the counts n (HASH, scheduled)
+-- KEYS[5]  with "u": the lock u:<digest> (STRING); then, with "k", the
+--          schedule's last tick periodic:<name> (STRING, ms)
+-- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  id
 -- ARGV[3]  "p" pending | "s" scheduled
 -- ARGV[4]  now in ms, or "" for Redis's clock
@@ -17,41 +33,68 @@
 -- ARGV[7]  preemptible: "0" or "1"
 -- ARGV[8]  the record's body, after the header the script writes (see
 --          encodeBody in record.go)
+-- ARGV[9]  optional: {"u": lock ttl ms (a number), "k": tick ms (a
+--          string)}, either or both
 --
--- Reply: 1, or 0 when the ID exists; an error reply (CORRUPT ...) when a
--- key holds another type.
+-- Reply: 1, or 0 when the ID exists, 2 when an equal task holds the
+-- uniqueness lock, 3 when the tick is not after the schedule's last; an
+-- error reply (CORRUPT ...) when a key holds another type.
 --
--- Keys it touches. Declared in KEYS: t:<id>, p:<level> or scheduled.
--- Built from the prefix (not declared): s:<id> (STRING, scheduled), n
--- (HASH, scheduled), the channel wake.
+-- Keys it touches. Declared in KEYS: t:<id>, p:<level> or scheduled,
+-- s:<id>, n, u:<digest>, periodic:<name>. Not a key: the channel wake.
 
 local now = tonumber(ARGV[4])
 if not now then
   local t = redis.call('TIME')
   now = t[1] * 1000 + math.floor(t[2] / 1000)
 end
-if ARGV[3] == 'p' then
-  if not redis.call('SET', KEYS[1], '2|' .. ARGV[6] .. '|' .. ARGV[7] .. '|' .. now .. '|' .. ARGV[8], 'NX') then return 0 end
-  local n = redis.pcall('RPUSH', KEYS[2], ARGV[2])
+local opt = ARGV[9] and ARGV[9] ~= '' and cjson.decode(ARGV[9]) or nil
+-- lock and tickKey are the keys of the options set, nil for the others.
+-- (One local a line: miniredis's Lua mixes up locals assigned together.)
+local lock = opt and opt.u and KEYS[5]
+local tick = opt and opt.k
+local tickKey = tick and KEYS[lock and 6 or 5]
+if tick then
+  local ok, last = pcall(redis.call, 'GET', tickKey)
+  if not ok then return redis.error_reply('CORRUPT ' .. tickKey .. ' is not a string') end
+  last = tonumber(last)
+  if last and last >= tonumber(tick) then return 3 end
+end
+-- decided records the tick (if any) as decided and returns r.
+local function decided(r)
+  if tick then redis.call('SET', tickKey, tick) end
+  return r
+end
+local P, id, lvl = ARGV[1], ARGV[2], ARGV[6]
+local scheduled = ARGV[3] ~= 'p'
+if scheduled then
+  for _, kt in ipairs({{KEYS[2], 'zset'}, {KEYS[4], 'hash'}}) do
+    local t = redis.call('TYPE', kt[1])
+    t = t.ok or t
+    if t ~= 'none' and t ~= kt[2] then return redis.error_reply('CORRUPT ' .. kt[1] .. ' is a ' .. t .. ', want a ' .. kt[2]) end
+  end
+end
+local delay = scheduled and tonumber(ARGV[5]) or 0
+if lock then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return decided(0) end
+  if not redis.call('SET', lock, id, 'NX', 'PX', delay + tonumber(opt.u)) then return decided(2) end
+end
+if not redis.call('SET', KEYS[1], '2|' .. lvl .. '|' .. ARGV[7] .. '|' .. now .. '|' .. ARGV[8], 'NX') then return decided(0) end
+if not scheduled then
+  local n = redis.pcall('RPUSH', KEYS[2], id)
   if type(n) == 'table' then
     redis.call('DEL', KEYS[1])
+    if lock then redis.call('DEL', lock) end
     local t = redis.call('TYPE', KEYS[2])
     return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' is a ' .. (t.ok or tostring(t)) .. ', want a list')
   end
-  if n == 1 then redis.call('PUBLISH', ARGV[1] .. 'wake', ARGV[6]) end
-  return 1
+  if n == 1 then redis.call('PUBLISH', P .. 'wake', lvl) end
+  return decided(1)
 end
-local P, id, lvl = ARGV[1], ARGV[2], ARGV[6]
-for _, kt in ipairs({{KEYS[2], 'zset'}, {P .. 'n', 'hash'}}) do
-  local t = redis.call('TYPE', kt[1])
-  t = t.ok or t
-  if t ~= 'none' and t ~= kt[2] then return redis.error_reply('CORRUPT ' .. kt[1] .. ' is a ' .. t .. ', want a ' .. kt[2]) end
-end
-if not redis.call('SET', KEYS[1], '2|' .. lvl .. '|' .. ARGV[7] .. '|' .. now .. '|' .. ARGV[8], 'NX') then return 0 end
-local due = now + tonumber(ARGV[5])
-redis.call('SET', P .. 's:' .. id, cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
+local due = now + delay
+redis.call('SET', KEYS[3], cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
 redis.call('ZADD', KEYS[2], due, id)
-redis.call('HINCRBY', P .. 'n', 's' .. lvl, 1)
+redis.call('HINCRBY', KEYS[4], 's' .. lvl, 1)
 local first = redis.call('ZRANGE', KEYS[2], 0, 0)
 if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
-return 1
+return decided(1)

@@ -1,74 +1,92 @@
 -- enqueue_batch.lua: stores a chunk of new tasks in one call
 -- (Store.EnqueueBatch): one TIME, one MSETNX of every record (or, when an
--- ID exists, one SET NX per task) and one RPUSH per level, so a batch
--- costs a few Redis commands and one script run per chunk. It stands alone
--- (no prelude).
+-- ID exists or a task is unique, one SET NX per task) and one RPUSH per
+-- level, so a batch costs a few Redis commands and one script run per
+-- chunk. It stands alone (no prelude). A unique task (the Unique option)
+-- takes its lock as enqueue.lua does; an equal task earlier in the chunk
+-- holds it too.
 --
--- KEYS[1]  leases (ZSET, not touched); it routes the call to the queue's
---          slot.
--- ARGV[1]  the key prefix
+-- KEYS[1]  scheduled (ZSET)
+-- KEYS[2]  the counts n (HASH)
+-- KEYS[3..] the pending lists p:0 .. p:<L-1> (LISTs, L = ARGV[3]), then
+--          per task, in order: its record t:<id> and state s:<id>
+--          (STRINGs) and, for a unique task, its lock u:<digest> (STRING)
+-- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  now in ms, or "" for Redis's clock
--- ARGV[3..] per task, six arguments: id, "p" | "s", delay ms, level,
---          preemptible "0" | "1", body (as enqueue.lua's ARGV[8])
+-- ARGV[3]  L, the number of levels
+-- ARGV[4..] per task, seven arguments: id, "p" | "s", delay ms, level,
+--          preemptible "0" | "1", body (as enqueue.lua's ARGV[8]), the
+--          uniqueness lock's time to live in ms ("0": not unique)
 --
 -- Reply: n when every task was stored (the common case), else one entry
--- per task: 1 stored, 0 the ID exists, or a CORRUPT message (nothing of
--- that task stored). enqueueReplies (enqueue_batch.go) reads either.
+-- per task: 1 stored, 0 the ID exists, 2 an equal task holds the
+-- uniqueness lock, or a CORRUPT message (nothing of that task stored).
+-- enqueueReplies (enqueue_batch.go) reads either.
 --
--- Keys it touches. Declared in KEYS: none it reads or writes. Built from
--- the prefix (not declared): t:<id>, s:<id> (STRINGs), p:<level> (LISTs),
--- scheduled (ZSET), n (HASH), the channel wake.
+-- Keys it touches. Declared in KEYS: scheduled, n, p:<level>, t:<id>,
+-- s:<id>, u:<digest>. Not a key: the channel wake.
 
-local P = ARGV[1]
 local now = tonumber(ARGV[2])
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local nows = tostring(now) -- once, not per task
-local function wrong(k, want)
-  local t = redis.call('TYPE', k)
-  if type(t) == 'table' then t = t.ok end
-  if t ~= 'none' and t ~= want then return 'CORRUPT ' .. k .. ' is a ' .. t .. ', want a ' .. want end
+local L = tonumber(ARGV[3])
+local W = 7 -- arguments per task
+local n = (#ARGV - 3) / W
+-- Each task's keys: rec[i], st[i] and, when unique, lock[i].
+local rec, st, lock, unique = {}, {}, {}, false
+local k = 3 + L
+for i = 1, n do
+  rec[i], st[i], k = KEYS[k], KEYS[k + 1], k + 2
+  if ARGV[3 + W * (i - 1) + 7] ~= '0' then lock[i], k, unique = KEYS[k], k + 1, true end
 end
-local n = (#ARGV - 2) / 6
+local function plist(lvl) return KEYS[3 + tonumber(lvl)] end
+local function wrong(key, want)
+  local t = redis.call('TYPE', key)
+  if type(t) == 'table' then t = t.ok end
+  if t ~= 'none' and t ~= want then return 'CORRUPT ' .. key .. ' is a ' .. t .. ', want a ' .. want end
+end
 -- push queues the pending tasks (byl: level -> their IDs, in order) with
 -- one RPUSH per level, announcing a level whose list was empty (else an
 -- earlier announcement is still unanswered). A wrong-typed list refuses
--- the tasks it was to hold: their records go and res names the list (res,
--- all 1s, is made at the first refusal when nil).
+-- the tasks it was to hold: their records and locks go and res names the
+-- list (res, all 1s, is made at the first refusal when nil).
 local function push(byl, order, res)
   for _, lvl in ipairs(order) do
-    local ids, key = byl[lvl], P .. 'p:' .. lvl
+    local ids, key = byl[lvl], plist(lvl)
     local ok, len = pcall(redis.call, 'RPUSH', key, unpack(ids))
     if not ok then
       local msg = wrong(key, 'list') or ('CORRUPT ' .. key)
       if not res then res = {}; for i = 1, n do res[i] = 1 end end
       for i = 1, n do
-        local b = 2 + 6 * (i - 1)
+        local b = 3 + W * (i - 1)
         if res[i] == 1 and ARGV[b + 2] == 'p' and ARGV[b + 4] == lvl then
-          redis.call('DEL', P .. 't:' .. ARGV[b + 1])
+          redis.call('DEL', rec[i])
+          if lock[i] then redis.call('DEL', lock[i]) end
           res[i] = msg
         end
       end
     elseif len == #ids then
-      redis.call('PUBLISH', P .. 'wake', lvl)
+      redis.call('PUBLISH', ARGV[1] .. 'wake', lvl)
     end
   end
   return res
 end
 local byl, order = {}, {}
--- All pending, IDs distinct (the common case): one MSETNX stores every
--- record, push queues them, and the reply is n (all stored), with no
--- second pass. If one ID exists it stores none, and each goes alone (SET
--- NX) below.
+-- All pending, none unique, IDs distinct (the common case): one MSETNX
+-- stores every record, push queues them, and the reply is n (all stored),
+-- with no second pass. If one ID exists it stores none, and each goes
+-- alone (SET NX) below.
 local kv, seen = {}, {}
-for i = 1, n do
-  local b = 2 + 6 * (i - 1)
+if unique then kv = nil end
+for i = 1, kv and n or 0 do
+  local b = 3 + W * (i - 1)
   local id, lvl = ARGV[b + 1], ARGV[b + 4]
   if ARGV[b + 2] ~= 'p' or seen[id] then kv = nil; break end
   seen[id] = true
-  kv[2 * i - 1] = P .. 't:' .. id
+  kv[2 * i - 1] = rec[i]
   kv[2 * i] = '2|' .. lvl .. '|' .. ARGV[b + 5] .. '|' .. nows .. '|' .. ARGV[b + 6]
   local l = byl[lvl]
   if not l then l = {}; byl[lvl] = l; order[#order + 1] = lvl end
@@ -80,12 +98,17 @@ end
 local res = {}
 byl, order = {}, {}
 for i = 1, n do
-  local b = 2 + 6 * (i - 1)
+  local b = 3 + W * (i - 1)
   local id, mode, delay, lvl, prb, body = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
-  local bad = mode == 's' and (wrong(P .. 'scheduled', 'zset') or wrong(P .. 'n', 'hash'))
+  local bad = mode == 's' and (wrong(KEYS[1], 'zset') or wrong(KEYS[2], 'hash'))
+  local wait = mode == 's' and tonumber(delay) or 0
   if bad then
     res[i] = bad
-  elseif not redis.call('SET', P .. 't:' .. id, '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
+  elseif lock[i] and redis.call('EXISTS', rec[i]) == 1 then
+    res[i] = 0
+  elseif lock[i] and not redis.call('SET', lock[i], id, 'NX', 'PX', wait + tonumber(ARGV[b + 7])) then
+    res[i] = 2
+  elseif not redis.call('SET', rec[i], '2|' .. lvl .. '|' .. prb .. '|' .. nows .. '|' .. body, 'NX') then
     res[i] = 0
   elseif mode == 'p' then
     res[i] = 1
@@ -94,12 +117,12 @@ for i = 1, n do
     l[#l + 1] = id
   else
     res[i] = 1
-    local due = now + tonumber(delay)
-    redis.call('SET', P .. 's:' .. id, cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
-    redis.call('ZADD', P .. 'scheduled', due, id)
-    redis.call('HINCRBY', P .. 'n', 's' .. lvl, 1)
-    local first = redis.call('ZRANGE', P .. 'scheduled', 0, 0)
-    if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
+    local due = now + wait
+    redis.call('SET', st[i], cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
+    redis.call('ZADD', KEYS[1], due, id)
+    redis.call('HINCRBY', KEYS[2], 's' .. lvl, 1)
+    local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+    if first[1] == id then redis.call('PUBLISH', ARGV[1] .. 'wake', 's') end
   end
 end
 return push(byl, order, res)

@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/internal/store"
+	"github.com/overtake/overtake/queue"
+)
+
+// Periodic is a task the runtime enqueues on a schedule (Config.Periodic).
+// Every runtime given the same schedule tries each of its ticks, and the
+// queue enqueues each tick once across the fleet: the enqueue script
+// compares the tick with the schedule's last, the key periodic:<Name>, and
+// sets it in the same call. So a tick is enqueued while at least one
+// runtime with the schedule runs, whichever of them are killed or
+// restarted, and never twice. Ticks missed while no runtime ran (or while
+// Redis could not be reached until the next tick was due) are skipped, as
+// asynq's scheduler skips them: a runtime starts with the first tick
+// after it started. A runtime that wakes late (a paused process) enqueues
+// the ticks it missed, oldest first, up to 16.
+type Periodic struct {
+	// Name identifies the schedule in the queue: runtimes with schedules
+	// of the same Name share their ticks. Required, unique within
+	// Config.Periodic.
+	Name string
+	// Spec says when, as github.com/robfig/cron/v3 parses it: a cron
+	// expression of 5 fields (minute, hour, day of month, month, day of
+	// week) or 6 (seconds first), a descriptor (@hourly, @daily, ...) or
+	// "@every <duration>" (whole seconds, at least 1 s; its ticks are the
+	// multiples of the duration, so every runtime agrees on them). Times
+	// are in UTC unless the spec starts with CRON_TZ=<zone>. Required.
+	Spec string
+	// Task is enqueued at each tick with its options (level, class,
+	// Unique, MaxRetries, ...); its ID is "<Name>@<tick, RFC 3339 in
+	// UTC>". Required.
+	Task *queue.Task
+}
+
+// schedule is a Periodic with its parsed spec.
+type schedule struct {
+	Periodic
+	next func(time.Time) time.Time // the first tick after t
+}
+
+// maxCatchUp bounds the missed ticks a late runtime enqueues at once.
+const maxCatchUp = 16
+
+// cronParser reads Periodic.Spec: 5 or 6 fields, and descriptors.
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseSchedules parses every Periodic, and refuses a missing or repeated
+// name, a missing task and a spec cron cannot read.
+func parseSchedules(ps []Periodic) ([]*schedule, error) {
+	out := make([]*schedule, 0, len(ps))
+	seen := map[string]bool{}
+	for i, p := range ps {
+		switch {
+		case p.Name == "":
+			return nil, fmt.Errorf("periodic schedule %d: no Name", i)
+		case seen[p.Name]:
+			return nil, fmt.Errorf("periodic schedule %d: Name %q repeated", i, p.Name)
+		case p.Task == nil || p.Task.Type() == "":
+			return nil, fmt.Errorf("periodic schedule %q: no Task, or a Task without a type", p.Name)
+		}
+		seen[p.Name] = true
+		spec := strings.TrimSpace(p.Spec)
+		if spec != "" && !strings.HasPrefix(spec, "TZ=") && !strings.HasPrefix(spec, "CRON_TZ=") {
+			spec = "CRON_TZ=UTC " + spec
+		}
+		sch, err := cronParser.Parse(spec)
+		if err != nil {
+			return nil, fmt.Errorf("periodic schedule %q: Spec %q: %w", p.Name, p.Spec, err)
+		}
+		s := &schedule{Periodic: p, next: sch.Next}
+		if d, ok := sch.(cron.ConstantDelaySchedule); ok {
+			every := d.Delay // whole seconds, at least one (cron.Every)
+			s.next = func(t time.Time) time.Time { return t.Truncate(every).Add(every) }
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// runSchedule enqueues s's ticks until the runtime stops leasing.
+func (r *Runtime) runSchedule(s *schedule) {
+	defer r.loops.Done()
+	next := s.next(time.Now())
+	timer := time.NewTimer(time.Until(next))
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.baseCtx.Done():
+			return
+		case <-r.stopLease:
+			return
+		case <-timer.C:
+		}
+		due := []time.Time{next}
+		for now, t := time.Now(), s.next(next); !t.After(now); t = s.next(t) {
+			due = append(due, t)
+		}
+		if len(due) > maxCatchUp {
+			r.log.Warn("periodic ticks skipped: the runtime woke late", zap.String("schedule", s.Name),
+				zap.Int("skipped", len(due)-maxCatchUp), zap.Time("first", due[0]))
+			due = due[len(due)-maxCatchUp:]
+		}
+		for _, tick := range due {
+			if r.baseCtx.Err() != nil {
+				return
+			}
+			r.enqueueTick(s, tick)
+		}
+		next = s.next(due[len(due)-1])
+		timer.Reset(time.Until(next))
+	}
+}
+
+// enqueueTick enqueues s's task for tick, unless another runtime did. An
+// attempt that fails for want of Redis is retried with backoff until the
+// next tick is due; then the tick is skipped.
+func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
+	log := r.log.With(zap.String("schedule", s.Name), zap.Time("tick", tick))
+	until := s.next(tick)
+	b := backoff{limit: r.cfg.MaxRedisBackoff}
+	for {
+		ctx, cancel := context.WithTimeout(r.baseCtx, r.q.Config().LeaseDuration)
+		info, err := r.q.Enqueue(ctx, s.Task, store.Tick(s.Name, tick))
+		cancel()
+		switch {
+		case err == nil:
+			log.Info("periodic task enqueued", zap.String("task_id", info.ID))
+			return
+		case errors.Is(err, store.ErrTickTaken):
+			log.Debug("periodic tick enqueued by another runtime")
+			return
+		case errors.Is(err, queue.ErrDuplicateTask):
+			log.Info("periodic task refused: an equal task holds its uniqueness lock, or its ID exists", zap.Error(err))
+			return
+		case errors.Is(err, queue.ErrInvalidTask), errors.Is(err, queue.ErrInvalidLevel),
+			errors.Is(err, queue.ErrPayloadTooLarge), errors.Is(err, queue.ErrCorrupt), errors.Is(err, queue.ErrSchema):
+			log.Error("periodic task not enqueued", zap.Error(err))
+			return
+		}
+		wait := b.next()
+		if r.baseCtx.Err() != nil || !time.Now().Add(wait).Before(until) {
+			log.Warn("periodic tick skipped: not enqueued before the next was due", zap.Error(err))
+			return
+		}
+		log.Warn("periodic task not enqueued; retrying", zap.Error(err), zap.Duration("wait", wait))
+		select {
+		case <-r.baseCtx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
