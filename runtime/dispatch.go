@@ -138,10 +138,11 @@ func (r *Runtime) dispatch() {
 			r.redisFailed(err) // (a lease call or probe did already)
 			wait = bo.next()
 			notBefore = time.Now().Add(wait)
-			if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) {
+			if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) || errors.Is(err, queue.ErrShapeMismatch) {
 				// Not an outage: a key of the queue holds the wrong type (or
-				// data of another schema). Nothing was changed; an operator
-				// must fix it, and the worker keeps trying.
+				// data of another schema, or another shape than this
+				// worker's config). Nothing was changed; an operator must
+				// fix it, and the worker keeps trying.
 				r.log.Error("corrupt queue data; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			} else {
 				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))

@@ -75,10 +75,12 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		c.fail(2, "enqueue", "--type", "email", "--delay", "-10s")
 		c.fail(2, "enqueue", "--type", "email", "--timeout", "-1s")
 		c.fail(2, "enqueue", "--type", "email", "--levels", "a,a,b")
-		out = c.ok("enqueue", "--type", "email", "--class", "paying", "--classes", "free=low,paying=normal")
+		// Classes are part of a queue's shape: another queue has them.
+		out = c.ok("enqueue", "--queue", "paid", "--type", "email", "--class", "paying", "--classes", "free=low,paying=normal")
 		if !strings.Contains(out, "level normal (1)") {
 			t.Fatalf("class output %q", out)
 		}
+		c.ok("enqueue", "--type", "email", "--level", "normal")
 
 		out = c.ok("stats")
 		for _, want := range []string{
