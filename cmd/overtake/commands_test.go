@@ -75,10 +75,16 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		c.fail(2, "enqueue", "--type", "email", "--delay", "-10s")
 		c.fail(2, "enqueue", "--type", "email", "--timeout", "-1s")
 		c.fail(2, "enqueue", "--type", "email", "--levels", "a,a,b")
-		// Classes are part of a queue's shape: another queue has them.
+		// --classes creates a queue; the classes are read from Redis then.
 		out = c.ok("enqueue", "--queue", "paid", "--type", "email", "--class", "paying", "--classes", "free=low,paying=normal")
 		if !strings.Contains(out, "level normal (1)") {
 			t.Fatalf("class output %q", out)
+		}
+		if out = c.ok("enqueue", "--queue", "paid", "--type", "email", "--class", "free"); !strings.Contains(out, "level low (0)") {
+			t.Fatalf("class read from Redis: %q", out)
+		}
+		if errOut := c.fail(2, "enqueue", "--type", "email", "--class", "free"); !strings.Contains(errOut, `queue "default" has no classes`) {
+			t.Fatalf("class of another queue: %q", errOut)
 		}
 		c.ok("enqueue", "--type", "email", "--level", "normal")
 
@@ -146,8 +152,8 @@ func TestEnqueueStatsInspect(t *testing.T) {
 			t.Errorf("inspect unknown: %q", errOut)
 		}
 		// A missing task names the queue searched: it may be on another.
-		errOut = c.fail(1, "inspect", "nope", "--queue", "media")
-		if want := `task not found: "nope" in queue "media" (namespace "` + b.Prefix + `")`; !strings.Contains(errOut, want) {
+		errOut = c.fail(1, "inspect", "nope", "--queue", "paid")
+		if want := `task not found: "nope" in queue "paid" (namespace "` + b.Prefix + `")`; !strings.Contains(errOut, want) {
 			t.Errorf("inspect unknown: %q lacks %q", errOut, want)
 		}
 	})
@@ -156,10 +162,10 @@ func TestEnqueueStatsInspect(t *testing.T) {
 func TestDeadCommands(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		c := newCLI(t, b)
+		q := c.client()
 		if out := c.ok("dead", "list"); !strings.Contains(out, "no dead tasks") {
 			t.Fatalf("empty list: %q", out)
 		}
-		q := c.client()
 		ctx := context.Background()
 		var ids []string
 		for i, reason := range []string{"boom", "bad input\nline two"} {

@@ -103,6 +103,7 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprint(w, "\nEvery command but demo connects to Redis with --redis, or $REDIS_URL (default "+defaultRedisURL+");\n")
 	fmt.Fprint(w, "a password not in the URL comes from $REDIS_PASSWORD. Passwords are never printed.\n")
+	fmt.Fprint(w, "The levels and classes of a queue are read from Redis.\n")
 	fmt.Fprint(w, "The connection and queue flags (--redis, --namespace, --queue, --levels, --classes)\n")
 	fmt.Fprint(w, "may come before or after the command and its subcommand.\n")
 	fmt.Fprint(w, "Run 'overtake <command> -h' for the flags of a command.\n")
