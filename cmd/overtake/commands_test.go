@@ -4,6 +4,7 @@ import (
 	"github.com/overtake/overtake/internal/store"
 
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 // cli runs commands against one backend, in a namespace of its own.
@@ -238,5 +240,28 @@ func TestStatsCluster(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+1\s+0\s+0\s+0\s+\S+\s+0\s+0\s+0\s+0$`).MatchString(out) {
 		t.Errorf("cluster stats:\n%s", out)
+	}
+
+	// queues finds the queues on every master: one per node.
+	nodes := map[string]bool{}
+	cc := cl.Client().(*redis.ClusterClient)
+	for i := 0; len(nodes) < 3 && i < 200; i++ {
+		name := fmt.Sprint("q", i)
+		node, err := cc.MasterForKey(ctx, "{cli:"+name+"}:shape")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nodes[node.Options().Addr] {
+			nodes[node.Options().Addr] = true
+			if _, err := queue.New(cc, queue.Config{Namespace: "cli", Name: name, Levels: 2}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, errOut, code = runCLI(t, "queues", "--namespace", "cli", "--redis", "redis://"+strings.Join(addrs, ","))
+	if code != 0 || !strings.Contains(out, `namespace "cli": 4 queues`) ||
+		!regexp.MustCompile(`(?m)^default\s+3\s+1\s+0\s+0\s+0\s+high=1 normal=0 low=0$`).MatchString(out) ||
+		strings.Count(out, "1=0 0=0\n") != 3 {
+		t.Errorf("cluster queues: exit %d %s\n%s", code, errOut, out)
 	}
 }

@@ -2,6 +2,7 @@
 // queue whose runtime preempts running low-priority tasks for urgent ones.
 //
 //	overtake demo                       # embedded Redis, no setup needed
+//	overtake queues                     # the namespace's queues, depths per level
 //	overtake enqueue --type email --level high --payload '{"to":"ada@example.com"}'
 //	overtake stats [--watch] [--json] [--sla high=10s]
 //	overtake pause [--level L] [--preempt]
