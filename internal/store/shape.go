@@ -62,10 +62,10 @@ var shapeScript = script("shape.lua")
 
 // CheckShape records the Store's shape in Redis if the queue has none
 // (lua/shape.lua, one round trip) and compares it with the one Redis
-// holds. It fails
-// with ErrShapeMismatch when they differ, ErrSchema when the stored shape
-// is of another schema version and ErrCorrupt when the key holds another
-// type; on success, every later call of the Store skips the check.
+// holds. It fails with ErrShapeMismatch when they differ, ErrSchema when
+// the stored shape is of another schema version and ErrCorrupt when the
+// key holds something else; on success, every later call of the Store
+// skips the check.
 func (c *Store) CheckShape(ctx context.Context) error {
 	raw, err := json.Marshal(ShapeOf(c.cfg))
 	if err != nil {
