@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,11 +16,35 @@ type Client struct {
 	s *store.Store
 }
 
+// shapeTimeout bounds the shape check of New.
+const shapeTimeout = 5 * time.Second
+
 // New returns a client for the queue cfg names on rdb, which may be a
 // standalone, Sentinel or Cluster client.
+//
+// Every process of a queue must agree on its shape: Levels, LevelNames and
+// Classes. The first process to open a queue records the shape in Redis
+// (docs/design.md, "The queue's shape"); New compares cfg with it and fails
+// with an error wrapping ErrShapeMismatch, naming both shapes, when they
+// differ (ErrSchema when the queue is of another schema version,
+// ErrCorrupt when the key holds something else). A Config read back with
+// Config and passed to New matches.
+//
+// The check is one round trip, bounded by 5 s, as New takes no context.
+// When Redis cannot be reached in that time or answers with another error,
+// New still returns a client, as it did before Redis held shapes (a
+// producer may start before Redis), and the check runs again, with the
+// call's context, before the client's first Enqueue, EnqueueBatch, Stats,
+// Pause or Resume, and the runtime's first lease and heartbeat: those fail
+// with the same errors until the shapes agree.
 func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	s, err := store.New(rdb, cfg)
 	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shapeTimeout)
+	defer cancel()
+	if err := s.CheckShape(ctx); store.ShapeRefused(err) {
 		return nil, err
 	}
 	return &Client{s: s}, nil

@@ -34,6 +34,12 @@ var (
 	ErrSchema = store.ErrSchema
 )
 
+// ErrShapeMismatch is returned by New, runtime.New and a client's first
+// calls when the config's Levels, LevelNames or Classes differ from the
+// shape the queue holds in Redis, recorded by the first process that
+// opened it; the message names both.
+var ErrShapeMismatch = store.ErrShapeMismatch
+
 // ErrNotDead is returned by RequeueDead and DeleteDead for a task that
 // is not dead-lettered.
 var ErrNotDead = store.ErrNotDead

@@ -138,12 +138,19 @@ func (r *Runtime) dispatch() {
 			r.redisFailed(err) // (a lease call or probe did already)
 			wait = bo.next()
 			notBefore = time.Now().Add(wait)
-			if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) {
+			switch {
+			case errors.Is(err, queue.ErrShapeMismatch):
+				// Not an outage: the queue's stored levels are not this
+				// worker's (checked on its first lease when Redis was down
+				// at New). It leases nothing until an operator fixes the
+				// config or the shape.
+				r.log.Error("queue shape differs from this worker's config; backing off", zap.Error(err), zap.Duration("backoff", wait))
+			case errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema):
 				// Not an outage: a key of the queue holds the wrong type (or
 				// data of another schema). Nothing was changed; an operator
 				// must fix it, and the worker keeps trying.
 				r.log.Error("corrupt queue data; backing off", zap.Error(err), zap.Duration("backoff", wait))
-			} else {
+			default:
 				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			}
 		case answered:

@@ -35,16 +35,26 @@ func TestIdleCostGuard(t *testing.T) {
 		require.NoError(t, err)
 		return n - 1 // CONFIG RESETSTAT counts itself
 	}
-	poll := count(func() {
-		// A fresh client, as after a long idle wait: the poll also sweeps
-		// for due and expired work.
-		fresh, err := queue.New(rdb, queue.Config{})
+	// A fresh client per poll, as after a long idle wait: the poll also
+	// sweeps for due and expired work. Made (and its shape checked, as
+	// runtime.New does) before the count.
+	var fresh []*store.Store
+	for range 2 {
+		f, err := queue.New(rdb, queue.Config{})
 		require.NoError(t, err)
-		_, err = store.Of(fresh).Lease(ctx, store.LeaseRequest{Worker: cfg.WorkerID, Count: cfg.Concurrency})
+		fresh = append(fresh, store.Of(f))
+		require.NoError(t, fresh[len(fresh)-1].CheckShape(ctx))
+	}
+	poll := count(func() {
+		f := fresh[0]
+		fresh = fresh[1:]
+		_, err := f.Lease(ctx, store.LeaseRequest{Worker: cfg.WorkerID, Count: cfg.Concurrency})
 		require.NoError(t, err)
 	})
+	eng := store.Of(q)
+	require.NoError(t, eng.CheckShape(ctx))
 	beat := count(func() {
-		_, err := store.Of(q).Heartbeat(ctx, store.Heartbeat{Worker: cfg.WorkerID, Capacity: cfg.Concurrency,
+		_, err := eng.Heartbeat(ctx, store.Heartbeat{Worker: cfg.WorkerID, Capacity: cfg.Concurrency,
 			TTL: 2*cfg.HeartbeatInterval + 500e6})
 		require.NoError(t, err)
 	})

@@ -80,7 +80,7 @@ func (o *redisOutage) endedCh() <-chan struct{} {
 func isOutage(err error) bool {
 	var reply redis.Error
 	return err != nil && !errors.As(err, &reply) && !errors.Is(err, queue.ErrCorrupt) &&
-		!errors.Is(err, queue.ErrSchema) && !errors.Is(err, queue.ErrLeaseLost) &&
+		!errors.Is(err, queue.ErrSchema) && !errors.Is(err, queue.ErrShapeMismatch) && !errors.Is(err, queue.ErrLeaseLost) &&
 		!errors.Is(err, context.Canceled)
 }
 

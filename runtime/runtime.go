@@ -136,7 +136,18 @@ type RunStats struct {
 	FleetOverrides int64
 }
 
+// shapeTimeout bounds the shape check of New.
+const shapeTimeout = 5 * time.Second
+
 // New returns a runtime that takes tasks from q and runs them with h.
+//
+// Like queue.New, New checks q's Levels, LevelNames and Classes against
+// the shape the queue holds in Redis, and fails with an error wrapping
+// queue.ErrShapeMismatch (naming both) when they differ: a worker that
+// disagrees on the levels would lease in the wrong order or not at all.
+// When Redis cannot be reached within 5 s, the first lease and heartbeat
+// check it instead; while the shapes differ, the worker logs the error
+// and backs off, leasing nothing.
 func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	if q == nil || h == nil {
 		return nil, fmt.Errorf("%w: nil queue client or handler", ErrInvalidConfig)
@@ -145,8 +156,14 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	if err := cfg.validate(q); err != nil {
 		return nil, err
 	}
+	eng := store.Of(q)
+	ctx, cancel := context.WithTimeout(context.Background(), shapeTimeout)
+	defer cancel()
+	if err := eng.CheckShape(ctx); store.ShapeRefused(err) {
+		return nil, err
+	}
 	r := &Runtime{
-		q: q, eng: store.Of(q), h: handlers.Recover()(h), cfg: cfg,
+		q: q, eng: eng, h: handlers.Recover()(h), cfg: cfg,
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
 		kick:      make(chan struct{}, 1),

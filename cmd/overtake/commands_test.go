@@ -4,6 +4,7 @@ import (
 	"github.com/overtake/overtake/internal/store"
 
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 // cli runs commands against one backend, in a namespace of its own.
@@ -75,10 +77,18 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		c.fail(2, "enqueue", "--type", "email", "--delay", "-10s")
 		c.fail(2, "enqueue", "--type", "email", "--timeout", "-1s")
 		c.fail(2, "enqueue", "--type", "email", "--levels", "a,a,b")
-		out = c.ok("enqueue", "--type", "email", "--class", "paying", "--classes", "free=low,paying=normal")
+		// --classes creates a queue; the classes are read from Redis then.
+		out = c.ok("enqueue", "--queue", "paid", "--type", "email", "--class", "paying", "--classes", "free=low,paying=normal")
 		if !strings.Contains(out, "level normal (1)") {
 			t.Fatalf("class output %q", out)
 		}
+		if out = c.ok("enqueue", "--queue", "paid", "--type", "email", "--class", "free"); !strings.Contains(out, "level low (0)") {
+			t.Fatalf("class read from Redis: %q", out)
+		}
+		if errOut := c.fail(2, "enqueue", "--type", "email", "--class", "free"); !strings.Contains(errOut, `queue "default" has no classes`) {
+			t.Fatalf("class of another queue: %q", errOut)
+		}
+		c.ok("enqueue", "--type", "email", "--level", "normal")
 
 		out = c.ok("stats")
 		for _, want := range []string{
@@ -172,8 +182,8 @@ func TestEnqueueStatsInspect(t *testing.T) {
 			t.Errorf("inspect unknown: %q", errOut)
 		}
 		// A missing task names the queue searched: it may be on another.
-		errOut = c.fail(1, "inspect", "nope", "--queue", "media")
-		if want := `task not found: "nope" in queue "media" (namespace "` + b.Prefix + `")`; !strings.Contains(errOut, want) {
+		errOut = c.fail(1, "inspect", "nope", "--queue", "paid")
+		if want := `task not found: "nope" in queue "paid" (namespace "` + b.Prefix + `")`; !strings.Contains(errOut, want) {
 			t.Errorf("inspect unknown: %q lacks %q", errOut, want)
 		}
 	})
@@ -182,10 +192,10 @@ func TestEnqueueStatsInspect(t *testing.T) {
 func TestDeadCommands(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		c := newCLI(t, b)
+		q := c.client()
 		if out := c.ok("dead", "list"); !strings.Contains(out, "no dead tasks") {
 			t.Fatalf("empty list: %q", out)
 		}
-		q := c.client()
 		ctx := context.Background()
 		var ids []string
 		for i, reason := range []string{"boom", "bad input\nline two"} {
@@ -258,5 +268,28 @@ func TestStatsCluster(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+1\s+0\s+0\s+0\s+\S+\s+0\s+0\s+0\s+0$`).MatchString(out) {
 		t.Errorf("cluster stats:\n%s", out)
+	}
+
+	// queues finds the queues on every master: one per node.
+	nodes := map[string]bool{}
+	cc := cl.Client().(*redis.ClusterClient)
+	for i := 0; len(nodes) < 3 && i < 200; i++ {
+		name := fmt.Sprint("q", i)
+		node, err := cc.MasterForKey(ctx, "{cli:"+name+"}:shape")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nodes[node.Options().Addr] {
+			nodes[node.Options().Addr] = true
+			if _, err := queue.New(cc, queue.Config{Namespace: "cli", Name: name, Levels: 2}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, errOut, code = runCLI(t, "queues", "--namespace", "cli", "--redis", "redis://"+strings.Join(addrs, ","))
+	if code != 0 || !strings.Contains(out, `namespace "cli": 4 queues`) ||
+		!regexp.MustCompile(`(?m)^default\s+3\s+1\s+0\s+0\s+0\s+high=1 normal=0 low=0$`).MatchString(out) ||
+		strings.Count(out, "1=0 0=0\n") != 3 {
+		t.Errorf("cluster queues: exit %d %s\n%s", code, errOut, out)
 	}
 }

@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/queue"
 )
 
 // lockedBuffer is a bytes.Buffer written by a command while a test reads.
@@ -57,6 +60,18 @@ func startConsole(t *testing.T, args ...string) (base string, out *lockedBuffer)
 	return url.FindString(out.String()), out
 }
 
+// openQueues opens the queues of names in the default namespace on rdb, as
+// their producers and workers would (recording their shapes), and closes
+// rdb.
+func openQueues(t *testing.T, rdb *redis.Client, names ...string) {
+	t.Helper()
+	defer rdb.Close()
+	for _, name := range names {
+		_, err := queue.New(rdb, queue.Config{Name: name})
+		require.NoError(t, err)
+	}
+}
+
 func get(t *testing.T, u string) (int, string) {
 	t.Helper()
 	res, err := http.Get(u)
@@ -85,6 +100,7 @@ func TestConsoleDemo(t *testing.T) {
 // environment (never printed).
 func TestConsoleRedis(t *testing.T) {
 	m := miniredis.RunT(t)
+	openQueues(t, redis.NewClient(&redis.Options{Addr: m.Addr()}), "jobs", "default")
 	base, out := startConsole(t, "--redis", "redis://"+m.Addr(), "--queue", "jobs")
 	require.Contains(t, out.String(), "read-only")
 	code, body := get(t, base+"dead")
@@ -131,6 +147,7 @@ func getHost(t *testing.T, u, host string) (int, string) {
 // --allowed-hosts; any other Host (a DNS rebinding page's) gets 421.
 func TestConsoleHosts(t *testing.T) {
 	m := miniredis.RunT(t)
+	openQueues(t, redis.NewClient(&redis.Options{Addr: m.Addr()}), "default")
 	base, out := startConsole(t, "--redis", "redis://"+m.Addr(), "--allowed-hosts", "ops.example, console.example")
 	require.Contains(t, out.String(), "answers localhost, IP addresses and ops.example, console.example (other host names get 421)")
 	port := base[strings.LastIndex(base, ":")+1 : len(base)-1]

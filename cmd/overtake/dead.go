@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -147,16 +146,12 @@ func deadList(ctx context.Context, w io.Writer, q *queue.Client, rf *redisFlags,
 }
 
 // queueFlags returns the flags that select rf's queue, for a command line
-// to copy: always --queue, and --namespace and --levels when not the
-// defaults.
+// to copy: always --queue, and --namespace when not the default (the
+// levels are read from Redis).
 func (rf *redisFlags) queueFlags() string {
-	def := queue.Config{}.WithDefaults()
 	s := " --queue " + shellQuote(rf.queue)
-	if rf.namespace != def.Namespace {
+	if def := (queue.Config{}).WithDefaults(); rf.namespace != def.Namespace {
 		s += " --namespace " + shellQuote(rf.namespace)
-	}
-	if rf.levels != strconv.Itoa(def.Levels) {
-		s += " --levels " + shellQuote(rf.levels)
 	}
 	return s
 }

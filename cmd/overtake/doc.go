@@ -2,6 +2,7 @@
 // queue whose runtime preempts running low-priority tasks for urgent ones.
 //
 //	overtake demo                       # embedded Redis, no setup needed
+//	overtake queues                     # the namespace's queues, depths per level
 //	overtake enqueue --type email --level high --payload '{"to":"ada@example.com"}'
 //	overtake stats [--watch] [--json] [--sla high=10s]
 //	overtake pause [--level L] [--preempt]
@@ -10,6 +11,8 @@
 //	overtake dead list | requeue ID... | delete ID...
 //
 // Every command but demo connects with --redis (or REDIS_URL, default
-// redis://127.0.0.1:6379) and takes --namespace, --queue and --levels,
-// which must match the workers' queue configuration.
+// redis://127.0.0.1:6379) and takes --namespace and --queue. The levels
+// and classes of the queue are read from Redis, where its first producer
+// or worker recorded them; a command on a queue that has none names the
+// queues it found and exits 1 (enqueue creates it, with --levels).
 package main

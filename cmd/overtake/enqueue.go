@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ import (
 func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("enqueue", "--type T [--level L] [--payload JSON] [flags]", stderr)
 	rf := addRedisFlags(fs)
+	rf.create = true // like a producer's queue.New
 	typ := fs.String("type", "", "task type, which selects the handler (required)")
 	level := fs.String("level", "", "priority level, by name (\"high\") or number; default the lowest")
 	payload := fs.String("payload", "", "payload; checked to be valid JSON when it starts with { or [")
@@ -54,17 +57,24 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	cfg, err := rf.config()
+	if *class != "" && *level != "" {
+		return usageErr("give --level or --class, not both")
+	}
+	if cfg, err := rf.config(); err != nil {
+		return err
+	} else if _, ok := cfg.Classes[*class]; *class != "" && rf.classes != "" && !ok {
+		return usageErr("--class %q: not one of --classes %q", *class, rf.classes)
+	}
+	q, closeFn, err := rf.open(ctx)
 	if err != nil {
 		return err
 	}
+	defer closeFn()
 	var opts []queue.Option
-	switch {
-	case *class != "" && *level != "":
-		return usageErr("give --level or --class, not both")
+	switch cfg := q.Config(); {
 	case *class != "":
 		if _, ok := cfg.Classes[*class]; !ok {
-			return usageErr("--class %q: not one of --classes %q", *class, rf.classes)
+			return usageErr("--class %q: queue %q has %s", *class, cfg.Name, classList(cfg.Classes))
 		}
 		opts = append(opts, queue.Class(*class))
 	case *level != "":
@@ -89,12 +99,6 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *notPreemptible {
 		opts = append(opts, queue.Preemptible(false))
 	}
-
-	q, closeFn, err := rf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
 	t, err := q.Enqueue(ctx, queue.NewTask(*typ, body), opts...)
 	if err != nil {
 		return err
@@ -106,6 +110,15 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, ", %d bytes payload\n", len(t.Payload))
 	return nil
+}
+
+// classList describes the classes of a queue: "no classes" or "classes
+// free, paying".
+func classList(classes map[string]int) string {
+	if len(classes) == 0 {
+		return "no classes"
+	}
+	return "classes " + strings.Join(slices.Sorted(maps.Keys(classes)), ", ")
 }
 
 // readPayload returns the payload from --payload or --payload-file.

@@ -26,6 +26,7 @@ type command struct {
 var commands = []command{
 	{"demo", "run a self-contained demo of priorities and preemption (embedded Redis)", cmdDemo},
 	{"enqueue", "enqueue one task", cmdEnqueue},
+	{"queues", "list the queues of a namespace with their depths per level", cmdQueues},
 	{"stats", "show each level's state, depth, waits and rates, and the live workers (--watch: live)", cmdStats},
 	{"pause", "pause a level or the whole queue: workers stop leasing from it", cmdPause},
 	{"resume", "resume a paused level or the whole queue", cmdResume},
@@ -103,6 +104,7 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprint(w, "\nEvery command but demo connects to Redis with --redis, or $REDIS_URL (default "+defaultRedisURL+");\n")
 	fmt.Fprint(w, "a password not in the URL comes from $REDIS_PASSWORD. Passwords are never printed.\n")
+	fmt.Fprint(w, "The levels and classes of a queue are read from Redis (overtake queues lists them).\n")
 	fmt.Fprint(w, "The connection and queue flags (--redis, --namespace, --queue, --levels, --classes)\n")
 	fmt.Fprint(w, "may come before or after the command and its subcommand.\n")
 	fmt.Fprint(w, "Run 'overtake <command> -h' for the flags of a command.\n")

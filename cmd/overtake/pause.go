@@ -42,19 +42,18 @@ func pauseOrResume(ctx context.Context, op string, args []string, stdout, stderr
 	if len(pos) > 0 {
 		return usageErr("unexpected argument %q", pos[0])
 	}
-	cfg, err := rf.config()
-	if err != nil {
+	if _, err := rf.config(); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	lvl := queue.AllLevels
-	if set["level"] {
-		if lvl, err = levelOf(cfg, *level); err != nil {
-			return usageErr("--level: %v", err)
-		}
-	}
 	return withQueue(ctx, rf, func(q *queue.Client) error {
+		lvl := queue.AllLevels
+		if set["level"] {
+			if lvl, err = levelOf(q.Config(), *level); err != nil {
+				return usageErr("--level: %v", err)
+			}
+		}
 		before, err := q.Paused(ctx)
 		if err != nil {
 			return err

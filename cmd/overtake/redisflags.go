@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 	"github.com/redis/go-redis/v9"
 )
@@ -36,6 +38,10 @@ type redisFlags struct {
 	levels    string
 	classes   string
 	ca        string
+	// create: a queue Redis holds no shape of is created with the flags'
+	// shape (the default one without --levels), as a producer's queue.New
+	// does (enqueue); else it is an error (open).
+	create bool
 }
 
 func addRedisFlags(fs *flag.FlagSet) *redisFlags {
@@ -52,21 +58,34 @@ func addRedisFlags(fs *flag.FlagSet) *redisFlags {
 		"certificate, when it is not one the system trusts; defaults to $"+envRedisCA)
 	fs.StringVar(&f.namespace, "namespace", queue.Config{}.WithDefaults().Namespace, "key namespace of the queue")
 	fs.StringVar(&f.queue, "queue", queue.Config{}.WithDefaults().Name, "queue name")
-	fs.StringVar(&f.levels, "levels", strconv.Itoa(queue.Config{}.WithDefaults().Levels),
-		"priority levels: a count (3 = low,normal,high) or level names lowest first (\"bulk,std,urgent,page\")")
-	fs.StringVar(&f.classes, "classes", "", "priority classes for --class, as name=level pairs (\"free=low,paying=high\")")
+	fs.StringVar(&f.levels, "levels", "", "deprecated: the levels are read from Redis. Given, a count (3 = low,normal,high) "+
+		"or level names lowest first (\"bulk,std,urgent,page\") that must match them, or that create a queue Redis has no shape of")
+	fs.StringVar(&f.classes, "classes", "", "deprecated: the classes are read from Redis. Given, name=level pairs "+
+		"(\"free=low,paying=high\") that must match them, or that create a queue Redis has no shape of")
 	return f
 }
 
-// config builds the queue configuration the flags describe.
+// config builds the queue configuration the flags describe, without the
+// shape Redis holds (see open): it checks the flags before connecting.
 func (f *redisFlags) config() (queue.Config, error) {
-	cfg := queue.Config{Namespace: f.namespace, Name: f.queue}
-	if n, err := strconv.Atoi(f.levels); err == nil {
+	return f.withShapeFlags(queue.Config{Namespace: f.namespace, Name: f.queue})
+}
+
+// shapeGiven reports whether --levels or --classes was given.
+func (f *redisFlags) shapeGiven() bool { return f.levels != "" || f.classes != "" }
+
+// withShapeFlags returns cfg with the levels of --levels and the classes
+// of --classes, where given; the classes name levels of the result.
+func (f *redisFlags) withShapeFlags(cfg queue.Config) (queue.Config, error) {
+	switch n, err := strconv.Atoi(f.levels); {
+	case f.levels == "":
+	case err == nil:
 		if n < 1 || n > 64 {
 			return cfg, usageErr("--levels %d: must be 1..64", n)
 		}
-		cfg.Levels = n
-	} else {
+		cfg.Levels, cfg.LevelNames = n, nil
+	default:
+		cfg.LevelNames = nil
 		for _, name := range strings.Split(f.levels, ",") {
 			if name = strings.TrimSpace(name); name == "" {
 				return cfg, usageErr("--levels %q: empty level name", f.levels)
@@ -110,34 +129,85 @@ func levelOf(cfg queue.Config, name string) (int, error) {
 	return 0, fmt.Errorf("no level %q (have %s)", name, strings.Join(cfg.LevelNames, ","))
 }
 
-// open connects to Redis, checks that it answers, and returns a queue
-// client; close releases the connection.
+// open connects to Redis, checks that it answers, and returns a client of
+// the queue the flags name, with the shape (levels, names, classes) the
+// queue holds in Redis; close releases the connection. --levels and
+// --classes, where given, replace the stored ones, so that queue.New fails
+// naming both shapes when they differ; on a queue Redis holds no shape of
+// they record it. Without them, such a queue is an error that names the
+// queues of the namespace, unless f.create.
 func (f *redisFlags) open(ctx context.Context) (q *queue.Client, closeFn func(), err error) {
-	cfg, err := f.config()
+	if _, err := f.config(); err != nil {
+		return nil, nil, err
+	}
+	rdb, err := f.connect(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg, err := f.queueConfig(ctx, rdb)
+	if err == nil {
+		q, err = queue.New(rdb, cfg)
+	}
+	if err != nil {
+		_ = rdb.Close()
+		return nil, nil, err
+	}
+	return q, func() { _ = rdb.Close() }, nil
+}
+
+// queueConfig returns the config of the flags' queue with the shape Redis
+// holds, overridden by --levels and --classes (see open).
+func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient) (queue.Config, error) {
+	cfg := queue.Config{Namespace: f.namespace, Name: f.queue}
+	sh, err := store.ReadShape(ctx, rdb, f.namespace, f.queue)
+	switch {
+	case err == nil:
+		cfg = sh.Apply(cfg)
+	case !errors.Is(err, store.ErrNoQueue):
+		return cfg, err
+	case !f.shapeGiven() && !f.create:
+		return cfg, f.noQueue(ctx, rdb)
+	}
+	return f.withShapeFlags(cfg)
+}
+
+// noQueue is the error of a queue that Redis holds no shape of: it names
+// the queues of the namespace that it does hold.
+func (f *redisFlags) noQueue(ctx context.Context, rdb redis.UniversalClient) error {
+	names, err := store.Queues(ctx, rdb, f.namespace)
+	if err != nil {
+		return err
+	}
+	found := "it has no queue"
+	if len(names) > 0 {
+		found = "its queues: " + strings.Join(names, ", ")
+	}
+	return fmt.Errorf("%w: %q in namespace %q (%s); a queue is recorded when a producer or worker "+
+		"first opens it (--levels opens one that only an Overtake recording no shapes opened)", errNoQueue, f.queue, f.namespace, found)
+}
+
+// errNoQueue: the flags name a queue that Redis holds no shape of.
+var errNoQueue = errors.New("no such queue")
+
+// connect connects to Redis and checks that it answers.
+func (f *redisFlags) connect(ctx context.Context) (redis.UniversalClient, error) {
 	rdb, err := newRedisClient(f.url, os.Getenv(envRedisPassword))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if f.ca != "" {
 		if err := trustCA(rdb, f.url, f.ca); err != nil {
 			_ = rdb.Close()
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("cannot reach Redis at %s: %v", maskURL(f.url), err)
+		return nil, fmt.Errorf("cannot reach Redis at %s: %v", maskURL(f.url), err)
 	}
-	if q, err = queue.New(rdb, cfg); err != nil {
-		_ = rdb.Close()
-		return nil, nil, err
-	}
-	return q, func() { _ = rdb.Close() }, nil
+	return rdb, nil
 }
 
 // newRedisClient parses raw: one redis://, rediss:// or unix:// URL (or a

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestMaskURL(t *testing.T) {
@@ -30,6 +31,7 @@ func TestPasswordNeverPrinted(t *testing.T) {
 	m.RequireAuth(secret)
 	t.Setenv(envRedisURL, "")
 	t.Setenv(envRedisPassword, "")
+	openQueues(t, redis.NewClient(&redis.Options{Addr: m.Addr(), Password: secret}), "default")
 
 	check := func(name string, wantCode int, args ...string) {
 		t.Helper()

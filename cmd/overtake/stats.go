@@ -42,12 +42,9 @@ func cmdStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *interval < minWatchInterval:
 		return usageErr("--interval %v: must be at least %v", *interval, minWatchInterval)
 	}
-	cfg, err := rf.config()
-	if err != nil {
-		return err
-	}
-	sla, err := parseSLA(cfg, *slaF)
-	if err != nil {
+	// The levels of --sla are the queue's: its syntax is checked first,
+	// its level names once the shape is read.
+	if _, err := parseSLA(queue.Config{}, *slaF, false); err != nil {
 		return err
 	}
 	q, closeFn, err := rf.open(ctx)
@@ -55,6 +52,10 @@ func cmdStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer closeFn()
+	sla, err := parseSLA(q.Config(), *slaF, true)
+	if err != nil {
+		return err
+	}
 	if *watchF && !*once {
 		return watch(ctx, q, stdout, watchOptions{interval: *interval, json: *asJSON, sla: sla})
 	}
@@ -71,8 +72,9 @@ func cmdStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return err
 }
 
-// parseSLA parses --sla: level=duration pairs, levels by name or number.
-func parseSLA(cfg queue.Config, s string) (map[int]time.Duration, error) {
+// parseSLA parses --sla: level=duration pairs, levels by name or number
+// of cfg, or, without levels, any name (each pair then at its index).
+func parseSLA(cfg queue.Config, s string, levels bool) (map[int]time.Duration, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -82,9 +84,12 @@ func parseSLA(cfg queue.Config, s string) (map[int]time.Duration, error) {
 		if !ok || name == "" || ds == "" {
 			return nil, usageErr("--sla: %q is not level=duration", pair)
 		}
-		l, err := levelOf(cfg, name)
-		if err != nil {
-			return nil, usageErr("--sla: %v", err)
+		l := len(out)
+		if levels {
+			var err error
+			if l, err = levelOf(cfg, name); err != nil {
+				return nil, usageErr("--sla: %v", err)
+			}
 		}
 		d, err := time.ParseDuration(ds)
 		if err != nil || d <= 0 {

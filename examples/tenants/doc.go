@@ -8,5 +8,5 @@
 //	go run ./examples/tenants                  # the worker: 3 paying slots, 1 free
 //	go run ./examples/tenants enqueue paying 20 # 20 reports for paying tenants
 //	go run ./examples/tenants enqueue free 5    # 5 for free tenants: they run too
-//	go run ./cmd/overtake stats --queue reports --levels free,paying --watch
+//	go run ./cmd/overtake stats --queue reports --watch  # levels read from Redis
 package main

@@ -31,6 +31,7 @@ type Store struct {
 	carried    groupCommit[finishOp] // acks queued for the next lease call (CarryAck)
 	enqs       groupCommit[*enqWait] // concurrent Enqueues share calls
 	sweep      sweeper
+	shape      shapeCheck // the shape matched the stored one (CheckShape)
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a

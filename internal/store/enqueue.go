@@ -19,6 +19,9 @@ var enqueueScript = script("enqueue.lua")
 // in ctx) with Config.TracerProvider and stores its trace context in the
 // record's Headers, so every run of the task joins the producer's trace.
 func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, err error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	nt, ks, args, span, err := c.prepare(ctx, t, opts)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,9 @@ func (c *Store) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option)
 // EnqueueEach is EnqueueBatch with options per task: opts(i) are those of
 // tasks[i] (package queue passes a task's own options, then the call's).
 func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int) []Option) ([]*Task, error) {
+	if err := c.ready(ctx); err != nil {
+		return make([]*Task, len(tasks)), err
+	}
 	out := make([]*Task, len(tasks))
 	spans := make([]trace.Span, len(tasks))
 	var errs []error

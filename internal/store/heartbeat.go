@@ -38,6 +38,9 @@ func encodePools(pools []PoolLayout) string {
 // its leases to now + LeaseDuration and adds its counts to the fleet's
 // rates, in one round trip.
 func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	if hb.TTL <= 0 {
 		hb.TTL = c.cfg.LeaseDuration
 	}

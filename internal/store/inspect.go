@@ -45,6 +45,9 @@ var statsScript = script("stats.lua")
 // Stats returns the depth, in-flight, scheduled and dead counts per level
 // in one round trip.
 func (c *Store) Stats(ctx context.Context) (*Stats, error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	raw, err := statsScript.Run(ctx, c.rdb, []string{c.keys.counts()},
 		c.keys.prefix, c.cfg.Levels, c.scriptNow()).Slice()
 	if err != nil {

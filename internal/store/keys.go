@@ -54,6 +54,13 @@ func (k keys) busy() string                { return k.prefix + "busy" }
 func (k keys) version() string             { return k.prefix + "v" }
 func (k keys) paused() string              { return k.prefix + "paused" }
 
+// shapeSuffix names the queue's shape key, <prefix>shape: a STRING holding
+// the JSON of its Shape (schema version, level names, classes), written
+// once when the queue is first opened (CheckShape).
+const shapeSuffix = "shape"
+
+func (k keys) shape() string { return k.prefix + shapeSuffix }
+
 // wake is the Pub/Sub channel on which enqueue and requeue announce the
 // level of a task that became pending.
 func (k keys) wake() string { return k.prefix + "wake" }

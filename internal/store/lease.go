@@ -103,6 +103,9 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 	if req.Count < 1 {
 		req.Count = 1
 	}
+	if err := c.ready(ctx); err != nil {
+		return nil, 0, err
+	}
 	minLevel := max(req.MinLevel, 0)
 	if minLevel >= c.cfg.Levels {
 		return &LeaseResult{}, 0, nil

@@ -73,6 +73,9 @@ func (c *Store) setPause(ctx context.Context, op string, level int, mode string)
 	} else if level < 0 || level >= c.cfg.Levels {
 		return fmt.Errorf("%w: %s level %d: want 0..%d or AllLevels", ErrInvalidLevel, op, level, c.cfg.Levels-1)
 	}
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
 	err := c.run(ctx, pauseScript, []string{c.keys.paused()}, c.keys.prefix, first, last, mode).Err()
 	if err != nil {
 		return wrapf(scriptErr(err), "%s", op)

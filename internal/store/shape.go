@@ -1,0 +1,168 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrShapeMismatch is returned when a Config's Levels, LevelNames or
+// Classes differ from the shape the queue holds in Redis; the message
+// names both.
+var ErrShapeMismatch = errors.New("overtake: config disagrees with the queue's shape")
+
+// ErrNoQueue is returned by ReadShape for a queue without a stored shape.
+var ErrNoQueue = errors.New("overtake: no such queue")
+
+// Shape is what every process of one queue must agree on, stored as JSON
+// in the queue's shape key when the queue is first opened: the schema
+// version of the data model, the levels with their names, lowest first,
+// and the classes.
+type Shape struct {
+	Schema     int            `json:"schema"`
+	LevelNames []string       `json:"levels"`
+	Classes    map[string]int `json:"classes,omitempty"`
+}
+
+// ShapeOf returns the shape cfg describes (with defaults filled in).
+func ShapeOf(cfg Config) Shape {
+	cfg = cfg.WithDefaults()
+	s := Shape{Schema: schemaVersion, LevelNames: slices.Clone(cfg.LevelNames)}
+	if len(cfg.Classes) > 0 {
+		s.Classes = maps.Clone(cfg.Classes)
+	}
+	return s
+}
+
+// Apply returns cfg with the levels, level names and classes of s.
+func (s Shape) Apply(cfg Config) Config {
+	cfg.Levels, cfg.LevelNames, cfg.Classes = len(s.LevelNames), slices.Clone(s.LevelNames), maps.Clone(s.Classes)
+	return cfg
+}
+
+// shapeCheck remembers that a Store's shape matched the stored one, so the
+// check runs once per Store.
+type shapeCheck struct {
+	ok atomic.Bool
+	mu sync.Mutex // one check at a time until one succeeds
+}
+
+// shapeScript is lua/shape.lua: it writes the shape key unless it exists
+// and returns the stored value.
+var shapeScript = script("shape.lua")
+
+// CheckShape records the Store's shape in Redis if the queue has none
+// (lua/shape.lua, one round trip) and compares it with the one Redis
+// holds. It fails with ErrShapeMismatch when they differ, ErrSchema when
+// the stored shape is of another schema version and ErrCorrupt when the
+// key holds something else; on success, every later call of the Store
+// skips the check.
+func (c *Store) CheckShape(ctx context.Context) error {
+	raw, err := json.Marshal(ShapeOf(c.cfg))
+	if err != nil {
+		return wrapf(err, "shape")
+	}
+	v, err := shapeScript.Run(ctx, c.rdb, []string{c.keys.shape()}, raw).Text()
+	if err != nil {
+		return wrapf(scriptErr(err), "shape of queue %q", c.cfg.Name)
+	}
+	if err := c.compareShape(v, string(raw)); err != nil {
+		return err
+	}
+	c.shape.ok.Store(true)
+	return nil
+}
+
+// ready runs CheckShape unless it already succeeded: the calls that read
+// or write levels (enqueue, lease, heartbeat, stats, pause) make sure the
+// queue's shape is the Store's before their first use of it. After the
+// first success it costs one atomic load.
+func (c *Store) ready(ctx context.Context) error {
+	if c.shape.ok.Load() {
+		return nil
+	}
+	c.shape.mu.Lock()
+	defer c.shape.mu.Unlock()
+	if c.shape.ok.Load() {
+		return nil
+	}
+	return c.CheckShape(ctx)
+}
+
+// compareShape returns the error of a Store whose shape mine (as JSON) is
+// not the stored one. json.Marshal writes a Shape one way only (fields in
+// order, map keys sorted, no classes left out), so equal shapes are equal
+// strings, and the messages show both as they are: comparing the strings
+// keeps the JSON decoder out of a producer's binary (scripts/producer).
+func (c *Store) compareShape(stored, mine string) error {
+	if stored == mine {
+		return nil
+	}
+	if v, ok := shapeSchema(stored); !ok {
+		return fmt.Errorf("%w: %s holds %q, not a queue shape", ErrCorrupt, c.keys.shape(), truncate(stored, 80))
+	} else if v != strconv.Itoa(schemaVersion) {
+		return fmt.Errorf("%w: queue %q (namespace %q) has a shape of schema version %s; this client reads version %d",
+			ErrSchema, c.cfg.Name, c.cfg.Namespace, v, schemaVersion)
+	}
+	return fmt.Errorf("%w: queue %q (namespace %q) holds %s; this config has %s",
+		ErrShapeMismatch, c.cfg.Name, c.cfg.Namespace, truncate(stored, 2000), mine)
+}
+
+// shapeSchema returns the schema version a stored shape starts with.
+func shapeSchema(v string) (string, bool) {
+	rest, ok := strings.CutPrefix(v, `{"schema":`)
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	return rest[:n], ok && n > 0 && n < len(rest) && (rest[n] == ',' || rest[n] == '}')
+}
+
+// ShapeRefused reports whether err, from CheckShape, says the Store may not
+// use the queue (ErrShapeMismatch, ErrSchema, ErrCorrupt), not that Redis
+// could not be asked.
+func ShapeRefused(err error) bool {
+	return errors.Is(err, ErrShapeMismatch) || errors.Is(err, ErrSchema) || errors.Is(err, ErrCorrupt)
+}
+
+// decodeShape parses the value of shape key k.
+func decodeShape(k, v string) (Shape, error) {
+	var s Shape
+	if err := json.Unmarshal([]byte(v), &s); err != nil || s.Schema < 1 || len(s.LevelNames) == 0 {
+		return Shape{}, fmt.Errorf("%w: %s holds %q, not a queue shape", ErrCorrupt, k, truncate(v, 80))
+	}
+	return s, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// ReadShape returns the shape stored for queue name of namespace ns, or
+// ErrNoQueue when the queue has none (it was never opened, or only by a
+// version of Overtake that did not record shapes).
+func ReadShape(ctx context.Context, rdb redis.UniversalClient, ns, name string) (Shape, error) {
+	k := newKeys(ns, name).shape()
+	v, err := rdb.Get(ctx, k).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Shape{}, fmt.Errorf("%w: %q in namespace %q", ErrNoQueue, name, ns)
+	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return Shape{}, fmt.Errorf("%w: %s is not a string", ErrCorrupt, k)
+	case err != nil:
+		return Shape{}, wrapf(err, "shape of queue %q", name)
+	}
+	return decodeShape(k, v)
+}

@@ -1,0 +1,96 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+)
+
+// The first New records the queue's shape; a New whose Levels, LevelNames
+// or Classes differ fails with ErrShapeMismatch naming both, so a producer
+// and a worker cannot silently disagree on the priority order. Configs
+// that spell the same shape differently, and a Config read back, match.
+func TestShapeMismatch(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		five := queue.Config{Namespace: b.Prefix, Name: "five", Levels: 5, Classes: map[string]int{"paying": 4}}
+		q, err := queue.New(b.Client, five)
+		require.NoError(t, err)
+
+		_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "five"})
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		require.Contains(t, err.Error(), `queue "five"`)
+		require.Contains(t, err.Error(), `holds {"schema":2,"levels":["0","1","2","3","4"],"classes":{"paying":4}}`)
+		require.Contains(t, err.Error(), `this config has {"schema":2,"levels":["low","normal","high"]}`)
+
+		names := five
+		names.LevelNames = []string{"a", "b", "c", "d", "e"}
+		_, err = queue.New(b.Client, names)
+		require.ErrorIs(t, err, queue.ErrShapeMismatch, "same count, other names")
+		classes := five
+		classes.Classes = map[string]int{"paying": 3}
+		_, err = queue.New(b.Client, classes)
+		require.ErrorIs(t, err, queue.ErrShapeMismatch, "another class map")
+
+		_, err = queue.New(b.Client, q.Config())
+		require.NoError(t, err, "a Config read back matches")
+		same := five
+		same.LevelNames = []string{"0", "1", "2", "3", "4"}
+		_, err = queue.New(b.Client, same)
+		require.NoError(t, err, "the default names spelled out")
+
+		// Another queue of the namespace has a shape of its own.
+		_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "three"})
+		require.NoError(t, err)
+	})
+}
+
+// New cannot check the shape while Redis is down, so it returns a client
+// that checks before its first call: the first Enqueue after Redis is back
+// fails with ErrShapeMismatch, and enqueues nothing.
+func TestShapeCheckedOnFirstCall(t *testing.T) {
+	b := testredis.Mini(t)
+	ctx := context.Background()
+	b.Miniredis.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: b.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := queue.New(rdb, queue.Config{Namespace: b.Prefix})
+	require.NoError(t, err, "New does not fail because Redis is down")
+
+	require.NoError(t, b.Miniredis.Restart())
+	_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Levels: 2})
+	require.NoError(t, err)
+
+	_, err = q.Enqueue(ctx, queue.NewTask("mail", nil))
+	require.ErrorIs(t, err, queue.ErrShapeMismatch)
+	_, err = q.EnqueueBatch(ctx, []*queue.Task{queue.NewTask("mail", nil)})
+	require.ErrorIs(t, err, queue.ErrShapeMismatch)
+	_, err = q.Stats(ctx)
+	require.ErrorIs(t, err, queue.ErrShapeMismatch)
+	require.ErrorIs(t, q.Pause(ctx, 0, queue.PauseWait), queue.ErrShapeMismatch)
+	keys, err := b.Client.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 1, "only the shape key: %v", keys)
+}
+
+// A shape key that holds something else is reported as ErrCorrupt, a
+// shape of another schema version as ErrSchema.
+func TestShapeCorrupt(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		ctx := context.Background()
+		require.NoError(t, b.Client.LPush(ctx, "{"+b.Prefix+":default}:shape", "x").Err())
+		_, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix})
+		require.ErrorIs(t, err, queue.ErrCorrupt)
+		require.NoError(t, b.Client.Set(ctx, "{"+b.Prefix+":q}:shape", "{", 0).Err())
+		_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "q"})
+		require.ErrorIs(t, err, queue.ErrCorrupt)
+		require.NoError(t, b.Client.Set(ctx, "{"+b.Prefix+":old}:shape", `{"schema":1,"levels":["a"]}`, 0).Err())
+		_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "old"})
+		require.ErrorIs(t, err, queue.ErrSchema)
+		require.Contains(t, err.Error(), "schema version 1; this client reads version 2")
+	})
+}
