@@ -127,9 +127,14 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			attempt = bound
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), attempt)
+		sent := time.Now()
 		err := fn(ctx)
 		cancel()
+		stale := r.redisCalled(err, sent)
 		wait := bo.next()
+		if stale {
+			wait = 0 // Redis answered another call since this one was sent
+		}
 		bound = r.retryBound(deadline)
 		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(bound) {
 			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
@@ -149,7 +154,7 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			return err
 		}
 		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", wait))
-		time.Sleep(wait)
+		r.backOff(wait, nil)
 	}
 }
 
