@@ -68,5 +68,7 @@
 // default warnings and errors go to stderr). Every line about a task
 // carries task_id, task_type and task_level ([FieldTaskID], ...) and
 // [LogFields] (trace_id, span_id), so a log line leads to its trace in
-// Jaeger; [Logger] gives a handler's lines the same fields.
+// Jaeger. A handler's logger from handlers.Logger(ctx) carries the same
+// fields; [Logger] adds the trace fields of a context to a logger of
+// one's own.
 package tracing
