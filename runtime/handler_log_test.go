@@ -65,7 +65,8 @@ func TestHandlerLoggerCarriesTaskFields(t *testing.T) {
 }
 
 // Without a tracer provider, on the producer's side or the worker's, a
-// handler's lines carry the task's fields and no trace_id or span_id.
+// handler's lines carry the task's fields and no trace_id or span_id, and
+// the runtime's lines about the task no trace_id.
 func TestHandlerLoggerWithoutTracing(t *testing.T) {
 	b := testredis.Mini(t)
 	q := setup(t, b, queue.Config{})
@@ -86,4 +87,12 @@ func TestHandlerLoggerWithoutTracing(t *testing.T) {
 	require.Equal(t, id, lines[0][tracing.FieldTaskID])
 	require.NotContains(t, lines[0], tracing.FieldTraceID)
 	require.NotContains(t, lines[0], tracing.FieldSpanID)
+	n := 0 // nor do the runtime's lines about the task
+	for _, e := range logs.All() {
+		if f := e.ContextMap(); f[tracing.FieldTaskID] == id {
+			n++
+			require.NotContains(t, f, tracing.FieldTraceID, "%q", e.Message)
+		}
+	}
+	require.Greater(t, n, 1)
 }
