@@ -233,3 +233,19 @@ func TestRecoveryStartProbe(t *testing.T) {
 		}
 	}
 }
+
+// A subscription that cannot come back while commands get through (a
+// proxy closes each connection that sends SUBSCRIBE) keeps its backoff:
+// its failure begins an outage that the dispatcher's probe ends at once,
+// and the subscription must not try again at every such end. A handful
+// of connection attempts in seconds 1 to 3, not one per round trip.
+func TestBlockedSubscriptionKeepsBackoff(t *testing.T) {
+	g := newOutageRig(t, "sub-blocked", redis.Options{})
+	startRuntime(t, g.worker, g.mux(), runtime.Config{Concurrency: 2})
+	start := time.Now()
+	g.proxy.blockSubscriptions(true)
+	<-time.After(3 * time.Second) // the span whose attempts are counted
+	from, end := start.Add(time.Second), time.Now()
+	t.Logf("connection attempts in each second: %v", g.proxy.perSecond(start, end))
+	require.LessOrEqual(t, g.proxy.acceptedBetween(from, end), 8, "the subscription retries without backing off")
+}

@@ -157,7 +157,7 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			return err
 		}
 		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", wait))
-		r.backOff(wait, nil)
+		time.Sleep(wait)
 	}
 }
 

@@ -108,13 +108,19 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 	}
 }
 
-// waitRedis waits for d, or less if Redis answers another call meanwhile,
-// and then for the end of any outage; false if the runtime stopped
-// meanwhile. The subscription resubscribes as soon as Redis is back: a
-// wake-up published before it is subscribed again is lost.
+// waitRedis waits for d and then for the end of any outage; false if the
+// runtime stopped meanwhile. The whole of d, even if an outage ends first:
+// a subscription whose own failure began the outage (a connection closed
+// on SUBSCRIBE while commands get through) would otherwise come back at
+// every probe that ends it, with no backoff between. After a real outage
+// d is short: the subscription failed once, as it began.
 func (r *Runtime) waitRedis(d time.Duration) bool {
-	if !r.backOff(d, r.baseCtx.Done()) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-r.baseCtx.Done():
 		return false
+	case <-timer.C:
 	}
 	for r.outage.down() {
 		select {
@@ -122,26 +128,6 @@ func (r *Runtime) waitRedis(d time.Duration) bool {
 			return false
 		case <-r.outage.endedCh():
 		}
-	}
-	return true
-}
-
-// backOff waits for d, or until an outage that lasts or begins meanwhile
-// ends (a call succeeded), so that a loop backing off after a failure
-// tries again as soon as Redis is reachable, not at the end of a backoff
-// that grew during the outage. It returns false if done closed first (a
-// nil done never does).
-func (r *Runtime) backOff(d time.Duration, done <-chan struct{}) bool {
-	if d <= 0 {
-		return true
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-done:
-		return false
-	case <-timer.C:
-	case <-r.outage.endedCh():
 	}
 	return true
 }
