@@ -96,7 +96,7 @@ func (c *Client) LevelByName(name string) (int, error) {
 // at its level (or scheduled, with ProcessAt/ProcessIn). It returns the
 // stored record, with its ID.
 //
-// Enqueue records the producer span "enqueue <queue>" (a child of the span
+// Enqueue records the producer span "enqueue <queue>/<type>" (a child of the span
 // in ctx) with Config.TracerProvider and stores its trace context in the
 // record's Headers, so every run of the task joins the producer's trace.
 func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (*TaskInfo, error) {

@@ -30,6 +30,11 @@ func (r *Runtime) ack(rn *run) error {
 			err = wait(ctx)
 			cancel()
 		}
+		if answeredErr(err) {
+			// The lease call or flush that carried it reached Redis: the
+			// first call to do so after an outage ends it.
+			r.redisAnswered()
+		}
 		if err == nil || errors.Is(err, queue.ErrLeaseLost) {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/overtake/overtake/queue"
 )
@@ -237,7 +238,8 @@ func (r *Runtime) killMalformed(res *store.LeaseResult) {
 		r.tasks.Add(1)
 		go func() {
 			defer r.tasks.Done()
-			if err := r.kill(rn, m.Err.Error()); err != nil {
+			// A record Redis holds that cannot be decoded: corruption.
+			if err := r.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {
 				r.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
 			}
 		}()

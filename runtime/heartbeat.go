@@ -36,13 +36,12 @@ func (r *Runtime) heartbeatLoop() {
 			missed = true
 			continue
 		}
+		sent := time.Now()
 		err := r.heartbeat(r.baseCtx)
+		r.redisCalled(err, sent)
 		if missed = err != nil; missed {
-			r.redisFailed(err)
 			r.log.Warn("heartbeat failed", zap.Error(err))
-			continue
 		}
-		r.redisAnswered()
 	}
 }
 

@@ -66,14 +66,15 @@ func (r *Runtime) leaseFree(frees []int) bool {
 	r.leaseWG.Add(1)
 	go func() {
 		defer r.leaseWG.Done()
+		sent := time.Now()
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 		res, err := r.eng.Lease(ctx, req)
 		cancel()
+		// A stale failure (another call succeeded since this one was sent)
+		// leaves no error to back off for: the dispatcher asks again.
+		stale := r.redisCalled(err, sent)
 		var tasks []*store.Task
-		if err != nil {
-			r.redisFailed(err)
-		} else {
-			r.redisAnswered()
+		if err == nil {
 			r.killMalformed(res)
 			r.logCorrupt(res)
 			tasks = res.Tasks
@@ -81,7 +82,9 @@ func (r *Runtime) leaseFree(frees []int) bool {
 		r.launch(tasks, frees, func(o *leaseOutcome) {
 			r.leasing--
 			if err != nil {
-				o.err = cmp.Or(o.err, err)
+				if !stale {
+					o.err = cmp.Or(o.err, err)
+				}
 				return
 			}
 			o.ok = true
@@ -90,6 +93,9 @@ func (r *Runtime) leaseFree(frees []int) bool {
 			}
 			r.backlog = len(res.Tasks)+len(res.Malformed) == free
 		})
+		if stale {
+			r.lookNow()
+		}
 		select {
 		case r.leaseDone <- struct{}{}:
 		default:

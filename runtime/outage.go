@@ -14,17 +14,24 @@ import (
 )
 
 // redisOutage says whether this worker's calls to Redis fail for want of
-// Redis: a lost, refused or silent connection. While an outage lasts only
-// the dispatcher tries Redis, with one probe (a PING go-redis does not
-// retry) per backoff; the heartbeat and the wake-up subscription wait for
-// the outage to end. So a worker makes one connection attempt per
-// backoff, however many loops it runs and whatever go-redis's MaxRetries,
-// and every loop resumes as soon as one call succeeds.
+// Redis: a lost, refused or silent connection. While an outage lasts the
+// dispatcher tries Redis with one probe (a PING go-redis does not retry)
+// per backoff; the heartbeat and the wake-up subscription wait for the
+// outage to end (only the transitions of tasks that end meanwhile retry on
+// backoffs of their own). So a worker makes one connection attempt per
+// backoff, however many loops it runs and whatever go-redis's MaxRetries.
+// Any call that succeeds ends the outage, whichever loop made it, and
+// every loop resumes at once (redisCalled).
+//
+// A failure of a call sent before another call succeeded is stale: the
+// call may have gone out on a connection of the outage that just ended, so
+// it neither begins an outage nor makes the dispatcher back off.
 type redisOutage struct {
-	active atomic.Bool // an outage lasts (read without the lock)
-	mu     sync.Mutex
-	since  time.Time     // when the current outage began
-	ended  chan struct{} // closed when the current or next outage ends
+	active   atomic.Bool  // an outage lasts (read without the lock)
+	answered atomic.Int64 // when a call last succeeded (UnixNano)
+	mu       sync.Mutex
+	since    time.Time     // when the current outage began
+	ended    chan struct{} // closed when the current or next outage ends
 }
 
 // begin records a failure that shows an outage; true if one just began.
@@ -42,6 +49,7 @@ func (o *redisOutage) begin() bool {
 // end records a call that succeeded. It returns how long the outage that
 // this ends lasted, and false if none lasted.
 func (o *redisOutage) end() (time.Duration, bool) {
+	o.answered.Store(time.Now().UnixNano())
 	if !o.active.Load() {
 		return 0, false
 	}
@@ -60,6 +68,11 @@ func (o *redisOutage) end() (time.Duration, bool) {
 
 // down reports whether an outage lasts.
 func (o *redisOutage) down() bool { return o.active.Load() }
+
+// answeredSince reports whether a call succeeded after sent.
+func (o *redisOutage) answeredSince(sent time.Time) bool {
+	return o.answered.Load() > sent.UnixNano()
+}
 
 // endedCh returns a channel closed when the current outage ends, or the
 // next one if none lasts.
@@ -84,6 +97,15 @@ func isOutage(err error) bool {
 		!errors.Is(err, context.Canceled)
 }
 
+// answeredErr reports whether err, from a call to Redis, shows that the
+// call's script ran: Redis answered, and the call is as good as a success
+// for telling whether Redis can be reached. An error reply of Redis itself
+// (LOADING, NOPERM, OOM) does not end an outage: Redis does not serve yet.
+func answeredErr(err error) bool {
+	return err == nil || errors.Is(err, queue.ErrLeaseLost) || errors.Is(err, queue.ErrCorrupt) ||
+		errors.Is(err, queue.ErrSchema) || errors.Is(err, queue.ErrNotReplicated)
+}
+
 // redisFailed records that a call to Redis failed with err, and reports
 // whether err shows an outage. The dispatcher is woken when one begins: it
 // probes until Redis answers.
@@ -105,6 +127,25 @@ func (r *Runtime) redisAnswered() {
 		r.log.Info("redis reachable again", zap.Duration("outage", d))
 		r.lookNow()
 	}
+}
+
+// redisCalled records what a call to Redis sent at sent showed, whichever
+// loop made it: any call that Redis answered ends an outage, so that every
+// loop resumes with the first (an ack's retry as well as the dispatcher's
+// probe). It reports whether err is a stale failure: one that shows an
+// outage, of a call sent before another succeeded. Such a call may have
+// gone out on a connection of the outage that just ended; it begins none,
+// and its caller tries again without backing off.
+func (r *Runtime) redisCalled(err error, sent time.Time) (stale bool) {
+	switch {
+	case answeredErr(err):
+		r.redisAnswered()
+	case isOutage(err) && r.outage.answeredSince(sent):
+		return true
+	default:
+		r.redisFailed(err)
+	}
+	return false
 }
 
 // lookNow makes the dispatcher look for work at once, as on its slow
@@ -132,18 +173,20 @@ func (r *Runtime) probe() {
 	r.leaseWG.Add(1)
 	go func() {
 		defer r.leaseWG.Done()
+		sent := time.Now()
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 		err := r.eng.Redis().Process(ctx, onceCmd{redis.NewStatusCmd(ctx, "ping")})
 		cancel()
-		if err == nil {
-			r.redisAnswered()
-		}
+		stale := r.redisCalled(err, sent)
 		r.mu.Lock()
 		r.leasing--
-		if err != nil && r.leaseOut.err == nil {
+		if err != nil && !stale && r.leaseOut.err == nil {
 			r.leaseOut.err = err
 		}
 		r.mu.Unlock()
+		if stale {
+			r.lookNow() // Redis answered another call meanwhile
+		}
 		select {
 		case r.leaseDone <- struct{}{}:
 		default:

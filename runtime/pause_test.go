@@ -113,10 +113,13 @@ func TestPausePreemptsRunningTasks(t *testing.T) {
 
 		require.NoError(t, q.Pause(ctx, 0, queue.PausePreempt))
 		require.ErrorIs(t, waitFor(t, w.ended, "the preempted task's end"), handlers.ErrPreempted)
+		// A pause with PausePreempt counts as a preemption of the task
+		// (toward MaxPreemptions); a shutdown does not
+		// (TestShutdownRequeuesRunningTasksAtHead).
 		require.Eventually(t, func() bool {
 			tk, err := q.Inspect(ctx, low)
-			return err == nil && tk.State == queue.StatePending && tk.CheckpointSeq == 1
-		}, 5*time.Second, 10*time.Millisecond, "requeued with its checkpoint")
+			return err == nil && tk.State == queue.StatePending && tk.CheckpointSeq == 1 && tk.Preemptions == 1
+		}, 5*time.Second, 10*time.Millisecond, "requeued with its checkpoint, one preemption counted")
 		select {
 		case s := <-w.started:
 			t.Fatalf("task %s started while every level it could run at is paused", s[0])

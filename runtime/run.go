@@ -11,6 +11,8 @@ import (
 
 	"github.com/overtake/overtake/internal/ckpt"
 	"github.com/overtake/overtake/internal/store"
+	"github.com/overtake/overtake/internal/tasklog"
+	"github.com/overtake/overtake/internal/telemetry"
 )
 
 // run is one leased task held by this worker: running, winding down after
@@ -81,7 +83,8 @@ func (r *Runtime) prepare(rn *run) {
 func (r *Runtime) execute(rn *run) {
 	defer r.tasks.Done()
 	defer r.handlers.Add(-1)
-	ctx := rn.ctx
+	// The handler's logger (handlers.Logger): the run's, with the attempt.
+	ctx := tasklog.NewContext(rn.ctx, rn.log.WithLazy(zap.Int(telemetry.FieldAttempt, rn.t.Attempt)))
 	var cancelTimeout context.CancelFunc = func() {}
 	if rn.t.Timeout > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)

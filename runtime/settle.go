@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
@@ -67,10 +68,12 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 				zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 		}
 	case outcome.ActionDead:
-		ferr = r.kill(rn, out.Err.Error())
+		// The handler chose it (SkipRetry, an unknown type, a malformed
+		// payload): an expected outcome, logged as a warning.
+		ferr = r.kill(rn, out.Err.Error(), zapcore.WarnLevel)
 	default: // retry, retry after
 		if !t.RetriesLeft() {
-			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err))
+			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err), zapcore.ErrorLevel)
 			break
 		}
 		delay := out.Delay
@@ -98,12 +101,12 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 }
 
 // kill dead-letters rn with reason; it is counted (RunStats.Dead) and
-// logged once the dead letter is stored, not before.
-func (r *Runtime) kill(rn *run, reason string) error {
+// logged at lvl once the dead letter is stored, not before.
+func (r *Runtime) kill(rn *run, reason string, lvl zapcore.Level) error {
 	err := r.finishWithRetry(rn, "dead letter", func(c context.Context) error { return r.eng.DeadLetter(c, rn.t, reason) })
 	if err == nil {
 		r.stats.dead.Add(1)
-		rn.log.Error("task dead-lettered", zap.String("reason", reason))
+		rn.log.Log(lvl, "task dead-lettered", zap.String("reason", reason))
 	}
 	return err
 }
@@ -130,9 +133,14 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			attempt = bound
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), attempt)
+		sent := time.Now()
 		err := fn(ctx)
 		cancel()
+		stale := r.redisCalled(err, sent)
 		wait := bo.next()
+		if stale {
+			wait = 0 // Redis answered another call since this one was sent
+		}
 		bound = r.retryBound(deadline)
 		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(bound) {
 			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {

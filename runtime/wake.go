@@ -109,7 +109,11 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 }
 
 // waitRedis waits for d and then for the end of any outage; false if the
-// runtime stopped meanwhile.
+// runtime stopped meanwhile. The whole of d, even if an outage ends first:
+// a subscription whose own failure began the outage (a connection closed
+// on SUBSCRIBE while commands get through) would otherwise come back at
+// every probe that ends it, with no backoff between. After a real outage
+// d is short: the subscription failed once, as it began.
 func (r *Runtime) waitRedis(d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()

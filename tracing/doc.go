@@ -24,8 +24,9 @@
 //
 // # Spans
 //
-// "enqueue <queue>" (kind producer, messaging.operation.type "send") and
-// "process <queue>" (kind consumer, "process"), following the OpenTelemetry
+// "enqueue <queue>/<type>" (kind producer, messaging.operation.type
+// "send") and "process <queue>/<type>" (kind consumer, "process"; without
+// "/<type>" for a task that has none), following the OpenTelemetry
 // messaging conventions (semconv v1.43.0): messaging.system "overtake",
 // messaging.destination.name, messaging.message.id,
 // messaging.operation.type, messaging.operation.name. Ours:
@@ -66,7 +67,9 @@
 //
 // The runtime takes an injectable *zap.Logger (runtime.Config.Logger; by
 // default warnings and errors go to stderr). Every line about a task
-// carries task_id, task_type and task_level ([FieldTaskID], ...) and
-// [LogFields] (trace_id, span_id), so a log line leads to its trace in
-// Jaeger; [Logger] gives a handler's lines the same fields.
+// carries task_id, task_type and task_level ([FieldTaskID], ...) and,
+// when a tracer provider is installed, [LogFields] (trace_id, and span_id
+// during a run), so a log line leads to its trace in Jaeger. A handler's logger from handlers.Logger(ctx) carries the same
+// fields; [Logger] adds the trace fields of a context to a logger of
+// one's own.
 package tracing

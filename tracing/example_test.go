@@ -14,7 +14,7 @@ import (
 func ExampleLogger() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(fixedIDs{}))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	ctx, span := tp.Tracer("example").Start(context.Background(), "process default")
+	ctx, span := tp.Tracer("example").Start(context.Background(), "process default/invoice")
 	defer span.End()
 
 	tracing.Logger(ctx, zap.NewExample()).Info("invoice sent")

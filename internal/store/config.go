@@ -90,7 +90,7 @@ type Config struct {
 	// back with Config (or filled by WithDefaults) and passed to New keeps
 	// Redis's clock.
 	Clock func() time.Time
-	// TracerProvider makes the producer span "enqueue <queue>" of every
+	// TracerProvider makes the producer span "enqueue <queue>/<type>" of every
 	// Enqueue. Defaults to the otel global (otel.GetTracerProvider), a no-op
 	// until the application installs one (otlp.WithGlobal).
 	TracerProvider trace.TracerProvider

@@ -15,7 +15,7 @@ var enqueueScript = script("enqueue.lua")
 // Enqueue stores t and makes it pending at its level (or scheduled, with
 // ProcessAt/ProcessIn). It returns the stored task, with its ID.
 //
-// Enqueue records the producer span "enqueue <queue>" (a child of the span
+// Enqueue records the producer span "enqueue <queue>/<type>" (a child of the span
 // in ctx) with Config.TracerProvider and stores its trace context in the
 // record's Headers, so every run of the task joins the producer's trace.
 func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, err error) {

@@ -6,6 +6,10 @@ import (
 	"github.com/overtake/overtake/tracing"
 )
 
+// FieldAttempt is the key of a run's attempt (TaskInfo.Attempt) on the
+// lines of a handler's logger (handlers.Logger).
+const FieldAttempt = "task_attempt"
+
 // TaskFields returns task_id, task_type and task_level.
 func TaskFields(id, typ string, level int) []zap.Field {
 	return []zap.Field{
