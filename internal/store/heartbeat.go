@@ -48,10 +48,12 @@ func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, e
 	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), hb.TTL.Milliseconds(),
 		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, schemaVersion,
 		encodeCounts(hb.Counts, hb.PoolCounts), encodePools(hb.Pools))
+	more := make([]string, 0, len(hb.Leases))
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
+		more = append(more, c.keys.state(t.ID))
 	}
-	raw, err := heartbeatScript.Run(ctx, c.rdb, []string{c.keys.alive()}, args...).Slice()
+	raw, err := heartbeatScript.Run(ctx, c.rdb, c.keys.declare(c.sk.heartbeat, more...), args...).Slice()
 	if err != nil {
 		return nil, wrapf(scriptErr(err), "heartbeat")
 	}
@@ -77,7 +79,7 @@ var deregisterScript = script("deregister.lua")
 // Deregister removes a stopping worker from the fleet, so it is no longer
 // counted as having free slots.
 func (c *Store) Deregister(ctx context.Context, worker string) error {
-	if err := deregisterScript.Run(ctx, c.rdb, []string{c.keys.alive()}, c.keys.prefix, worker).Err(); err != nil {
+	if err := deregisterScript.Run(ctx, c.rdb, c.keys.declare(c.sk.fleet), worker).Err(); err != nil {
 		return wrapf(err, "deregister %s", worker)
 	}
 	return nil
@@ -96,7 +98,8 @@ func (c *Store) SaveCheckpoint(ctx context.Context, taskID, token string, data [
 	if limit := c.cfg.MaxCheckpointBytes; limit >= 0 && len(data) > limit {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), limit)
 	}
-	seq, err := c.run(ctx, checkpointScript, []string{c.keys.state(taskID)},
+	seq, err := c.run(ctx, checkpointScript,
+		c.keys.declare([]string{c.keys.state(taskID), c.keys.checkpoint(taskID)}, c.sk.checkpoint...),
 		c.keys.prefix, taskID, token, data, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds()).Int64()
 	if err = scriptErr(err); err != nil {
 		return 0, wrapf(err, "checkpoint") // the caller knows the task

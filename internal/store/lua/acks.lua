@@ -19,8 +19,9 @@
 -- and a failure undoes every write before it: a corrupt key changes
 -- nothing and is reported by name. No clock is read.
 --
--- Keys it touches, all built from P: s:<id> (read), t:, s:, c:<id>
--- (deleted), leases, running (ZSETs), busy, n (HASHes), alive (read).
+-- Keys it touches, all built from P and declared by the scripts that use
+-- it: s:<id> (read), t:, s:, c:<id> (deleted), leases, running (ZSETs),
+-- busy, n (HASHes), alive (read).
 
 local BYTE_RBRACE = 125 -- '}': the end of a fresh task's state
 

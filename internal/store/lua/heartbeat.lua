@@ -13,7 +13,14 @@
 --
 -- uses: prelude.lua buckets.lua counts.lua
 --
--- KEYS[1]  alive (ZSET); it routes the call to the queue's slot.
+-- KEYS     (newScriptKeys in declare.go; the script builds the same names
+--          from P) alive (ZSET), v, paused, cnt (STRINGs; cnt a schema 1
+--          key, read), leases, running, scheduled, dead, done (ZSETs),
+--          busy, cap, n (HASHes), p:0..p:<max level> (LISTs), then s:<id>
+--          of each lease to extend, then
+--          absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
 -- ARGV[2]  worker ID
 -- ARGV[3]  now in ms, or "" for Redis's clock
@@ -36,10 +43,10 @@
 -- value, "" for none)}; an error reply SCHEMA ... for another schema
 -- version, CORRUPT ... when a shared key holds another type.
 --
--- Keys it touches. Declared in KEYS: alive. Built from the prefix (not
--- declared): v, paused, cnt (a schema 1 key, read), t:<id>, s:<id>,
--- c:<id> (STRINGs), leases, running, scheduled, dead, done (ZSETs), busy,
--- cap, n, r:<bucket> (HASHes), p:<level> (LISTs), the channel wake.
+-- Keys it touches: those declared in KEYS, and keys it finds as it runs
+-- (safe because absent is declared): t:<id>, s:<id>, c:<id> of the leases
+-- it recovers, the tasks it ages and the done records it expires, the
+-- rate bucket r:<bucket> of Redis's clock (HASH); the channel wake.
 
 local w, now = ARGV[2], clock(ARGV[3])
 local vp = redis.call('MGET', P .. 'v', P .. 'paused')

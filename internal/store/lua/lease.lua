@@ -9,7 +9,14 @@
 -- The whole lease is these files, in this order, then this one:
 -- uses: prelude.lua anchor.lua acks.lua fleet.lua
 --
--- KEYS[1]  leases (ZSET); it routes the call to the queue's slot.
+-- KEYS     (built by the caller, newScriptKeys in declare.go; the script
+--          builds the same names from P) leases, running, scheduled, dead,
+--          alive (ZSETs), busy, cap, n (HASHes), paused (STRING), feed
+--          (STREAM), p:0..p:<max level> (LISTs), then t:<id>, s:<id>,
+--          c:<id> of each ack the call carries, then
+--          absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix "{<ns>:<queue>}:" (P)
 -- ARGV[2]  now in ms, or "" for Redis's clock
 -- ARGV[3]  lease duration in ms
@@ -53,11 +60,11 @@
 -- elsewhere), or an error reply (CORRUPT ...) when a shared key holds
 -- another type.
 --
--- Keys it touches. Declared in KEYS: leases. Built from the prefix (the
--- same slot, by the hash tag; not declared): p:<level> (LISTs), running,
--- scheduled, dead, alive (ZSETs), busy, cap, n (HASHes), paused (STRING),
--- t:<id>, s:<id>, c:<id> (STRINGs; x:<id>, xs:<id> when set aside), the
--- channel wake and the stream feed.
+-- Keys it touches: those declared in KEYS, and keys of tasks it finds as it
+-- runs, which no caller can name: t:<id>, s:<id>, c:<id> (STRINGs; x:<id>,
+-- xs:<id> when set aside) of the tasks it pops, promotes or recovers; the
+-- channel wake. They are safe because absent is declared: the script runs
+-- only while the slot does not move, and then every key of it is local.
 
 -- The bytes prb0 reads in a record's header, "2|<level>|<preemptible>|".
 local BYTE_TWO, BYTE_BAR, BYTE_ZERO = 50, 124, 48 -- '2', '|', '0'
