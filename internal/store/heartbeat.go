@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -34,6 +35,19 @@ func encodePools(pools []PoolLayout) string {
 	return b.String()
 }
 
+// heartbeatArgs is the heartbeat script's options, ARGV[5] of
+// lua/heartbeat.lua, sent as JSON: that file's header documents each
+// field.
+type heartbeatArgs struct {
+	TTL      int64               `json:"ttl"`
+	Capacity int                 `json:"cap"`
+	Lease    int64               `json:"lease"`
+	Age      int64               `json:"age,omitempty"`
+	Top      int                 `json:"top"`
+	Counts   map[string][4]int64 `json:"counts,omitempty"`
+	Pools    string              `json:"pools,omitempty"`
+}
+
 // Heartbeat records that hb.Worker is alive with its capacity, extends all
 // its leases to now + LeaseDuration and adds its counts to the fleet's
 // rates, in one round trip.
@@ -44,10 +58,14 @@ func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, e
 	if hb.TTL <= 0 {
 		hb.TTL = c.cfg.LeaseDuration
 	}
-	args := make([]any, 0, 11+2*len(hb.Leases))
-	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), hb.TTL.Milliseconds(),
-		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, schemaVersion,
-		encodeCounts(hb.Counts, hb.PoolCounts), encodePools(hb.Pools))
+	js, err := json.Marshal(heartbeatArgs{TTL: hb.TTL.Milliseconds(), Capacity: hb.Capacity,
+		Lease: c.cfg.LeaseDuration.Milliseconds(), Age: c.cfg.AgeAfter.Milliseconds(), Top: c.cfg.Levels - 1,
+		Counts: encodeCounts(hb.Counts, hb.PoolCounts), Pools: encodePools(hb.Pools)})
+	if err != nil {
+		return nil, wrapf(err, "heartbeat")
+	}
+	args := make([]any, 0, 5+2*len(hb.Leases))
+	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), schemaVersion, js)
 	more := make([]string, 0, len(hb.Leases))
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
