@@ -71,16 +71,45 @@ local ok1, dead = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .
 if not ok1 then return redis.error_reply('CORRUPT ' .. P .. 'alive is a ' .. typeof(P .. 'alive') .. ', want a zset') end
 local ok2, done = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'done', '-inf', now, 'LIMIT', 0, 100)
 if not ok2 then return redis.error_reply('CORRUPT ' .. P .. 'done is a ' .. typeof(P .. 'done') .. ', want a zset') end
-if #exp > 0 or age_after > 0 then
+-- The worker's own leases are read here and extended before recovery
+-- runs, so that a lease that expired while this worker could not reach it
+-- (the slot migrating, say) stays its own.
+local lost, ext, mine = {}, {}, {}
+if #ARGV >= 6 then
+  local sk = {}
+  for i = 6, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
+  local raws = redis.call('MGET', unpack(sk))
+  local dl = now + opt.lease
+  for i = 6, #ARGV, 2 do
+    local s = decode(raws[(i - 4) / 2])
+    if s and s.tk == ARGV[i + 1] then
+      ext[#ext + 1] = dl; ext[#ext + 1] = ARGV[i]; mine[ARGV[i]] = true
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
+  end
+end
+if next(mine) then
+  local left = {}
+  for _, id in ipairs(exp) do if not mine[id] then left[#left + 1] = id end end
+  exp = left
+end
+local sweep = #exp > 0 or age_after > 0
+if sweep then
   local g = shared()
   if g then return redis.error_reply(g) end
-  recover(exp, now, bad)
-  age(now, age_after, top, bad)
 end
+-- The first write: a wrong-typed cap fails it, and nothing has changed.
 local capv = opt.cap .. '@' .. now
 if opt.pools and opt.pools ~= '' then capv = capv .. '@' .. opt.pools end
 if not pcall(redis.call, 'HSET', P .. 'cap', w, capv) then
   return redis.error_reply('CORRUPT ' .. P .. 'cap is a ' .. typeof(P .. 'cap') .. ', want a hash')
+end
+-- due_reads checked the type of leases.
+if #ext > 0 then redis.call('ZADD', P .. 'leases', 'XX', unpack(ext)) end
+if sweep then
+  recover(exp, now, bad)
+  age(now, age_after, top, bad)
 end
 redis.call('ZADD', P .. 'alive', now + opt.ttl, w)
 for _, o in ipairs(dead) do
@@ -94,20 +123,4 @@ for _, o in ipairs(done) do
   redis.call('ZREM', P .. 'done', o)
 end
 add_counts(now, opt.counts, bad)
-local lost, ext = {}, {}
-if #ARGV >= 6 then
-  local sk = {}
-  for i = 6, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
-  local raws = redis.call('MGET', unpack(sk))
-  local dl = now + opt.lease
-  for i = 6, #ARGV, 2 do
-    local s = decode(raws[(i - 4) / 2])
-    if s and s.tk == ARGV[i + 1] then
-      ext[#ext + 1] = dl; ext[#ext + 1] = ARGV[i]
-    else
-      lost[#lost + 1] = ARGV[i]
-    end
-  end
-  if #ext > 0 then redis.call('ZADD', P .. 'leases', 'XX', unpack(ext)) end
-end
 return {lost, bad, paused}
