@@ -1,6 +1,10 @@
 package store
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The KEYS of a script call. Every call declares every key whose name the
 // caller knows: the queue's fixed keys the script may touch, its pending
@@ -54,4 +58,12 @@ func (k keys) declare(first []string, more ...string) []string {
 // taskKeys appends the record, state and checkpoint keys of id to ks.
 func (k keys) taskKeys(ks []string, id string) []string {
 	return append(ks, k.task(id), k.state(id), k.checkpoint(id))
+}
+
+// SlotMoving reports whether err is Redis Cluster refusing a call while
+// the queue's slot migrates (TRYAGAIN, or a redirection go-redis gave up
+// following): the call changed nothing and succeeds once the slot has
+// moved, so a caller retries it without counting an outage.
+func SlotMoving(err error) bool {
+	return redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "ASK ") || redis.HasErrorPrefix(err, "MOVED ")
 }
