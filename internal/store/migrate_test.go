@@ -74,6 +74,9 @@ func TestScriptsWhileSlotMigrates(t *testing.T) {
 			return err
 		}},
 		{"rejoin", func(ctx context.Context) error { return e.c.Rejoin(ctx, held["f"]) }},
+		{"result", func(ctx context.Context) error {
+			return e.c.SaveResult(ctx, &held["f"].Info, held["f"].Token, []byte("r"))
+		}},
 		{"lease with a carried ack", func(ctx context.Context) error {
 			wait, ok := e.c.CarryAck(held["e"])
 			require.True(t, ok)
@@ -142,6 +145,7 @@ func TestScriptsWhileSlotMigrates(t *testing.T) {
 	require.Equal(t, []string{"h", "i"}, e.pending(0))
 	require.Equal(t, StateRetry, e.inspect("b").State)
 	require.Equal(t, 1, e.inspect("d").Preemptions)
+	require.Equal(t, []byte("r"), e.inspect("f").Result)
 }
 
 // slotDump returns every key of slot on every master, with its DUMP (type
