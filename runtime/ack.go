@@ -43,7 +43,9 @@ func (r *Runtime) ack(rn *run) error {
 			r.holdSlot(rn) // counted busy again, like the lease Redis still counts
 		}
 		r.mu.Unlock()
-		rn.log.Warn("redis unavailable; retrying ack", zap.Error(err))
+		if !store.SlotMoving(err) { // (finishWithRetry says that one once)
+			rn.log.Warn("redis unavailable; retrying ack", zap.Error(err))
+		}
 		unsure = true
 	}
 	err := r.finishWithRetry(rn, "ack", func(c context.Context) error {

@@ -151,6 +151,9 @@ func (r *Runtime) dispatch() {
 				// data of another schema). Nothing was changed; an operator
 				// must fix it, and the worker keeps trying.
 				r.log.Error("corrupt queue data; backing off", zap.Error(err), zap.Duration("backoff", wait))
+			case store.SlotMoving(err):
+				// Redis answers, refusing every call until the slot has moved.
+				r.log.Warn("the queue's cluster slot is migrating; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			default:
 				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			}

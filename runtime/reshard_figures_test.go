@@ -172,6 +172,13 @@ func (f *reshardFigures) require(t *testing.T) {
 			"level %d's active, pending, scheduled and dead counts", l.Level)
 	}
 	assert.Equal(t, map[string]int{"t:": 0, "s:": 0, "c:": 0}, f.Stranded, "keys of tasks left behind")
+	// A refusal while the slot moves is no outage, and no script is
+	// refused part-way through; no outcome is given up on.
+	for k := range f.LogKinds {
+		for _, bad := range []string{"non local key", "redis unavailable", "could not record", "lease lost"} {
+			assert.NotContains(t, k, bad, "log kinds")
+		}
+	}
 	if f.Migration != nil {
 		assert.Empty(t, f.Migration.Busy, "keys the migration found on both masters (BUSYKEY)")
 	}

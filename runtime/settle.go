@@ -127,6 +127,7 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 	deadline := time.Now().Add(r.q.Config().LeaseDuration)
 	bound := deadline // the first attempt's
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
+	moving := false // a refusal while the queue's slot migrates was logged
 	for {
 		attempt := time.Now().Add(5 * time.Second)
 		if bound.Before(attempt) {
@@ -159,7 +160,15 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			r.noteUnsettled(rn.t.ID, err)
 			return err
 		}
-		rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", wait))
+		switch {
+		case !store.SlotMoving(err):
+			rn.log.Warn("redis unavailable; retrying "+what, zap.Error(err), zap.Duration("backoff", wait))
+		case !moving:
+			// Once per transition: the migration refuses every try until
+			// it ends, and each try changes nothing.
+			rn.log.Warn("the queue's cluster slot is migrating; retrying "+what, zap.Error(err))
+			moving = true
+		}
 		time.Sleep(wait)
 	}
 }

@@ -56,7 +56,8 @@ func (c *Store) deadAdmin(ctx context.Context, id, mode, reset string) error {
 	if id == "" {
 		return wrapf(fmt.Errorf("%w: empty ID", ErrInvalidTask), "%s dead", mode)
 	}
-	raw, err := c.run(ctx, deadAdminScript, []string{c.keys.state(id)},
+	raw, err := c.run(ctx, deadAdminScript, c.keys.declare([]string{c.keys.state(id), c.keys.task(id),
+		c.keys.checkpoint(id), c.keys.prefix + "x:" + id, c.keys.prefix + "xs:" + id}, c.sk.deadAdmin...),
 		c.keys.prefix, id, c.scriptNow(), mode, c.cfg.Levels, reset).Slice()
 	if err != nil {
 		return wrapf(scriptErr(err), "%s dead %s", mode, id)

@@ -22,6 +22,7 @@ type Store struct {
 	rdb    redis.UniversalClient
 	cfg    Config
 	keys   keys
+	sk     scriptKeys // the fixed KEYS of each script
 	tracer trace.Tracer
 	prop   telemetry.Propagator
 	// serverTime: no Clock was injected (Config.serverTime), so scripts
@@ -47,6 +48,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	c := &Store{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
 		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
+	c.sk = newScriptKeys(c.keys, cfg.Levels)
 	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
 	c.carried.limit, c.carried.send = maxAckBatch, c.finishBatch
 	c.enqs.limit, c.enqs.send, c.enqs.flushers, c.enqs.minBatch = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers, enqueueMinBatch

@@ -60,7 +60,7 @@ func (c *Store) Preemptions(ctx context.Context, after string, count int64) ([]F
 	if count < 1 {
 		return nil, fmt.Errorf("%w: Preemptions count %d, want at least 1", ErrInvalidTask, count)
 	}
-	key := c.keys.prefix + "feed"
+	key := c.keys.feed()
 	var msgs []redis.XMessage
 	var err error
 	if after == "" {

@@ -71,12 +71,17 @@ func (c *Store) finishOne(ctx context.Context, op finishOp) error {
 func (c *Store) finishBatch(ctx context.Context, ops []finishOp) []error {
 	args := make([]any, 0, 4+6*len(ops))
 	args = append(args, c.keys.prefix, c.scriptNow(), c.cfg.Retention.Milliseconds())
+	more := make([]string, 0, 3*len(ops))
+	for _, op := range ops {
+		more = c.keys.taskKeys(more, op.t.ID)
+	}
+	keys := c.keys.declare(c.sk.finish, more...)
 	if c.cfg.Retention <= 0 && !slices.ContainsFunc(ops, func(op finishOp) bool { return op.mode != "ack" }) {
 		args = append(args, "") // compact: id, token per ack
 		for _, op := range ops {
 			args = append(args, op.t.ID, op.t.Token)
 		}
-		raw, err := slice(c.run(ctx, finishScript, []string{c.keys.leases()}, args...))
+		raw, err := slice(c.run(ctx, finishScript, keys, args...))
 		return finishResults(ops, raw, err)
 	}
 	for _, op := range ops {
@@ -86,7 +91,7 @@ func (c *Store) finishBatch(ctx context.Context, ops []finishOp) []error {
 		}
 		args = append(args, op.t.ID, op.t.Token, op.mode, a, op.b, encodeRunSpans(op.t.RunSpans))
 	}
-	raw, err := slice(c.run(ctx, finishScript, []string{c.keys.leases()}, args...))
+	raw, err := slice(c.run(ctx, finishScript, keys, args...))
 	return finishResults(ops, raw, err)
 }
 

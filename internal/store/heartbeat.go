@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -34,6 +35,19 @@ func encodePools(pools []PoolLayout) string {
 	return b.String()
 }
 
+// heartbeatArgs is the heartbeat script's options, ARGV[5] of
+// lua/heartbeat.lua, sent as JSON: that file's header documents each
+// field.
+type heartbeatArgs struct {
+	TTL      int64               `json:"ttl"`
+	Capacity int                 `json:"cap"`
+	Lease    int64               `json:"lease"`
+	Age      int64               `json:"age,omitempty"`
+	Top      int                 `json:"top"`
+	Counts   map[string][4]int64 `json:"counts,omitempty"`
+	Pools    string              `json:"pools,omitempty"`
+}
+
 // Heartbeat records that hb.Worker is alive with its capacity, extends all
 // its leases to now + LeaseDuration and adds its counts to the fleet's
 // rates, in one round trip.
@@ -44,14 +58,20 @@ func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, e
 	if hb.TTL <= 0 {
 		hb.TTL = c.cfg.LeaseDuration
 	}
-	args := make([]any, 0, 11+2*len(hb.Leases))
-	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), hb.TTL.Milliseconds(),
-		hb.Capacity, c.cfg.LeaseDuration.Milliseconds(), c.cfg.AgeAfter.Milliseconds(), c.cfg.Levels-1, schemaVersion,
-		encodeCounts(hb.Counts, hb.PoolCounts), encodePools(hb.Pools))
+	js, err := json.Marshal(heartbeatArgs{TTL: hb.TTL.Milliseconds(), Capacity: hb.Capacity,
+		Lease: c.cfg.LeaseDuration.Milliseconds(), Age: c.cfg.AgeAfter.Milliseconds(), Top: c.cfg.Levels - 1,
+		Counts: encodeCounts(hb.Counts, hb.PoolCounts), Pools: encodePools(hb.Pools)})
+	if err != nil {
+		return nil, wrapf(err, "heartbeat")
+	}
+	args := make([]any, 0, 5+2*len(hb.Leases))
+	args = append(args, c.keys.prefix, hb.Worker, c.scriptNow(), schemaVersion, js)
+	more := make([]string, 0, len(hb.Leases))
 	for _, t := range hb.Leases {
 		args = append(args, t.ID, t.Token)
+		more = append(more, c.keys.state(t.ID))
 	}
-	raw, err := heartbeatScript.Run(ctx, c.rdb, []string{c.keys.alive()}, args...).Slice()
+	raw, err := heartbeatScript.Run(ctx, c.rdb, c.keys.declare(c.sk.heartbeat, more...), args...).Slice()
 	if err != nil {
 		return nil, wrapf(scriptErr(err), "heartbeat")
 	}
@@ -77,7 +97,7 @@ var deregisterScript = script("deregister.lua")
 // Deregister removes a stopping worker from the fleet, so it is no longer
 // counted as having free slots.
 func (c *Store) Deregister(ctx context.Context, worker string) error {
-	if err := deregisterScript.Run(ctx, c.rdb, []string{c.keys.alive()}, c.keys.prefix, worker).Err(); err != nil {
+	if err := deregisterScript.Run(ctx, c.rdb, c.keys.declare(c.sk.fleet), worker).Err(); err != nil {
 		return wrapf(err, "deregister %s", worker)
 	}
 	return nil
@@ -96,7 +116,8 @@ func (c *Store) SaveCheckpoint(ctx context.Context, taskID, token string, data [
 	if limit := c.cfg.MaxCheckpointBytes; limit >= 0 && len(data) > limit {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), limit)
 	}
-	seq, err := c.run(ctx, checkpointScript, []string{c.keys.state(taskID)},
+	seq, err := c.run(ctx, checkpointScript,
+		c.keys.declare([]string{c.keys.state(taskID), c.keys.checkpoint(taskID)}, c.sk.checkpoint...),
 		c.keys.prefix, taskID, token, data, c.scriptNow(), c.cfg.LeaseDuration.Milliseconds()).Int64()
 	if err = scriptErr(err); err != nil {
 		return 0, wrapf(err, "checkpoint") // the caller knows the task

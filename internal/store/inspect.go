@@ -48,7 +48,7 @@ func (c *Store) Stats(ctx context.Context) (*Stats, error) {
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
-	raw, err := statsScript.Run(ctx, c.rdb, []string{c.keys.counts()},
+	raw, err := statsScript.Run(ctx, c.rdb, c.keys.declare(c.sk.stats),
 		c.keys.prefix, c.cfg.Levels, c.scriptNow()).Slice()
 	if err != nil {
 		return nil, wrapf(scriptErr(err), "stats")

@@ -53,6 +53,12 @@ func (k keys) capacity() string            { return k.prefix + "cap" }
 func (k keys) busy() string                { return k.prefix + "busy" }
 func (k keys) version() string             { return k.prefix + "v" }
 func (k keys) paused() string              { return k.prefix + "paused" }
+func (k keys) feed() string                { return k.prefix + "feed" }
+
+// absent is a key no call ever writes, declared last in every script
+// call's KEYS: its absence makes Redis Cluster refuse a script as a whole
+// while the queue's slot migrates (see scriptKeys).
+func (k keys) absent() string { return k.prefix + "absent" }
 
 // shapeSuffix names the queue's shape key, <prefix>shape: a STRING holding
 // the JSON of its Shape (schema version, level names, classes), written

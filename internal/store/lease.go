@@ -130,11 +130,14 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 	// no call of their own. Not with Retention (acks keep records then) nor
 	// in a reservation (refused ones return early).
 	var acks []*groupWait[finishOp]
+	var more []string // the carried acks' keys
 	if rv == nil && c.cfg.Retention <= 0 {
 		acks = c.carried.take(maxAckBatch) // first: their slots are counted free
 		acks = append(acks, c.acks.take(maxAckBatch-len(acks))...)
+		more = make([]string, 0, 3*len(acks))
 		for _, w := range acks {
 			args = append(args, w.item.t.ID, w.item.t.Token)
+			more = c.keys.taskKeys(more, w.item.t.ID)
 		}
 	}
 	if len(acks) > 0 {
@@ -143,7 +146,7 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 		defer cancel()
 	}
-	raw, err := slice(c.run(ctx, leaseScript, []string{c.keys.leases()}, args...))
+	raw, err := slice(c.run(ctx, leaseScript, c.keys.declare(c.sk.lease, more...), args...))
 	if len(acks) > 0 {
 		var res []any
 		if len(raw) > 5 && (err == nil || errors.Is(err, ErrNotReplicated)) {
@@ -227,7 +230,8 @@ var rejoinScript = script("rejoin.lua")
 // malformed), so other workers see it again when they look for the lowest
 // victim. A stale holder changes nothing.
 func (c *Store) Rejoin(ctx context.Context, t *Task) error {
-	err := rejoinScript.Run(ctx, c.rdb, []string{c.keys.state(t.ID)}, c.keys.prefix, t.ID, t.Token, c.cfg.Levels-1).Err()
+	err := rejoinScript.Run(ctx, c.rdb,
+		c.keys.declare([]string{c.keys.state(t.ID), c.keys.task(t.ID)}, c.sk.rejoin...), c.keys.prefix, t.ID, t.Token, c.cfg.Levels-1).Err()
 	if err != nil {
 		return wrapf(err, "rejoin %s", t.ID)
 	}

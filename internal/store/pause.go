@@ -76,7 +76,7 @@ func (c *Store) setPause(ctx context.Context, op string, level int, mode string)
 	if err := c.ready(ctx); err != nil {
 		return err
 	}
-	err := c.run(ctx, pauseScript, []string{c.keys.paused()}, c.keys.prefix, first, last, mode).Err()
+	err := c.run(ctx, pauseScript, c.keys.declare(c.sk.pause), c.keys.prefix, first, last, mode).Err()
 	if err != nil {
 		return wrapf(scriptErr(err), "%s", op)
 	}

@@ -37,18 +37,17 @@ type Rates struct {
 	SLABreaches float64
 }
 
-// encodeCounts writes non-zero counts for add_counts (lua/counts.lua), by
-// level and by pool (pool names that are not ValidPoolName are left out);
-// "" when there are none.
-func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
-	var b strings.Builder
+// encodeCounts returns the non-zero counts for add_counts (lua/counts.lua),
+// by level ("<level>") and by pool ("P<name>", names that are not
+// ValidPoolName left out): processed, failed, preempted and SLA breaches,
+// in that order; nil when none.
+func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) map[string][4]int64 {
+	var out map[string][4]int64
 	put := func(key string, c LevelCounts) {
-		b.WriteString(key)
-		for _, v := range []int64{c.Processed, c.Failed, c.Preempted, c.SLABreaches} {
-			b.WriteByte(':')
-			b.WriteString(strconv.FormatInt(max(v, 0), 10))
+		if out == nil {
+			out = map[string][4]int64{}
 		}
-		b.WriteByte(';')
+		out[key] = [4]int64{max(c.Processed, 0), max(c.Failed, 0), max(c.Preempted, 0), max(c.SLABreaches, 0)}
 	}
 	for l, c := range m {
 		if !c.IsZero() && l >= 0 {
@@ -60,7 +59,7 @@ func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) string {
 			put("P"+name, c)
 		}
 	}
-	return b.String()
+	return out
 }
 
 // parseRates turns read_rates' reply (lua/rates.lua) into per-level and

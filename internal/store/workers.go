@@ -44,7 +44,7 @@ const maxWorkersListed = 1000
 
 // Workers returns the live workers (at most 1000), by ID.
 func (c *Store) Workers(ctx context.Context) ([]WorkerInfo, error) {
-	raw, err := workersScript.Run(ctx, c.rdb, []string{c.keys.alive()}, c.keys.prefix, c.scriptNow(),
+	raw, err := workersScript.Run(ctx, c.rdb, c.keys.declare(c.sk.fleet), c.keys.prefix, c.scriptNow(),
 		maxWorkersListed).Slice()
 	if err != nil {
 		return nil, wrapf(scriptErr(err), "workers")

@@ -177,6 +177,17 @@ func (m *Migration) Step(ctx context.Context) (done bool, err error) {
 	return false, nil
 }
 
+// Move moves the given keys of the slot from the source to the target in
+// one MIGRATE (keys the source no longer holds are skipped by MIGRATE), so
+// that a test can put the slot half-moved in a state of its choosing.
+func (m *Migration) Move(ctx context.Context, keys ...string) error {
+	if err := m.migrate(ctx, keys, false); err != nil {
+		return fmt.Errorf("testredis: MIGRATE %d keys of slot %d: %w", len(keys), m.Slot, err)
+	}
+	m.Moved += len(keys)
+	return nil
+}
+
 // migrate sends one MIGRATE host port "" 0 timeout [REPLACE] KEYS k...
 func (m *Migration) migrate(ctx context.Context, keys []string, replace bool) error {
 	args := []any{"MIGRATE", m.dstHost, m.dstPt, "", 0, m.opts.Timeout.Milliseconds()}

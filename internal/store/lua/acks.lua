@@ -6,7 +6,9 @@
 -- defines: BYTE_RBRACE corrupt fast_acks
 --
 -- fast_acks(base, stride, nops) reads op i's ID and token at
--- ARGV[base + stride*(i-1) + 1] and + 2, and returns one result per op:
+-- ARGV[base + stride*(i-1) + 1] and + 2, and its keys t:<id>, s:<id>,
+-- c:<id> in KEYS, where every script that uses it declares them: the
+-- 3*nops keys before the last (absent). It returns one result per op:
 -- 1, "L" (lease lost) or a CORRUPT message; or an error reply (a table
 -- with err) when a shared key holds another type, after undoing its
 -- writes. corrupt(suffix, want) is that error reply for key P .. suffix.
@@ -19,8 +21,9 @@
 -- and a failure undoes every write before it: a corrupt key changes
 -- nothing and is reported by name. No clock is read.
 --
--- Keys it touches, all built from P: s:<id> (read), t:, s:, c:<id>
--- (deleted), leases, running (ZSETs), busy, n (HASHes), alive (read).
+-- Keys it touches, all declared by the scripts that use it: s:<id> (read),
+-- t:, s:, c:<id> (deleted), taken from KEYS; leases, running (ZSETs),
+-- busy, n (HASHes), alive (read), built from P.
 
 local BYTE_RBRACE = 125 -- '}': the end of a fresh task's state
 
@@ -31,7 +34,8 @@ end
 
 local function fast_acks(base, stride, nops)
   local ids, sk = {}, {}
-  for i = 1, nops do ids[i] = ARGV[base + stride * (i - 1) + 1]; sk[i] = P .. 's:' .. ids[i] end
+  local kb = #KEYS - 1 - 3 * nops -- KEYS[kb + 3i - 2 .. kb + 3i]: op i's t:, s:, c:
+  for i = 1, nops do ids[i] = ARGV[base + stride * (i - 1) + 1]; sk[i] = KEYS[kb + 3 * i - 1] end
   local raws = redis.call('MGET', unpack(sk))
   -- A read of one member checks the type of leases, written last.
   if not pcall(redis.call, 'ZSCORE', P .. 'leases', ids[1]) then return corrupt('leases', 'zset') end
@@ -96,8 +100,8 @@ local function fast_acks(base, stride, nops)
       else
         unwind(w, b, al, 1)
       end
-      dels[nd + 1] = P .. 't:' .. ids[i]; dels[nd + 2] = sk[i]; nd = nd + 2
-      if not fresh then nd = nd + 1; dels[nd] = P .. 'c:' .. ids[i] end
+      dels[nd + 1] = KEYS[kb + 3 * i - 2]; dels[nd + 2] = sk[i]; nd = nd + 2
+      if not fresh then nd = nd + 1; dels[nd] = KEYS[kb + 3 * i] end
     end
   end
   if nrm == 0 then return res end

@@ -3,7 +3,12 @@
 --
 -- uses: prelude.lua
 --
--- KEYS[1]  the task's state s:<id> (STRING); it routes the call.
+-- KEYS[1]  the task's state s:<id> (STRING)
+-- KEYS[2]  its checkpoint c:<id> (STRING)
+-- KEYS[3]  leases (ZSET)
+-- KEYS[4]  absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
 -- ARGV[2]  id
 -- ARGV[3]  lease token
@@ -14,8 +19,8 @@
 -- Reply: the new checkpoint sequence, or the error reply LEASE_LOST
 -- (leaseLostMsg in lua.go) when the token does not match, or CORRUPT ...
 --
--- Keys it touches. Declared in KEYS: s:<id>. Built from the prefix (not
--- declared): c:<id> (STRING), leases (ZSET).
+-- Keys it touches: those declared in KEYS (it builds the same names from
+-- P).
 
 local id = ARGV[2]
 local s, e = sget(id)

@@ -6,7 +6,11 @@
 --
 -- uses: prelude.lua
 --
--- KEYS[1]  the task's state s:<id> (STRING); it routes the call.
+-- KEYS     the task's s:<id>, t:<id>, c:<id>, x:<id>, xs:<id> (STRINGs),
+--          dead (ZSET), n (HASH), p:0..p:<max level> (LISTs), then
+--          absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
 -- ARGV[2]  id
 -- ARGV[3]  now in ms, or "" for Redis's clock
@@ -18,9 +22,8 @@
 -- entry is removed), {-1, state} when the task is not dead, {-2, level}
 -- when the record's level is unusable (requeue only; delete it instead).
 --
--- Keys it touches. Declared in KEYS: s:<id>. Built from the prefix (not
--- declared): t:<id>, c:<id>, x:<id>, xs:<id> (STRINGs), dead (ZSET), n
--- (HASH), p:<level> (LIST, requeue), the channel wake.
+-- Keys it touches: those declared in KEYS (it builds the same names from
+-- P); the channel wake.
 
 local id, now, mode, levels = ARGV[2], clock(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local indead = redis.call('ZSCORE', P .. 'dead', id)

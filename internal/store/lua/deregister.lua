@@ -3,18 +3,21 @@
 -- last lease removes it). It stands alone (no prelude).
 --
 -- KEYS[1]  alive (ZSET)
--- ARGV[1]  the key prefix
--- ARGV[2]  worker ID
+-- KEYS[2]  cap (HASH)
+-- KEYS[3]  busy (HASH)
+-- KEYS[4]  absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
+-- ARGV[1]  worker ID
 --
 -- Reply: 1.
 --
--- Keys it touches. Declared in KEYS: alive. Built from the prefix (not
--- declared): cap, busy (HASHes).
+-- Keys it touches: those declared in KEYS.
 
-local P, w = ARGV[1], ARGV[2]
+local w = ARGV[1]
 redis.call('ZREM', KEYS[1], w)
-redis.call('HDEL', P .. 'cap', w)
-if tonumber(redis.call('HGET', P .. 'busy', w) or '0') <= 0 then
-  redis.call('HDEL', P .. 'busy', w)
+redis.call('HDEL', KEYS[2], w)
+if tonumber(redis.call('HGET', KEYS[3], w) or '0') <= 0 then
+  redis.call('HDEL', KEYS[3], w)
 end
 return 1

@@ -7,7 +7,13 @@
 --
 -- uses: prelude.lua acks.lua
 --
--- KEYS[1]  leases (ZSET); it routes the call to the queue's slot.
+-- KEYS     (newScriptKeys in declare.go; the script builds the same names
+--          from P) leases, running, scheduled, dead, done, alive (ZSETs),
+--          busy, n (HASHes), feed (STREAM), p:0..p:<max level> (LISTs),
+--          then t:<id>, s:<id>, c:<id> of each op, then
+--          absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
 -- ARGV[2]  now in ms, or "" for Redis's clock
 -- ARGV[3]  retention in ms (Config.Retention; 0: records go at once)
@@ -20,10 +26,9 @@
 -- Reply: one entry per op: 1, "L" (lease lost) or a CORRUPT message; or an
 -- error reply (CORRUPT ...) when a shared key holds another type.
 --
--- Keys it touches. Declared in KEYS: leases. Built from the prefix (not
--- declared): t:<id>, s:<id>, c:<id> (STRINGs), running, scheduled, dead,
--- done, alive (ZSETs), busy, n (HASHes), p:<level> (LISTs, requeue), the
--- channel wake and the stream feed.
+-- Keys it touches: those declared in KEYS; with retention, t:<id>,
+-- s:<id>, c:<id> of the done records it expires (found as it runs, safe
+-- because absent is declared); the channel wake.
 
 if ARGV[4] == '' then return fast_acks(4, 2, (#ARGV - 4) / 2) end
 local ret = tonumber(ARGV[3])

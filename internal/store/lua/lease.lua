@@ -1,7 +1,7 @@
--- lease.lua: the lease call (Store.Lease, Store.Reserve). It promotes due
--- scheduled tasks, recovers expired leases, ages long-waiting tasks up a
--- level (Config.AgeAfter), ends the leases of the acks it carries, then
--- leases up to count tasks, highest level first, FIFO within a level, with
+-- lease.lua: the lease call (Store.Lease, Store.Reserve). It ends the
+-- leases of the acks it carries, promotes due scheduled tasks, recovers
+-- expired leases, ages long-waiting tasks up a level (Config.AgeAfter),
+-- then leases up to count tasks, highest level first, FIFO within a level, with
 -- one LMPOP per run of levels, one MGET for every task's keys and one write
 -- per shared key, whatever the count. In a reservation (for preemption)
 -- it first checks the fleet (see fleet.lua).
@@ -9,7 +9,14 @@
 -- The whole lease is these files, in this order, then this one:
 -- uses: prelude.lua anchor.lua acks.lua fleet.lua
 --
--- KEYS[1]  leases (ZSET); it routes the call to the queue's slot.
+-- KEYS     (built by the caller, newScriptKeys in declare.go; the script
+--          builds the same names from P) leases, running, scheduled, dead,
+--          alive (ZSETs), busy, cap, n (HASHes), paused (STRING), feed
+--          (STREAM), p:0..p:<max level> (LISTs), then t:<id>, s:<id>,
+--          c:<id> of each ack the call carries, then
+--          absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix "{<ns>:<queue>}:" (P)
 -- ARGV[2]  now in ms, or "" for Redis's clock
 -- ARGV[3]  lease duration in ms
@@ -53,11 +60,11 @@
 -- elsewhere), or an error reply (CORRUPT ...) when a shared key holds
 -- another type.
 --
--- Keys it touches. Declared in KEYS: leases. Built from the prefix (the
--- same slot, by the hash tag; not declared): p:<level> (LISTs), running,
--- scheduled, dead, alive (ZSETs), busy, cap, n (HASHes), paused (STRING),
--- t:<id>, s:<id>, c:<id> (STRINGs; x:<id>, xs:<id> when set aside), the
--- channel wake and the stream feed.
+-- Keys it touches: those declared in KEYS, and keys of tasks it finds as it
+-- runs, which no caller can name: t:<id>, s:<id>, c:<id> (STRINGs; x:<id>,
+-- xs:<id> when set aside) of the tasks it pops, promotes or recovers; the
+-- channel wake. They are safe because absent is declared: the script runs
+-- only while the slot does not move, and then every key of it is local.
 
 -- The bytes prb0 reads in a record's header, "2|<level>|<preemptible>|".
 local BYTE_TWO, BYTE_BAR, BYTE_ZERO = 50, 124, 48 -- '2', '|', '0'
@@ -70,28 +77,38 @@ local count, minl, age_after = opt.count or 1, opt.min or 0, opt.age or 0
 -- skip: the levels not to take from, as a set.
 local skip = {}
 if opt.skip then for _, l in ipairs(opt.skip) do skip[l] = true end end
+-- The sweep's reads and checks come first: a wrong-typed key fails the
+-- call before anything is written.
 local bad = {}
+local sweep, sch, exp = false, nil, nil
 if ARGV[7] == '1' then
-  local sch, exp, e = due_reads(now, bad)
+  local e
+  sch, exp, e = due_reads(now, bad)
   if e then return redis.error_reply(e) end
-  if #sch > 0 or #exp > 0 or age_after > 0 then
+  sweep = #sch > 0 or #exp > 0 or age_after > 0
+  if sweep then
     local g = shared() or guard('scheduled', 'zset')
     if g then return redis.error_reply(g) end
-    promote(sch, now, maxl, bad)
-    recover(exp, now, bad)
-    age(now, age_after, maxl, bad)
   end
 end
-if rv and not rv.ignore_fleet then
-  local refused = fleet_refuses(now, w, minl, maxl, rv, skip)
-  if refused then return refused end
-end
 -- The acks this call carries (ARGV[9..]: id, token) end their leases
--- first, so their slots' counts are settled before new leases count.
+-- before the sweep recovers expired ones, which would take back a lease
+-- that expired while its ack could not land (the slot migrating, say; an
+-- acked ID read as expired has no state left, and recover skips it), and
+-- before new leases count, so their slots' counts are settled.
 local acked = {}
 if #ARGV > 8 and not rv then
   acked = fast_acks(8, 2, (#ARGV - 8) / 2)
   if acked.err then return acked end
+end
+if sweep then
+  promote(sch, now, maxl, bad)
+  recover(exp, now, bad)
+  age(now, age_after, maxl, bad)
+end
+if rv and not rv.ignore_fleet then
+  local refused = fleet_refuses(now, w, minl, maxl, rv, skip)
+  if refused then return refused end
 end
 -- Pop IDs, highest level first; a wrong-typed list fails its LPOP, which
 -- writes nothing: that level is reported and the others go on. IDs that

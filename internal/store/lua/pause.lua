@@ -8,6 +8,9 @@
 -- uses: prelude.lua
 --
 -- KEYS[1]  paused (STRING)
+-- KEYS[2]  absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
 -- ARGV[2]  first level
 -- ARGV[3]  last level
@@ -16,8 +19,7 @@
 -- Reply: the new value of paused; an error reply (CORRUPT ...) when it
 -- holds another type.
 --
--- Keys it touches. Declared in KEYS: paused. Built from the prefix (not
--- declared): the channel wake.
+-- Keys it touches: paused (declared); the channel wake.
 
 local g = guard('paused', 'string')
 if g then return redis.error_reply(g) end

@@ -3,8 +3,12 @@
 -- "-- uses:" line names it.
 --
 -- Expects: ARGV[1], the key prefix "{<ns>:<queue>}:". Every key a helper
--- builds from it shares the hash tag of the script's KEYS[1], so the script
--- touches one slot.
+-- builds from it shares the hash tag of the script's KEYS, so the script
+-- touches one slot. The caller declares in KEYS every key whose name it
+-- knows, and last the key absent, which no one writes: while the slot
+-- migrates Redis refuses the whole script before it runs, so the keys the
+-- helpers find as they run (IDs popped, promoted, recovered) are local
+-- whenever a script runs (see scriptKeys in declare.go).
 -- defines: P tkey skey ckey clock typeof guard header hdr_of decode sget
 -- defines: sput num level_of push_pending to_dead band_release feed release
 -- defines: set_aside shared promote recover due_reads age

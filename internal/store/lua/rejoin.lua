@@ -4,7 +4,12 @@
 --
 -- uses: prelude.lua
 --
--- KEYS[1]  the task's state s:<id> (STRING); it routes the call.
+-- KEYS[1]  the task's state s:<id> (STRING)
+-- KEYS[2]  its record t:<id> (STRING, read)
+-- KEYS[3]  running (ZSET)
+-- KEYS[4]  absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
 -- ARGV[2]  id
 -- ARGV[3]  lease token
@@ -12,8 +17,8 @@
 --
 -- Reply: 1 if the task is in the running set again, else 0.
 --
--- Keys it touches. Declared in KEYS: s:<id>. Built from the prefix (not
--- declared): t:<id> (STRING, read), running (ZSET).
+-- Keys it touches: those declared in KEYS (it builds the same names from
+-- P).
 
 local s = sget(ARGV[2])
 local al = s and tonumber(s.al)

@@ -4,7 +4,11 @@
 --
 -- uses: prelude.lua buckets.lua rates.lua
 --
--- KEYS[1]  n (HASH)
+-- KEYS     n (HASH; KEYS[1]), alive (ZSET), paused (STRING), p:0..p:<max
+--          level> (LISTs), then
+--          absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
 -- ARGV[2]  the number of levels
 -- ARGV[3]  now in ms, or "" for Redis's clock
@@ -14,9 +18,10 @@
 -- none) and read_rates' {field, total, ...}; an error reply (CORRUPT ...)
 -- when n or alive holds another type.
 --
--- Keys it touches. Declared in KEYS: n. Built from the prefix (not
--- declared): p:<level> (LISTs), t:<id>, s:<id> of each head (STRINGs),
--- alive (ZSET), paused (STRING), r:<bucket> (HASHes).
+-- Keys it touches: those declared in KEYS (it builds the same names from
+-- P), and keys it finds as it runs (safe because absent is declared):
+-- t:<id>, s:<id> of each head (STRINGs), the rate buckets r:<bucket>
+-- (HASHes).
 
 local n, now = tonumber(ARGV[2]), clock(ARGV[3])
 local g = guard('n', 'hash', 'alive', 'zset')

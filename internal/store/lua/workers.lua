@@ -4,6 +4,11 @@
 -- uses: prelude.lua
 --
 -- KEYS[1]  alive (ZSET)
+-- KEYS[2]  cap (HASH)
+-- KEYS[3]  busy (HASH)
+-- KEYS[4]  absent, a key no one writes: while the queue's slot migrates,
+--          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
+--          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
 -- ARGV[2]  now in ms, or "" for Redis's clock
 -- ARGV[3]  max workers
@@ -13,8 +18,8 @@
 -- then busy per slot pool, in the layout's order}; an error reply
 -- (CORRUPT ...) when a fleet key holds another type.
 --
--- Keys it touches. Declared in KEYS: alive. Built from the prefix (not
--- declared): cap, busy (HASHes).
+-- Keys it touches: those declared in KEYS (it builds the same names from
+-- P).
 
 local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash')
 if g then return redis.error_reply(g) end
