@@ -11,10 +11,11 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// The first New records the queue's shape; a New whose Levels, LevelNames
-// or Classes differ fails with ErrShapeMismatch naming both, so a producer
-// and a worker cannot silently disagree on the priority order. Configs
-// that spell the same shape differently, and a Config read back, match.
+// The first New records the queue's shape; a New whose Levels or
+// LevelNames differ, or that maps a class to another level, fails with
+// ErrShapeMismatch naming both, so a producer and a worker cannot silently
+// disagree on the priority order. Configs that spell the same shape
+// differently, a Config read back, and one without the classes match.
 func TestShapeMismatch(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		five := queue.Config{Namespace: b.Prefix, Name: "five", Levels: 5, Classes: map[string]int{"paying": 4}}
@@ -38,6 +39,8 @@ func TestShapeMismatch(t *testing.T) {
 
 		_, err = queue.New(b.Client, q.Config())
 		require.NoError(t, err, "a Config read back matches")
+		_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "five", Levels: 5})
+		require.NoError(t, err, "a worker that never set Classes")
 		same := five
 		same.LevelNames = []string{"0", "1", "2", "3", "4"}
 		_, err = queue.New(b.Client, same)

@@ -31,7 +31,9 @@ type Config struct {
 	// given by name or number alike (LevelByName, LevelNamed).
 	LevelNames []string
 	// Classes maps logical priority classes ("paying", "free") to levels,
-	// used by the Class option. Defaults to none.
+	// used by the Class option. Defaults to none. A process may set fewer
+	// classes than others of its queue, or none; a class set by two must
+	// map to one level (CheckShape).
 	Classes map[string]int
 	// MaxPayloadBytes is the largest payload Enqueue accepts. Defaults to
 	// 1 MiB; a negative value means no limit.

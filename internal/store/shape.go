@@ -15,9 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrShapeMismatch is returned when a Config's Levels, LevelNames or
-// Classes differ from the shape the queue holds in Redis; the message
-// names both.
+// ErrShapeMismatch is returned when a Config's Levels or LevelNames
+// differ from the shape the queue holds in Redis, or one of its Classes
+// maps to another level than the stored shape's; the message names both.
 var ErrShapeMismatch = errors.New("overtake: config disagrees with the queue's shape")
 
 // ErrNoQueue is returned by ReadShape for a queue without a stored shape.
@@ -61,8 +61,9 @@ type shapeCheck struct {
 var shapeScript = script("shape.lua")
 
 // CheckShape records the Store's shape in Redis if the queue has none
-// (lua/shape.lua, one round trip) and compares it with the one Redis
-// holds. It fails with ErrShapeMismatch when they differ, ErrSchema when
+// (lua/shape.lua, one round trip), adds to the stored shape the Store's
+// classes it lacks, and compares it with the one Redis holds (see
+// compareShape: a Store with fewer classes, or none, matches). It fails with ErrShapeMismatch when they differ, ErrSchema when
 // the stored shape is of another schema version and ErrCorrupt when the
 // key holds something else; on success, every later call of the Store
 // skips the check.
@@ -98,11 +99,14 @@ func (c *Store) ready(ctx context.Context) error {
 	return c.CheckShape(ctx)
 }
 
-// compareShape returns the error of a Store whose shape mine (as JSON) is
-// not the stored one. json.Marshal writes a Shape one way only (fields in
-// order, map keys sorted, no classes left out), so equal shapes are equal
-// strings, and the messages show both as they are: comparing the strings
-// keeps the JSON decoder out of a producer's binary (scripts/producer).
+// compareShape returns the error of a Store whose shape mine (as JSON) the
+// stored one (after shape.lua's merge) does not admit: the schema version,
+// level count and level names must be equal, and each of mine's classes
+// must map to the level the stored shape gives it. A Store with fewer
+// classes, or none, is admitted: the classes a producer names are its
+// own business, as long as no two processes map one name to two levels.
+// json.Marshal writes a Shape one way only, so equal shapes (the common
+// case) are equal strings and nothing is decoded.
 func (c *Store) compareShape(stored, mine string) error {
 	if stored == mine {
 		return nil
@@ -113,8 +117,29 @@ func (c *Store) compareShape(stored, mine string) error {
 		return fmt.Errorf("%w: queue %q (namespace %q) has a shape of schema version %s; this client reads version %d",
 			ErrSchema, c.cfg.Name, c.cfg.Namespace, v, schemaVersion)
 	}
+	s, err := decodeShape(c.keys.shape(), stored)
+	if err != nil {
+		return err
+	}
+	if admits(s, ShapeOf(c.cfg)) {
+		return nil
+	}
 	return fmt.Errorf("%w: queue %q (namespace %q) holds %s; this config has %s",
 		ErrShapeMismatch, c.cfg.Name, c.cfg.Namespace, truncate(stored, 2000), mine)
+}
+
+// admits reports whether a process of shape mine may use a queue of the
+// stored shape (see compareShape).
+func admits(stored, mine Shape) bool {
+	if stored.Schema != mine.Schema || !slices.Equal(stored.LevelNames, mine.LevelNames) {
+		return false
+	}
+	for name, l := range mine.Classes {
+		if sl, ok := stored.Classes[name]; !ok || sl != l {
+			return false
+		}
+	}
+	return true
 }
 
 // shapeSchema returns the schema version a stored shape starts with.
