@@ -49,7 +49,8 @@ type Config struct {
 	// ResultRetention is how long a task's result is kept after the
 	// handler stored it (handlers.SetResult), in a key of its own that
 	// outlives the task's record: the worker that stores it applies its
-	// own ResultRetention. Defaults to 24 h; it must not be negative.
+	// own ResultRetention. Defaults to 24 h (when zero); it must be at
+	// least 1ms (Redis keeps a key for whole milliseconds).
 	ResultRetention time.Duration
 	// WaitReplicas, when positive, makes every write call (an Enqueue or
 	// a grouped one, a lease with its acks, an ack, retry, requeue, dead
@@ -181,6 +182,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: negative Retention %v", ErrInvalidConfig, c.Retention)
 	case c.ResultRetention < 0:
 		return fmt.Errorf("%w: negative ResultRetention %v", ErrInvalidConfig, c.ResultRetention)
+	case c.ResultRetention < time.Millisecond:
+		// Redis keeps a result for whole milliseconds (PX): under 1ms
+		// would be PX 0, which Redis refuses at every SetResult.
+		return fmt.Errorf("%w: ResultRetention %v is under 1ms", ErrInvalidConfig, c.ResultRetention)
 	case c.WaitReplicas < 0 || c.WaitTimeout < 0:
 		return fmt.Errorf("%w: negative WaitReplicas %d or WaitTimeout %v", ErrInvalidConfig, c.WaitReplicas, c.WaitTimeout)
 	case c.AgeAfter < 0 || (c.AgeAfter > 0 && c.AgeAfter < time.Millisecond):
