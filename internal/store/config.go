@@ -170,10 +170,13 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// maxLevels is the most levels a queue may have.
+const maxLevels = 64
+
 func (c Config) validate() error {
 	switch {
-	case c.Levels < 1 || c.Levels > 64:
-		return fmt.Errorf("%w: Levels must be 1..64, got %d", ErrInvalidConfig, c.Levels)
+	case c.Levels < 1 || c.Levels > maxLevels:
+		return fmt.Errorf("%w: Levels must be 1..%d, got %d", ErrInvalidConfig, maxLevels, c.Levels)
 	case len(c.LevelNames) != c.Levels:
 		return fmt.Errorf("%w: %d LevelNames for %d levels", ErrInvalidConfig, len(c.LevelNames), c.Levels)
 	case c.LeaseDuration < 100*time.Millisecond:
