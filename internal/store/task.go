@@ -117,11 +117,11 @@ type Task struct {
 	ResultOnly bool
 
 	// unique is the Unique option's time to live, zero without it;
-	// schedule and tick are the Tick option's, "" and 0 without it. Set
-	// at enqueue only, never read back.
-	unique   time.Duration
-	schedule string
-	tick     int64
+	// schedule, spec and tick are the Tick option's, "" and 0 without
+	// it. Set at enqueue only, never read back.
+	unique         time.Duration
+	schedule, spec string
+	tick           int64
 }
 
 // NewTask returns a task of the given type and payload at level 0, with

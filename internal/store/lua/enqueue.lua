@@ -16,7 +16,9 @@
 -- tick (the key periodic:<name>), which it then becomes, whether the task
 -- is stored or refused as a duplicate; so of every runtime that tries a
 -- tick, exactly one decides it, and an older tick is never enqueued after
--- a newer one.
+-- a newer one. The key holds "<tick ms>|<spec>", the spec ("s") of the
+-- runtime that decided the tick (a value of the tick alone, as written
+-- before, is read too).
 --
 -- A stored task deletes res:<id>, the result an earlier task with the same
 -- ID left (result.lua): it is not the new task's, and once the new task
@@ -29,7 +31,7 @@
 -- KEYS[4]  the counts n (HASH, scheduled)
 -- KEYS[5]  its result res:<id> (STRING, deleted)
 -- KEYS[6]  with "u": the lock u:<digest> (STRING); then, with "k", the
---          schedule's last tick periodic:<name> (STRING, ms)
+--          schedule's last tick periodic:<name> (STRING, "<ms>|<spec>")
 -- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  id
 -- ARGV[3]  "p" pending | "s" scheduled
@@ -40,7 +42,7 @@
 -- ARGV[8]  the record's body, after the header the script writes (see
 --          encodeBody in record.go)
 -- ARGV[9]  optional: {"u": lock ttl ms (a number), "k": tick ms (a
---          string)}, either or both
+--          string), "s": the schedule's spec (with "k")}, "u", "k" or both
 --
 -- Reply: 1, or 0 when the ID exists, 2 when an equal task holds the
 -- uniqueness lock, 3 when the tick is not after the schedule's last; an
@@ -63,12 +65,12 @@ local tickKey = tick and KEYS[lock and 7 or 6]
 if tick then
   local ok, last = pcall(redis.call, 'GET', tickKey)
   if not ok then return redis.error_reply('CORRUPT ' .. tickKey .. ' is not a string') end
-  last = tonumber(last)
+  last = last and tonumber(string.match(last, '^%d+'))
   if last and last >= tonumber(tick) then return 3 end
 end
 -- decided records the tick (if any) as decided and returns r.
 local function decided(r)
-  if tick then redis.call('SET', tickKey, tick) end
+  if tick then redis.call('SET', tickKey, tick .. '|' .. (opt.s or '')) end
   return r
 end
 local P, id, lvl = ARGV[1], ARGV[2], ARGV[6]
