@@ -224,6 +224,14 @@ func (c *Client) Redis() redis.UniversalClient {
 	return c.s.Redis()
 }
 
+// ShapeChecked reports whether the client's config was checked against
+// the shape the queue holds in Redis, and matched (at New, or at a later
+// call when Redis could not be reached then). A runtime made from a
+// checked client does not check again.
+func (c *Client) ShapeChecked() bool {
+	return c.s.ShapeChecked()
+}
+
 // infos returns the Info of each record, nil for a nil one (and nil for
 // nil ts).
 func infos(ts []*store.Task) []*TaskInfo {

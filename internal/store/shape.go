@@ -83,6 +83,10 @@ func (c *Store) CheckShape(ctx context.Context) error {
 	return nil
 }
 
+// ShapeChecked reports whether CheckShape succeeded on the Store (it is
+// then never run again).
+func (c *Store) ShapeChecked() bool { return c.shape.ok.Load() }
+
 // ready runs CheckShape unless it already succeeded: the calls that read
 // or write levels (enqueue, lease, heartbeat, stats, pause) make sure the
 // queue's shape is the Store's before their first use of it. After the

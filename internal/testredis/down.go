@@ -21,7 +21,7 @@ func (b Backend) DownClient(t testing.TB) (rdb *redis.Client, up func()) {
 	t.Helper()
 	var on atomic.Bool
 	var d net.Dialer
-	rdb = redis.NewClient(&redis.Options{Addr: b.Addr, MaxRetries: -1,
+	rdb = redis.NewClient(&redis.Options{Addr: b.Addr, MaxRetries: -1, DialerRetries: 1,
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if !on.Load() {
 				return nil, ErrDown
