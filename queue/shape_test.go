@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/internal/testredis"
@@ -54,30 +53,35 @@ func TestShapeMismatch(t *testing.T) {
 
 // New cannot check the shape while Redis is down, so it returns a client
 // that checks before its first call: the first Enqueue after Redis is back
-// fails with ErrShapeMismatch, and enqueues nothing.
+// fails with ErrShapeMismatch, and enqueues nothing; so do the other calls
+// that use the levels (Depths included).
 func TestShapeCheckedOnFirstCall(t *testing.T) {
-	b := testredis.Mini(t)
-	ctx := context.Background()
-	b.Miniredis.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: b.Addr, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	q, err := queue.New(rdb, queue.Config{Namespace: b.Prefix})
-	require.NoError(t, err, "New does not fail because Redis is down")
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		ctx := context.Background()
+		rdb, up := b.DownClient(t)
+		q, err := queue.New(rdb, queue.Config{Namespace: b.Prefix})
+		require.NoError(t, err, "New does not fail because Redis is down")
+		require.False(t, q.ShapeChecked())
 
-	require.NoError(t, b.Miniredis.Restart())
-	_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Levels: 2})
-	require.NoError(t, err)
+		up()
+		other, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Levels: 2})
+		require.NoError(t, err)
+		require.True(t, other.ShapeChecked())
 
-	_, err = q.Enqueue(ctx, queue.NewTask("mail", nil))
-	require.ErrorIs(t, err, queue.ErrShapeMismatch)
-	_, err = q.EnqueueBatch(ctx, []*queue.Task{queue.NewTask("mail", nil)})
-	require.ErrorIs(t, err, queue.ErrShapeMismatch)
-	_, err = q.Stats(ctx)
-	require.ErrorIs(t, err, queue.ErrShapeMismatch)
-	require.ErrorIs(t, q.Pause(ctx, 0, queue.PauseWait), queue.ErrShapeMismatch)
-	keys, err := b.Client.Keys(ctx, "*").Result()
-	require.NoError(t, err)
-	require.Len(t, keys, 1, "only the shape key: %v", keys)
+		_, err = q.Enqueue(ctx, queue.NewTask("mail", nil))
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		_, err = q.EnqueueBatch(ctx, []*queue.Task{queue.NewTask("mail", nil)})
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		_, err = q.Stats(ctx)
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		_, err = q.Depths(ctx)
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		require.ErrorIs(t, q.Pause(ctx, 0, queue.PauseWait), queue.ErrShapeMismatch)
+		keys, err := b.Client.Keys(ctx, "*"+b.Prefix+"*").Result()
+		require.NoError(t, err)
+		require.Len(t, keys, 1, "only the shape key: %v", keys)
+		require.False(t, q.ShapeChecked())
+	})
 }
 
 // A shape key that holds something else is reported as ErrCorrupt, a
