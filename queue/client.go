@@ -146,8 +146,8 @@ func (c *Client) Depths(ctx context.Context) (map[int]int64, error) {
 // The result the task's handler stored (handlers.SetResult) is in
 // TaskInfo.Result. It outlives the record: once the task completed and its
 // record was deleted, Inspect returns it, for Config.ResultRetention, as a
-// task in StateDone that holds only the ID, Type, Level, EnqueuedAt and
-// the Result fields.
+// task in StateDone with ResultOnly set, which holds only the ID, Type,
+// Level, EnqueuedAt and the Result fields (see TaskInfo.ResultOnly).
 func (c *Client) Inspect(ctx context.Context, id string) (*TaskInfo, error) {
 	t, err := c.s.Inspect(ctx, id)
 	if t == nil {
