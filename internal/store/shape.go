@@ -72,11 +72,17 @@ func (c *Store) CheckShape(ctx context.Context) error {
 	if err != nil {
 		return wrapf(err, "shape")
 	}
-	v, err := shapeScript.Run(ctx, c.rdb, []string{c.keys.shape()}, raw).Text()
+	reply, err := shapeScript.Run(ctx, c.rdb, []string{c.keys.shape()}, raw).Slice()
 	if err != nil {
 		return wrapf(scriptErr(err), "shape of queue %q", c.cfg.Name)
 	}
-	if err := c.compareShape(v, string(raw)); err != nil {
+	var v string
+	var ok int64
+	if len(reply) == 2 {
+		v, _ = reply[0].(string)
+		ok, _ = reply[1].(int64)
+	}
+	if err := c.compareShape(v, string(raw), ok == 1); err != nil {
 		return err
 	}
 	c.shape.ok.Store(true)
@@ -104,15 +110,16 @@ func (c *Store) ready(ctx context.Context) error {
 }
 
 // compareShape returns the error of a Store whose shape mine (as JSON) the
-// stored one (after shape.lua's merge) does not admit: the schema version,
-// level count and level names must be equal, and each of mine's classes
-// must map to the level the stored shape gives it. A Store with fewer
-// classes, or none, is admitted: the classes a producer names are its
-// own business, as long as no two processes map one name to two levels.
-// json.Marshal writes a Shape one way only, so equal shapes (the common
-// case) are equal strings and nothing is decoded.
-func (c *Store) compareShape(stored, mine string) error {
-	if stored == mine {
+// stored one (after shape.lua's merge) does not admit; admitted is
+// shape.lua's verdict: the schema version, level count and level names
+// must be equal, and each of mine's classes must map to the level the
+// stored shape gives it. A Store with fewer classes, or none, is
+// admitted: the classes a producer names are its own business, as long
+// as no two processes map one name to two levels. The script decides, so
+// that a producer's binary needs no JSON decoder; the messages show both
+// shapes as they are.
+func (c *Store) compareShape(stored, mine string, admitted bool) error {
+	if admitted {
 		return nil
 	}
 	if v, ok := shapeSchema(stored); !ok {
@@ -121,29 +128,8 @@ func (c *Store) compareShape(stored, mine string) error {
 		return fmt.Errorf("%w: queue %q (namespace %q) has a shape of schema version %s; this client reads version %d",
 			ErrSchema, c.cfg.Name, c.cfg.Namespace, v, schemaVersion)
 	}
-	s, err := decodeShape(c.keys.shape(), stored)
-	if err != nil {
-		return err
-	}
-	if admits(s, ShapeOf(c.cfg)) {
-		return nil
-	}
 	return fmt.Errorf("%w: queue %q (namespace %q) holds %s; this config has %s",
 		ErrShapeMismatch, c.cfg.Name, c.cfg.Namespace, truncate(stored, 2000), mine)
-}
-
-// admits reports whether a process of shape mine may use a queue of the
-// stored shape (see compareShape).
-func admits(stored, mine Shape) bool {
-	if stored.Schema != mine.Schema || !slices.Equal(stored.LevelNames, mine.LevelNames) {
-		return false
-	}
-	for name, l := range mine.Classes {
-		if sl, ok := stored.Classes[name]; !ok || sl != l {
-			return false
-		}
-	}
-	return true
 }
 
 // shapeSchema returns the schema version a stored shape starts with.

@@ -9,9 +9,11 @@
 -- KEYS[1]  shape (STRING)
 -- ARGV[1]  the caller's shape as JSON: {"schema":2,"levels":[...],"classes":{...}}
 --
--- Reply: the stored shape's JSON, after any merge; an error reply
--- CORRUPT ... when the key holds another type. A value that is not a
--- shape is returned as it is (the Go side reports it).
+-- Reply: {the stored shape's JSON after any merge, 1 when it admits the
+-- caller's (same schema and levels, no class mapped elsewhere) else 0};
+-- an error reply CORRUPT ... when the key holds another type. A value
+-- that is not a shape is returned as it is, with 0 (the Go side reports
+-- it). Deciding here keeps a JSON decoder out of a producer's binary.
 --
 -- Keys it touches. Declared in KEYS: shape. Nothing else.
 
@@ -19,19 +21,19 @@ local t = redis.call('TYPE', KEYS[1])
 if type(t) == 'table' then t = t.ok or t['ok'] end
 if t == 'none' then
   redis.call('SET', KEYS[1], ARGV[1])
-  return ARGV[1]
+  return {ARGV[1], 1}
 end
 if t ~= 'string' then
   return redis.error_reply('CORRUPT ' .. KEYS[1] .. ' is a ' .. t .. ', want a string')
 end
 local raw = redis.call('GET', KEYS[1])
-if raw == ARGV[1] then return raw end
+if raw == ARGV[1] then return {raw, 1} end
 local ok, stored = pcall(cjson.decode, raw)
 local mine = cjson.decode(ARGV[1])
-if not ok or type(stored) ~= 'table' or type(stored.levels) ~= 'table' or stored.schema ~= mine.schema then return raw end
-if #stored.levels ~= #mine.levels then return raw end
+if not ok or type(stored) ~= 'table' or type(stored.levels) ~= 'table' or stored.schema ~= mine.schema then return {raw, 0} end
+if #stored.levels ~= #mine.levels then return {raw, 0} end
 for i, name in ipairs(mine.levels) do
-  if stored.levels[i] ~= name then return raw end
+  if stored.levels[i] ~= name then return {raw, 0} end
 end
 local have = type(stored.classes) == 'table' and stored.classes or {}
 local added = false
@@ -40,10 +42,10 @@ for name, lvl in pairs(type(mine.classes) == 'table' and mine.classes or {}) do
     have[name] = lvl
     added = true
   elseif have[name] ~= lvl then
-    return raw
+    return {raw, 0}
   end
 end
-if not added then return raw end
+if not added then return {raw, 1} end
 -- Written as Go's json.Marshal writes a Shape: fields in order, classes
 -- sorted by name.
 local names = {}
@@ -54,4 +56,4 @@ for i, name in ipairs(names) do cls[i] = cjson.encode(name) .. ':' .. string.for
 local merged = '{"schema":' .. string.format('%d', stored.schema) .. ',"levels":' .. cjson.encode(stored.levels) ..
   ',"classes":{' .. table.concat(cls, ',') .. '}}'
 redis.call('SET', KEYS[1], merged)
-return merged
+return {merged, 1}
