@@ -146,8 +146,8 @@ func (c *Client) Depths(ctx context.Context) (map[int]int64, error) {
 // The result the task's handler stored (handlers.SetResult) is in
 // TaskInfo.Result. It outlives the record: once the task completed and its
 // record was deleted, Inspect returns it, for Config.ResultRetention, as a
-// task in StateDone that holds only the ID, Type, Level, EnqueuedAt and
-// the Result fields.
+// task in StateDone with ResultOnly set, which holds only the ID, Type,
+// Level, EnqueuedAt and the Result fields (see TaskInfo.ResultOnly).
 func (c *Client) Inspect(ctx context.Context, id string) (*TaskInfo, error) {
 	t, err := c.s.Inspect(ctx, id)
 	if t == nil {
@@ -222,6 +222,14 @@ func (c *Client) Workers(ctx context.Context) ([]WorkerInfo, error) {
 // Redis returns the underlying Redis client.
 func (c *Client) Redis() redis.UniversalClient {
 	return c.s.Redis()
+}
+
+// ShapeChecked reports whether the client's config was checked against
+// the shape the queue holds in Redis, and matched (at New, or at a later
+// call when Redis could not be reached then). A runtime made from a
+// checked client does not check again.
+func (c *Client) ShapeChecked() bool {
+	return c.s.ShapeChecked()
 }
 
 // infos returns the Info of each record, nil for a nil one (and nil for

@@ -35,9 +35,10 @@ var (
 )
 
 // ErrShapeMismatch is returned by New, runtime.New and a client's first
-// calls when the config's Levels, LevelNames or Classes differ from the
-// shape the queue holds in Redis, recorded by the first process that
-// opened it; the message names both.
+// calls when the config's Levels or LevelNames differ from the shape the
+// queue holds in Redis, recorded by the first process that opened it, or
+// one of its Classes maps to another level than the stored shape's (a
+// config with fewer Classes, or none, matches); the message names both.
 var ErrShapeMismatch = store.ErrShapeMismatch
 
 // ErrNotDead is returned by RequeueDead and DeleteDead for a task that

@@ -4,17 +4,17 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 )
 
-// The first New records the queue's shape; a New whose Levels, LevelNames
-// or Classes differ fails with ErrShapeMismatch naming both, so a producer
-// and a worker cannot silently disagree on the priority order. Configs
-// that spell the same shape differently, and a Config read back, match.
+// The first New records the queue's shape; a New whose Levels or
+// LevelNames differ, or that maps a class to another level, fails with
+// ErrShapeMismatch naming both, so a producer and a worker cannot silently
+// disagree on the priority order. Configs that spell the same shape
+// differently, a Config read back, and one without the classes match.
 func TestShapeMismatch(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		five := queue.Config{Namespace: b.Prefix, Name: "five", Levels: 5, Classes: map[string]int{"paying": 4}}
@@ -38,6 +38,8 @@ func TestShapeMismatch(t *testing.T) {
 
 		_, err = queue.New(b.Client, q.Config())
 		require.NoError(t, err, "a Config read back matches")
+		_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "five", Levels: 5})
+		require.NoError(t, err, "a worker that never set Classes")
 		same := five
 		same.LevelNames = []string{"0", "1", "2", "3", "4"}
 		_, err = queue.New(b.Client, same)
@@ -51,30 +53,35 @@ func TestShapeMismatch(t *testing.T) {
 
 // New cannot check the shape while Redis is down, so it returns a client
 // that checks before its first call: the first Enqueue after Redis is back
-// fails with ErrShapeMismatch, and enqueues nothing.
+// fails with ErrShapeMismatch, and enqueues nothing; so do the other calls
+// that use the levels (Depths included).
 func TestShapeCheckedOnFirstCall(t *testing.T) {
-	b := testredis.Mini(t)
-	ctx := context.Background()
-	b.Miniredis.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: b.Addr, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	q, err := queue.New(rdb, queue.Config{Namespace: b.Prefix})
-	require.NoError(t, err, "New does not fail because Redis is down")
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		ctx := context.Background()
+		rdb, up := b.DownClient(t)
+		q, err := queue.New(rdb, queue.Config{Namespace: b.Prefix})
+		require.NoError(t, err, "New does not fail because Redis is down")
+		require.False(t, q.ShapeChecked())
 
-	require.NoError(t, b.Miniredis.Restart())
-	_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Levels: 2})
-	require.NoError(t, err)
+		up()
+		other, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Levels: 2})
+		require.NoError(t, err)
+		require.True(t, other.ShapeChecked())
 
-	_, err = q.Enqueue(ctx, queue.NewTask("mail", nil))
-	require.ErrorIs(t, err, queue.ErrShapeMismatch)
-	_, err = q.EnqueueBatch(ctx, []*queue.Task{queue.NewTask("mail", nil)})
-	require.ErrorIs(t, err, queue.ErrShapeMismatch)
-	_, err = q.Stats(ctx)
-	require.ErrorIs(t, err, queue.ErrShapeMismatch)
-	require.ErrorIs(t, q.Pause(ctx, 0, queue.PauseWait), queue.ErrShapeMismatch)
-	keys, err := b.Client.Keys(ctx, "*").Result()
-	require.NoError(t, err)
-	require.Len(t, keys, 1, "only the shape key: %v", keys)
+		_, err = q.Enqueue(ctx, queue.NewTask("mail", nil))
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		_, err = q.EnqueueBatch(ctx, []*queue.Task{queue.NewTask("mail", nil)})
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		_, err = q.Stats(ctx)
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		_, err = q.Depths(ctx)
+		require.ErrorIs(t, err, queue.ErrShapeMismatch)
+		require.ErrorIs(t, q.Pause(ctx, 0, queue.PauseWait), queue.ErrShapeMismatch)
+		keys, err := b.Client.Keys(ctx, "*"+b.Prefix+"*").Result()
+		require.NoError(t, err)
+		require.Len(t, keys, 1, "only the shape key: %v", keys)
+		require.False(t, q.ShapeChecked())
+	})
 }
 
 // A shape key that holds something else is reported as ErrCorrupt, a

@@ -87,10 +87,13 @@ func Example_result() {
 	if err != nil {
 		panic(err)
 	}
+	stored := make(chan struct{}, 1)
 	mux := handlers.NewMux()
 	mux.HandleFunc("count", func(ctx context.Context, t *queue.TaskInfo) error {
 		words := len(strings.Fields(string(t.Payload)))
-		return handlers.SetResult(ctx, []byte(strconv.Itoa(words)))
+		err := handlers.SetResult(ctx, []byte(strconv.Itoa(words)))
+		stored <- struct{}{}
+		return err
 	})
 	rt, err := runtime.New(q, mux, runtime.Config{Logger: zap.NewNop()})
 	if err != nil {
@@ -103,16 +106,21 @@ func Example_result() {
 	if err != nil {
 		panic(err)
 	}
-	for info.State != queue.StateDone { // poll until the task completed
-		time.Sleep(time.Millisecond)
+	<-stored // the result is in Redis; the ack follows the handler's return
+	for deadline := time.Now().Add(5 * time.Second); ; {
 		if info, err = q.Inspect(ctx, info.ID); err != nil {
 			panic(err)
 		}
+		if info.State == queue.StateDone || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond) // the ack, a round trip away
 	}
-	fmt.Println(info.State, string(info.Result), info.ResultExpiresAt.Sub(info.ResultAt))
+	// The record was deleted at the ack: the result alone is left.
+	fmt.Println(info.State, info.ResultOnly, string(info.Result), info.ResultExpiresAt.Sub(info.ResultAt))
 	cancel()
 	fmt.Println("run returned:", <-stopped)
 	// Output:
-	// done 6 1h0m0s
+	// done true 6 1h0m0s
 	// run returned: <nil>
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/overtake/overtake/internal/store"
 
 	"context"
+	"errors"
 	"time"
 
 	"github.com/overtake/overtake/internal/telemetry"
@@ -21,7 +22,8 @@ func (r *Runtime) heartbeatLoop() {
 	defer r.loops.Done()
 	tick := time.NewTicker(r.cfg.HeartbeatInterval)
 	defer tick.Stop()
-	missed := false // a heartbeat failed or was skipped since the last that went through
+	missed := false  // a heartbeat failed or was skipped since the last that went through
+	refused := false // a shape mismatch was logged since the last that went through
 	for {
 		select {
 		case <-r.baseCtx.Done():
@@ -40,8 +42,21 @@ func (r *Runtime) heartbeatLoop() {
 		err := r.heartbeat(r.baseCtx)
 		r.redisCalled(err, sent)
 		if missed = err != nil; missed {
-			r.log.Warn("heartbeat failed", zap.Error(err))
+			switch {
+			case !errors.Is(err, queue.ErrShapeMismatch):
+				r.log.Warn("heartbeat failed", zap.Error(err))
+			case !refused:
+				// Not transient: until the config or the shape changes,
+				// every heartbeat is refused. Said once (the dispatcher
+				// says so too), then at debug.
+				refused = true
+				r.log.Warn("heartbeat refused: queue shape differs from this worker's config", zap.Error(err))
+			default:
+				r.log.Debug("heartbeat refused: queue shape differs from this worker's config", zap.Error(err))
+			}
+			continue
 		}
+		refused = false
 	}
 }
 

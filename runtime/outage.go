@@ -103,7 +103,8 @@ func isOutage(err error) bool {
 // (LOADING, NOPERM, OOM) does not end an outage: Redis does not serve yet.
 func answeredErr(err error) bool {
 	return err == nil || errors.Is(err, queue.ErrLeaseLost) || errors.Is(err, queue.ErrCorrupt) ||
-		errors.Is(err, queue.ErrSchema) || errors.Is(err, queue.ErrNotReplicated)
+		errors.Is(err, queue.ErrSchema) || errors.Is(err, queue.ErrNotReplicated) ||
+		errors.Is(err, queue.ErrShapeMismatch)
 }
 
 // redisFailed records that a call to Redis failed with err, and reports

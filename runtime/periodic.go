@@ -47,6 +47,11 @@ type Periodic struct {
 type schedule struct {
 	Periodic
 	next func(time.Time) time.Time // the first tick after t
+	// otherSpec is the other spec last logged as found in the schedule's
+	// key, refused whether a shape mismatch was logged: each is logged
+	// once. Only the schedule's goroutine uses them.
+	otherSpec string
+	refused   bool
 }
 
 // maxCatchUp bounds the missed ticks a late runtime enqueues at once.
@@ -127,15 +132,28 @@ func (r *Runtime) runSchedule(s *schedule) {
 // next tick is due; then the tick is skipped.
 func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 	log := r.log.With(zap.String("schedule", s.Name), zap.Time("tick", tick))
+	r.checkSpec(s, log)
 	until := s.next(tick)
 	b := backoff{limit: r.cfg.MaxRedisBackoff}
 	for {
 		ctx, cancel := context.WithTimeout(r.baseCtx, r.q.Config().LeaseDuration)
-		info, err := r.q.Enqueue(ctx, s.Task, store.Tick(s.Name, tick))
+		info, err := r.q.Enqueue(ctx, s.Task, store.Tick(s.Name, s.Spec, tick))
 		cancel()
 		switch {
 		case err == nil:
+			s.refused = false
 			log.Info("periodic task enqueued", zap.String("task_id", info.ID))
+			return
+		case errors.Is(err, queue.ErrShapeMismatch):
+			// Not transient: the config or the stored shape must change.
+			// Logged once (the lease loop says so too), each tick after
+			// at debug.
+			if !s.refused {
+				s.refused = true
+				log.Error("periodic tasks not enqueued: this worker's config differs from the queue's shape", zap.Error(err))
+			} else {
+				log.Debug("periodic task not enqueued: shape mismatch", zap.Error(err))
+			}
 			return
 		case errors.Is(err, store.ErrTickTaken):
 			log.Debug("periodic tick enqueued by another runtime")
@@ -160,4 +178,23 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// checkSpec reads the spec the schedule's key holds, that of the runtime
+// that decided the last tick, and logs once at warn when it is another
+// than s's: runtimes that share a Name but not a Spec each enqueue their
+// own ticks (each tick once, none older than the last), so the queue gets
+// the union of both schedules until they agree, most often for the length
+// of a rolling deploy. The key holds the newest writer's spec; no runtime
+// follows another's. A failed read is left to the enqueue that follows.
+func (r *Runtime) checkSpec(s *schedule, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(r.baseCtx, r.q.Config().LeaseDuration)
+	defer cancel()
+	_, spec, err := r.eng.LastTick(ctx, s.Name)
+	if err != nil || spec == "" || spec == s.Spec || spec == s.otherSpec {
+		return
+	}
+	s.otherSpec = spec
+	log.Warn("periodic schedule: another runtime decided the last tick with another spec; each runtime "+
+		"enqueues the ticks of its own", zap.String("spec", s.Spec), zap.String("stored_spec", spec))
 }

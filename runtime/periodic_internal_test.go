@@ -1,11 +1,17 @@
 package runtime
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -27,4 +33,64 @@ func TestScheduleTicks(t *testing.T) {
 	require.Equal(t, time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC), ss[1].next(at).UTC())
 	require.Equal(t, time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC), ss[2].next(at).UTC())
 	require.Equal(t, at.Add(7*time.Second), ss[3].next(at))
+}
+
+// The schedule's key holds the spec of the runtime that decided the last
+// tick; a runtime whose spec differs says so once at warn (another spec
+// found later once more), and still enqueues its own ticks. A shape
+// mismatch is not retried and is logged once.
+func TestPeriodicSpecAndShapeLoggedOnce(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		ctx := context.Background()
+		core, logs := zapobserver.New(zapcore.DebugLevel)
+		newRuntime := func(cfg queue.Config, spec string) (*Runtime, *schedule) {
+			cfg.Namespace = b.Prefix
+			q, err := queue.New(b.Client, cfg)
+			require.NoError(t, err)
+			rt, err := New(q, handlers.NewMux(), Config{WorkerID: "w", Logger: zap.New(core),
+				Periodic: []Periodic{{Name: "nightly", Spec: spec, Task: queue.NewTask("t", nil)}}})
+			require.NoError(t, err)
+			rt.baseCtx = ctx
+			return rt, rt.schedules[0]
+		}
+		count := func(msg string) int { return logs.FilterMessageSnippet(msg).Len() }
+		const other = "another spec"
+		at := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
+		daily, ds := newRuntime(queue.Config{}, "@daily")
+		hourly, hs := newRuntime(queue.Config{}, "@hourly")
+
+		daily.enqueueTick(ds, at)
+		_, spec, err := daily.eng.LastTick(ctx, "nightly")
+		require.NoError(t, err)
+		require.Equal(t, "@daily", spec)
+		for i := range 3 {
+			hourly.enqueueTick(hs, at.Add(time.Duration(i+1)*time.Hour))
+		}
+		require.Equal(t, 1, count(other), "the other spec, logged once")
+		last, spec, err := hourly.eng.LastTick(ctx, "nightly")
+		require.NoError(t, err)
+		require.Equal(t, "@hourly", spec, "the newest writer's")
+		require.Equal(t, at.Add(3*time.Hour), last.UTC())
+		daily.enqueueTick(ds, at.Add(24*time.Hour))
+		require.Equal(t, 2, count(other), "the daily runtime finds the hourly spec")
+		require.Len(t, logs.FilterMessage("periodic task enqueued").All(), 5, "each runtime enqueues its own ticks")
+
+		// A worker made while Redis was down, of another shape than the
+		// queue's: Enqueue refuses each tick; logged once, not retried.
+		rdb, up := b.DownClient(t)
+		q, err := queue.New(rdb, queue.Config{Namespace: b.Prefix, Name: "q5", Levels: 5})
+		require.NoError(t, err)
+		five, err := New(q, handlers.NewMux(), Config{WorkerID: "w", Logger: zap.New(core),
+			Periodic: []Periodic{{Name: "nightly", Spec: "@hourly", Task: queue.NewTask("t", nil)}}})
+		require.NoError(t, err)
+		five.baseCtx = ctx
+		up()
+		_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "q5", Levels: 2})
+		require.NoError(t, err)
+		fs := five.schedules[0]
+		five.enqueueTick(fs, at)
+		five.enqueueTick(fs, at.Add(time.Hour))
+		require.Equal(t, 1, count("differs from the queue's shape"))
+		require.Zero(t, count("retrying"), "a shape mismatch is not retried")
+	})
 }

@@ -142,12 +142,12 @@ const shapeTimeout = 5 * time.Second
 // New returns a runtime that takes tasks from q and runs them with h.
 //
 // Like queue.New, New checks q's Levels, LevelNames and Classes against
-// the shape the queue holds in Redis, and fails with an error wrapping
-// queue.ErrShapeMismatch (naming both) when they differ: a worker that
-// disagrees on the levels would lease in the wrong order or not at all.
-// When Redis cannot be reached within 5 s, the first lease and heartbeat
-// check it instead; while the shapes differ, the worker logs the error
-// and backs off, leasing nothing.
+// the shape the queue holds in Redis, unless q passed that check already,
+// and fails with an error wrapping queue.ErrShapeMismatch (naming both)
+// when they differ: a worker that disagrees on the levels would lease in
+// the wrong order or not at all. When Redis cannot be reached within 5 s,
+// the first lease and heartbeat check it instead; while the shapes
+// differ, the worker logs the error and backs off, leasing nothing.
 func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	if q == nil || h == nil {
 		return nil, fmt.Errorf("%w: nil queue client or handler", ErrInvalidConfig)
@@ -157,10 +157,12 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	eng := store.Of(q)
-	ctx, cancel := context.WithTimeout(context.Background(), shapeTimeout)
-	defer cancel()
-	if err := eng.CheckShape(ctx); store.ShapeRefused(err) {
-		return nil, err
+	if !eng.ShapeChecked() { // else queue.New (or a call of q) checked it
+		ctx, cancel := context.WithTimeout(context.Background(), shapeTimeout)
+		defer cancel()
+		if err := eng.CheckShape(ctx); store.ShapeRefused(err) {
+			return nil, err
+		}
 	}
 	r := &Runtime{
 		q: q, eng: eng, h: handlers.Recover()(h), cfg: cfg,

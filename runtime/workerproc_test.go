@@ -27,7 +27,8 @@ const (
 	envWorkerNS    = "OVERTAKE_TEST_WORKER_NS"    // queue namespace
 	envWorkerSlots = "OVERTAKE_TEST_WORKER_SLOTS" // Concurrency
 	// envWorkerPeriodic, when set, is the Spec of a Periodic "tick" that
-	// enqueues a task of type "tick" at level 1.
+	// enqueues a task of type "tick" at level 1, whose handler appends
+	// the task's ID to the list ranKey(namespace) and succeeds.
 	envWorkerPeriodic = "OVERTAKE_TEST_WORKER_PERIODIC"
 )
 
@@ -45,6 +46,9 @@ func workerProcess() int {
 	mux.HandleFunc("job", func(ctx context.Context, _ *queue.TaskInfo) error {
 		<-ctx.Done()
 		return ctx.Err()
+	})
+	mux.HandleFunc("tick", func(ctx context.Context, tk *queue.TaskInfo) error {
+		return rdb.RPush(ctx, ranKey(os.Getenv(envWorkerNS)), tk.ID).Err()
 	})
 	slots, _ := strconv.Atoi(os.Getenv(envWorkerSlots))
 	cfg := runtime.Config{Concurrency: slots, WorkerID: os.Getenv(envWorker)}
@@ -87,3 +91,6 @@ func kill9(t *testing.T, cmd *exec.Cmd) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 }
+
+// ranKey is the list a worker process's "tick" handler appends to.
+func ranKey(ns string) string { return ns + ":ran" }

@@ -18,8 +18,10 @@ type Saver struct {
 	// MaxBytes, if positive, rejects larger checkpoints with
 	// queue.ErrCheckpointTooLarge.
 	MaxBytes int
-	// MaxResultBytes, if positive, rejects larger results
-	// (handlers.SetResult) with queue.ErrResultTooLarge.
+	// MaxResultBytes rejects larger results (handlers.SetResult) with
+	// queue.ErrResultTooLarge. As queue.Config.MaxResultBytes, zero means
+	// the queue's default (1 MiB), so a handler tested here meets the
+	// limit it meets in production; a negative value means no limit.
 	MaxResultBytes int
 
 	mu     sync.Mutex
@@ -119,8 +121,12 @@ func (s *Saver) SaveResult(ctx context.Context, t *queue.TaskInfo, token string,
 	if !ok || r.token != token {
 		return queue.ErrLeaseLost
 	}
-	if s.MaxResultBytes > 0 && len(data) > s.MaxResultBytes {
-		return fmt.Errorf("%d bytes: %w", len(data), queue.ErrResultTooLarge)
+	limit := s.MaxResultBytes
+	if limit == 0 {
+		limit = queue.Config{}.WithDefaults().MaxResultBytes
+	}
+	if limit >= 0 && len(data) > limit {
+		return fmt.Errorf("%d bytes, limit %d: %w", len(data), limit, queue.ErrResultTooLarge)
 	}
 	r.result = bytes.Clone(data)
 	return nil

@@ -61,3 +61,21 @@ func TestSaver(t *testing.T) {
 	assert.Nil(t, data)
 	assert.Zero(t, seq)
 }
+
+// Results are limited as the queue limits them: 1 MiB unless
+// MaxResultBytes says otherwise, no limit when it is negative.
+func TestSaverResultLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var s checkpointtest.Saver
+	task := s.Lease(&queue.TaskInfo{ID: "t"}, "a")
+	limit := queue.Config{}.WithDefaults().MaxResultBytes
+	require.Equal(t, 1<<20, limit)
+	require.NoError(t, s.SaveResult(ctx, task, "a", make([]byte, limit)))
+	require.ErrorIs(t, s.SaveResult(ctx, task, "a", make([]byte, limit+1)), queue.ErrResultTooLarge, "the queue's default")
+	s.MaxResultBytes = 3
+	require.ErrorIs(t, s.SaveResult(ctx, task, "a", []byte("four")), queue.ErrResultTooLarge)
+	s.MaxResultBytes = -1
+	require.NoError(t, s.SaveResult(ctx, task, "a", make([]byte, limit+1)))
+	assert.Len(t, s.Result("t"), limit+1)
+}

@@ -14,5 +14,7 @@
 // redis://127.0.0.1:6379) and takes --namespace and --queue. The levels
 // and classes of the queue are read from Redis, where its first producer
 // or worker recorded them; a command on a queue that has none names the
-// queues it found and exits 1 (enqueue creates it, with --levels).
+// queues it found and exits 1. enqueue creates a queue that holds no data
+// yet; a queue in use that has no shape (opened only by older versions)
+// gets one only from --levels.
 package main

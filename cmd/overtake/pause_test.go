@@ -62,17 +62,18 @@ func TestPauseResume(t *testing.T) {
 		expect(c.ok("resume"), "all 3 levels resumed; workers lease from them again within one wake-up", "no level is paused")
 		paused(map[int]queue.PauseMode{})
 
-		// Named levels of another queue, created by --levels, then read
-		// from Redis.
+		// Named levels of another queue, opened by a worker, given by a
+		// --levels that agrees, then read from Redis. (--levels on a name
+		// never used records nothing: TestCLIRecordsNoShapeOfQueueInUse.)
+		four, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "four", LevelNames: []string{"bulk", "std", "urgent", "page"}, Levels: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
 		expect(c.ok("pause", "--queue", "four", "--levels", "bulk,std,urgent,page", "--level", "urgent", "--preempt"),
 			"level 2 (urgent) paused; running tasks are preempted, checkpointed and requeued; new tasks are still accepted",
 			"paused: urgent (2, preempt)")
 		c.ok("resume", "--queue", "four", "--level", "page")
 		c.ok("resume", "--queue", "four", "--level", "3")
-		four, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "four", LevelNames: []string{"bulk", "std", "urgent", "page"}, Levels: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if got, err := four.Paused(ctx); err != nil || !maps.Equal(got, map[int]queue.PauseMode{2: queue.PausePreempt}) {
 			t.Fatalf("queue four paused %v (%v)", got, err)
 		}

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
@@ -21,6 +24,9 @@ type queueRow struct {
 	Scheduled int64          `json:"scheduled"`
 	Dead      int64          `json:"dead"`
 	Classes   map[string]int `json:"classes,omitempty"`
+	// Error says why the queue could not be read (a shape or key that is
+	// corrupt, of another schema); its other fields are then empty.
+	Error string `json:"error,omitempty"`
 }
 
 // levelDepth is one level's pending count in a queueRow.
@@ -54,23 +60,12 @@ func cmdQueues(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	rows := make([]queueRow, 0, len(names))
 	for _, name := range names {
-		sh, err := store.ReadShape(ctx, rdb, rf.namespace, name)
-		if err != nil {
+		row, err := readQueue(ctx, rdb, rf.namespace, name)
+		if store.ShapeRefused(err) || errors.Is(err, store.ErrInvalidConfig) {
+			// One corrupt queue must not hide the others.
+			row = queueRow{Queue: name, Error: err.Error()}
+		} else if err != nil {
 			return err
-		}
-		q, err := queue.New(rdb, sh.Apply(queue.Config{Namespace: rf.namespace, Name: name}))
-		if err != nil {
-			return err
-		}
-		st, err := q.Stats(ctx)
-		if err != nil {
-			return err
-		}
-		row := queueRow{Queue: name, Classes: sh.Classes}
-		for _, l := range st.Levels {
-			row.Levels = append(row.Levels, levelDepth{Level: l.Level, Name: l.Name, Depth: l.Pending})
-			row.Pending, row.Active, row.Scheduled, row.Dead = row.Pending+l.Pending, row.Active+l.Active,
-				row.Scheduled+l.Scheduled, row.Dead+l.Dead
 		}
 		rows = append(rows, row)
 	}
@@ -80,6 +75,29 @@ func cmdQueues(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return enc.Encode(map[string]any{"namespace": rf.namespace, "queues": rows})
 	}
 	return writeQueues(stdout, rf.namespace, rows)
+}
+
+// readQueue returns the row of queue name of namespace ns.
+func readQueue(ctx context.Context, rdb redis.UniversalClient, ns, name string) (queueRow, error) {
+	sh, err := store.ReadShape(ctx, rdb, ns, name)
+	if err != nil {
+		return queueRow{}, err
+	}
+	q, err := queue.New(rdb, sh.Apply(queue.Config{Namespace: ns, Name: name}))
+	if err != nil {
+		return queueRow{}, err
+	}
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return queueRow{}, err
+	}
+	row := queueRow{Queue: name, Classes: sh.Classes}
+	for _, l := range st.Levels {
+		row.Levels = append(row.Levels, levelDepth{Level: l.Level, Name: l.Name, Depth: l.Pending})
+		row.Pending, row.Active, row.Scheduled, row.Dead = row.Pending+l.Pending, row.Active+l.Active,
+			row.Scheduled+l.Scheduled, row.Dead+l.Dead
+	}
+	return row, nil
 }
 
 // writeQueues prints rows as a table, each level's depth most urgent
@@ -93,6 +111,10 @@ func writeQueues(w io.Writer, ns string, rows []queueRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tLEVELS\tDEPTH\tIN FLIGHT\tSCHEDULED\tDEAD\tDEPTH PER LEVEL (most urgent first)")
 	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\tunreadable: %s\n", r.Queue, r.Error)
+			continue
+		}
 		per := make([]string, 0, len(r.Levels))
 		for i := len(r.Levels) - 1; i >= 0; i-- {
 			per = append(per, fmt.Sprintf("%s=%d", r.Levels[i].Name, r.Levels[i].Depth))

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/overtake/overtake/internal/testredis"
@@ -42,6 +44,35 @@ func TestQueuesCommand(t *testing.T) {
 		if len(doc.Queues) != 2 || doc.Queues[1].Queue != "five" || len(doc.Queues[1].Levels) != 5 ||
 			doc.Queues[1].Levels[4].Depth != 1 || doc.Queues[1].Pending != 4 {
 			t.Errorf("queues --json: %+v", doc.Queues)
+		}
+
+		// A corrupt shape is shown on its row; the other queues still are.
+		ctx := context.Background()
+		for name, val := range map[string]string{"bad": "[]", "big": `{"schema":2,"levels":[` + strings.Repeat(`"x",`, 70) + `"y"]}`} {
+			if err := b.Client.Set(ctx, "{"+b.Prefix+":"+name+"}:shape", val, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Client.RPush(ctx, "{"+b.Prefix+":alist}:shape", "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		out = c.ok("queues")
+		for _, re := range []string{
+			`namespace "` + regexp.QuoteMeta(b.Prefix) + `": 5 queues\n`,
+			`(?m)^alist\s+-\s+-\s+-\s+-\s+-\s+unreadable: .*corrupt`,
+			`(?m)^bad\s+-\s+-\s+-\s+-\s+-\s+unreadable: .*not a queue shape`,
+			`(?m)^big\s+-\s+-\s+-\s+-\s+-\s+unreadable: .*Levels must be 1\.\.64`,
+			`(?m)^five\s+5\s+4\s`,
+		} {
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("queues with corrupt shapes does not match %s:\n%s", re, out)
+			}
+		}
+		if err := json.Unmarshal([]byte(c.ok("queues", "--json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Queues) != 5 || doc.Queues[1].Queue != "bad" || doc.Queues[1].Error == "" || doc.Queues[4].Error != "" {
+			t.Errorf("queues --json with corrupt shapes: %+v", doc.Queues)
 		}
 	})
 }

@@ -38,9 +38,9 @@ type redisFlags struct {
 	levels    string
 	classes   string
 	ca        string
-	// create: a queue Redis holds no shape of is created with the flags'
-	// shape (the default one without --levels), as a producer's queue.New
-	// does (enqueue); else it is an error (open).
+	// create: a queue Redis holds neither a shape nor data of is created
+	// with the flags' shape (the default one without --levels), as a
+	// producer's queue.New does (enqueue); else it is an error (open).
 	create bool
 }
 
@@ -59,9 +59,10 @@ func addRedisFlags(fs *flag.FlagSet) *redisFlags {
 	fs.StringVar(&f.namespace, "namespace", queue.Config{}.WithDefaults().Namespace, "key namespace of the queue")
 	fs.StringVar(&f.queue, "queue", queue.Config{}.WithDefaults().Name, "queue name")
 	fs.StringVar(&f.levels, "levels", "", "deprecated: the levels are read from Redis. Given, a count (3 = low,normal,high) "+
-		"or level names lowest first (\"bulk,std,urgent,page\") that must match them, or that create a queue Redis has no shape of")
+		"or level names lowest first (\"bulk,std,urgent,page\") that must match them, or that record the shape of a queue "+
+		"in use that Redis has no shape of (opened only by older versions)")
 	fs.StringVar(&f.classes, "classes", "", "deprecated: the classes are read from Redis. Given, name=level pairs "+
-		"(\"free=low,paying=high\") that must match them, or that create a queue Redis has no shape of")
+		"(\"free=low,paying=high\") that must not map a class elsewhere; recorded with --levels or by enqueue")
 	return f
 }
 
@@ -70,9 +71,6 @@ func addRedisFlags(fs *flag.FlagSet) *redisFlags {
 func (f *redisFlags) config() (queue.Config, error) {
 	return f.withShapeFlags(queue.Config{Namespace: f.namespace, Name: f.queue})
 }
-
-// shapeGiven reports whether --levels or --classes was given.
-func (f *redisFlags) shapeGiven() bool { return f.levels != "" || f.classes != "" }
 
 // withShapeFlags returns cfg with the levels of --levels and the classes
 // of --classes, where given; the classes name levels of the result.
@@ -133,9 +131,10 @@ func levelOf(cfg queue.Config, name string) (int, error) {
 // the queue the flags name, with the shape (levels, names, classes) the
 // queue holds in Redis; close releases the connection. --levels and
 // --classes, where given, replace the stored ones, so that queue.New fails
-// naming both shapes when they differ; on a queue Redis holds no shape of
-// they record it. Without them, such a queue is an error that names the
-// queues of the namespace, unless f.create.
+// naming both shapes when they differ. A queue Redis holds no shape of is
+// an error that names the queues of the namespace, unless f.create and
+// the queue holds no data (enqueue's quick start), or it holds data and
+// --levels gives its levels (see queueConfig).
 func (f *redisFlags) open(ctx context.Context) (q *queue.Client, closeFn func(), err error) {
 	if _, err := f.config(); err != nil {
 		return nil, nil, err
@@ -165,8 +164,22 @@ func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient)
 		cfg = sh.Apply(cfg)
 	case !errors.Is(err, store.ErrNoQueue):
 		return cfg, err
-	case !f.shapeGiven() && !f.create:
-		return cfg, f.noQueue(ctx, rdb)
+	default:
+		// No shape: record one only for a name never used, by enqueue (a
+		// quick start, as a producer's queue.New), or for a queue in use
+		// (opened by a version recording no shapes) whose levels --levels
+		// gives: guessing them would break its workers, and a mistyped
+		// --queue would leave a phantom queue.
+		used, err := store.QueueHasData(ctx, rdb, f.namespace, f.queue)
+		switch {
+		case err != nil:
+			return cfg, err
+		case used && f.levels == "":
+			return cfg, fmt.Errorf("%w: %q in namespace %q holds tasks but no recorded shape (opened only by an "+
+				"Overtake recording no shapes); give its levels with --levels to record them", errNoQueue, f.queue, f.namespace)
+		case !used && !f.create:
+			return cfg, f.noQueue(ctx, rdb)
+		}
 	}
 	return f.withShapeFlags(cfg)
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 )
@@ -89,6 +91,57 @@ func TestMissingQueue(t *testing.T) {
 		}
 		if out := c.ok("stats", "--queue", "media"); !regexp.MustCompile(`(?m)^\s*1\s+1\s+running\s+0\s`).MatchString(out) {
 			t.Errorf("stats of the created queue:\n%s", out)
+		}
+	})
+}
+
+// The CLI records no shape for a queue in use that has none (opened only
+// by an Overtake recording no shapes, here a 5-level queue whose shape key
+// is gone) unless --levels gives its levels: enqueue, or --classes alone,
+// would record 3 levels and break its workers. A name never used gets no
+// shape from --levels either (a mistyped --queue leaves no phantom queue),
+// only from enqueue's quick start.
+func TestCLIRecordsNoShapeOfQueueInUse(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		ctx := context.Background()
+		c := newCLI(t, b)
+		fiveLevels(t, b)
+		shapeKey := "{" + b.Prefix + ":five}:shape"
+		if err := b.Client.Del(ctx, shapeKey).Err(); err != nil {
+			t.Fatal(err)
+		}
+		noShape := func(name string, after []string) {
+			t.Helper()
+			if _, err := store.ReadShape(ctx, b.Client, b.Prefix, name); !errors.Is(err, store.ErrNoQueue) {
+				t.Errorf("after %q: queue %q has a shape (%v)", after, name, err)
+			}
+		}
+		for _, args := range [][]string{
+			{"enqueue", "--type", "x", "--queue", "five"},
+			{"enqueue", "--type", "x", "--queue", "five", "--classes", "paying=2"},
+			{"stats", "--queue", "five", "--classes", "paying=2"},
+		} {
+			errOut := c.fail(1, args...)
+			if want := `"five" in namespace "` + b.Prefix + `" holds tasks but no recorded shape`; !strings.Contains(errOut, want) {
+				t.Errorf("%q: %q lacks %q", args, errOut, want)
+			}
+			noShape("five", args)
+		}
+		for _, args := range [][]string{
+			{"stats", "--queue", "fivee", "--levels", "3"}, {"pause", "--queue", "fivee", "--classes", "a=1"},
+		} {
+			c.fail(1, args...)
+			noShape("fivee", args)
+		}
+
+		c.ok("stats", "--queue", "five", "--levels", "5")
+		sh, err := store.ReadShape(ctx, b.Client, b.Prefix, "five")
+		if err != nil || len(sh.LevelNames) != 5 {
+			t.Errorf("--levels 5 recorded %v (%v)", sh, err)
+		}
+		c.ok("enqueue", "--type", "x", "--queue", "new")
+		if _, err := store.ReadShape(ctx, b.Client, b.Prefix, "new"); err != nil {
+			t.Errorf("enqueue on a name never used: %v", err)
 		}
 	})
 }

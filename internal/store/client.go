@@ -126,13 +126,17 @@ type Source interface {
 }
 
 // Of returns a store over the queue src describes: its own connection
-// state (group commits, scripts) on src's Redis client and Config. The
+// state (group commits, scripts) on src's Redis client and Config, and
+// src's shape check when src has passed it (a ShapeChecked method). The
 // Config of a queue.Client was validated when it was opened, so New
 // cannot fail on it; Of panics if it does.
 func Of(src Source) *Store {
 	s, err := New(src.Redis(), src.Config())
 	if err != nil {
 		panic(fmt.Sprintf("overtake: store.Of: %v", err))
+	}
+	if c, ok := src.(interface{ ShapeChecked() bool }); ok && c.ShapeChecked() {
+		s.shape.ok.Store(true) // the same Config, checked already
 	}
 	return s
 }

@@ -31,7 +31,9 @@ type Config struct {
 	// given by name or number alike (LevelByName, LevelNamed).
 	LevelNames []string
 	// Classes maps logical priority classes ("paying", "free") to levels,
-	// used by the Class option. Defaults to none.
+	// used by the Class option. Defaults to none. A process may set fewer
+	// classes than others of its queue, or none; a class set by two must
+	// map to one level (CheckShape).
 	Classes map[string]int
 	// MaxPayloadBytes is the largest payload Enqueue accepts. Defaults to
 	// 1 MiB; a negative value means no limit.
@@ -47,7 +49,8 @@ type Config struct {
 	// ResultRetention is how long a task's result is kept after the
 	// handler stored it (handlers.SetResult), in a key of its own that
 	// outlives the task's record: the worker that stores it applies its
-	// own ResultRetention. Defaults to 24 h; it must not be negative.
+	// own ResultRetention. Defaults to 24 h (when zero); it must be at
+	// least 1ms (Redis keeps a key for whole milliseconds).
 	ResultRetention time.Duration
 	// WaitReplicas, when positive, makes every write call (an Enqueue or
 	// a grouped one, a lease with its acks, an ack, retry, requeue, dead
@@ -167,10 +170,13 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// maxLevels is the most levels a queue may have.
+const maxLevels = 64
+
 func (c Config) validate() error {
 	switch {
-	case c.Levels < 1 || c.Levels > 64:
-		return fmt.Errorf("%w: Levels must be 1..64, got %d", ErrInvalidConfig, c.Levels)
+	case c.Levels < 1 || c.Levels > maxLevels:
+		return fmt.Errorf("%w: Levels must be 1..%d, got %d", ErrInvalidConfig, maxLevels, c.Levels)
 	case len(c.LevelNames) != c.Levels:
 		return fmt.Errorf("%w: %d LevelNames for %d levels", ErrInvalidConfig, len(c.LevelNames), c.Levels)
 	case c.LeaseDuration < 100*time.Millisecond:
@@ -179,6 +185,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: negative Retention %v", ErrInvalidConfig, c.Retention)
 	case c.ResultRetention < 0:
 		return fmt.Errorf("%w: negative ResultRetention %v", ErrInvalidConfig, c.ResultRetention)
+	case c.ResultRetention < time.Millisecond:
+		// Redis keeps a result for whole milliseconds (PX): under 1ms
+		// would be PX 0, which Redis refuses at every SetResult.
+		return fmt.Errorf("%w: ResultRetention %v is under 1ms", ErrInvalidConfig, c.ResultRetention)
 	case c.WaitReplicas < 0 || c.WaitTimeout < 0:
 		return fmt.Errorf("%w: negative WaitReplicas %d or WaitTimeout %v", ErrInvalidConfig, c.WaitReplicas, c.WaitTimeout)
 	case c.AgeAfter < 0 || (c.AgeAfter > 0 && c.AgeAfter < time.Millisecond):

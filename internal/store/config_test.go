@@ -26,6 +26,7 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		"levels":                {Config{Levels: 65}, "Levels must be 1..64"},
 		"lease":                 {Config{LeaseDuration: time.Millisecond}, "under 100ms"},
 		"result retention":      {Config{ResultRetention: -time.Second}, "negative ResultRetention -1s"},
+		"result retention <1ms": {Config{ResultRetention: time.Microsecond}, "ResultRetention 1µs is under 1ms"},
 		"numbers reversed":      {Config{LevelNames: []string{"2", "1", "0"}}, `level name "2" of level 0 reads as level 2`},
 		"number of no level":    {Config{LevelNames: []string{"a", "b", "7"}}, `level name "7" of level 2 reads as level 7`},
 		"signed number":         {Config{LevelNames: []string{"a", "+0", "c"}}, `level name "+0" of level 1 reads as level 0`},

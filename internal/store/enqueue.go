@@ -96,17 +96,17 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 	}
 	nt.State, nt.EnqueuedAt, nt.ReadyAt, nt.OriginalLevel, nt.AgedAt = state, now, now, nt.Level, time.Time{}
 	args := []any{c.keys.prefix, nt.ID, mode, c.scriptNow(), delay.Milliseconds(), nt.Level, prb, body}
-	ks := []string{c.keys.task(nt.ID), dest, c.keys.state(nt.ID), c.keys.counts()}
+	ks := []string{c.keys.task(nt.ID), dest, c.keys.state(nt.ID), c.keys.counts(), c.keys.result(nt.ID)}
 	switch {
 	case nt.unique > 0 && nt.schedule != "":
 		ks = append(ks, c.keys.unique(nt.Headers[UniqueHeader]), c.keys.periodic(nt.schedule))
-		args = append(args, fmt.Sprintf(`{"u":%d,"k":%s}`, nt.unique.Milliseconds(), tickArg(&nt)))
+		args = append(args, fmt.Sprintf(`{"u":%d,%s}`, nt.unique.Milliseconds(), tickArg(&nt)))
 	case nt.unique > 0:
 		ks = append(ks, c.keys.unique(nt.Headers[UniqueHeader]))
 		args = append(args, fmt.Sprintf(`{"u":%d}`, nt.unique.Milliseconds()))
 	case nt.schedule != "":
 		ks = append(ks, c.keys.periodic(nt.schedule))
-		args = append(args, fmt.Sprintf(`{"k":%s}`, tickArg(&nt)))
+		args = append(args, "{"+tickArg(&nt)+"}")
 	}
 	return &nt, ks, args, span, nil
 }

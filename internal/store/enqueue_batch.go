@@ -159,14 +159,14 @@ func (c *Store) batchHead(now any) ([]string, []any) {
 }
 
 // batchTask appends task nt's keys and ARGV to a batch call's, from those
-// of the single-task script that prepare built: keys t:<id>, s:<id> and
-// the lock of a unique task; ARGV id, mode, delay, level, preemptible,
+// of the single-task script that prepare built: keys t:<id>, s:<id>,
+// res:<id> and the lock of a unique task; ARGV id, mode, delay, level, preemptible,
 // body and the lock's time to live.
 func batchTask(keys []string, args []any, nt *Task, ks []string, a []any) ([]string, []any) {
-	keys = append(keys, ks[0], ks[2])
+	keys = append(keys, ks[0], ks[2], ks[4])
 	ttl := int64(0)
 	if nt.unique > 0 {
-		keys, ttl = append(keys, ks[4]), nt.unique.Milliseconds()
+		keys, ttl = append(keys, ks[5]), nt.unique.Milliseconds()
 	}
 	return keys, append(args, a[1], a[2], a[4], a[5], a[6], a[7], ttl)
 }

@@ -83,8 +83,12 @@ func (c *Store) Stats(ctx context.Context) (*Stats, error) {
 	return st, nil
 }
 
-// Depths returns the pending count per level in one round trip.
+// Depths returns the pending count per level in one round trip (after
+// the shape check, the first time: the levels are the Store's).
 func (c *Store) Depths(ctx context.Context) (map[int]int64, error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	cmds := make([]*redis.IntCmd, c.cfg.Levels)
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for l := range cmds {

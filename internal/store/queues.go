@@ -66,3 +66,23 @@ func globEscape(s string) string {
 var nameUnescaper = strings.NewReplacer("%25", "%", "%3A", ":", "%7B", "{", "%7D", "}")
 
 func unescapeName(s string) string { return nameUnescaper.Replace(s) }
+
+// QueueHasData reports whether queue name of namespace ns holds data of a
+// queue in use: its version key (written by a worker's heartbeat), counts,
+// workers, leases, scheduled, done or dead tasks, pause state or a
+// pending list of any level Levels allows. One EXISTS, so a queue opened
+// by a version of Overtake that recorded no shape is told from a name
+// never used (the CLI records a shape only for the latter, unless told
+// the levels).
+func QueueHasData(ctx context.Context, rdb redis.UniversalClient, ns, name string) (bool, error) {
+	k := newKeys(ns, name)
+	ks := []string{k.version(), k.counts(), k.alive(), k.leases(), k.scheduled(), k.done(), k.dead(), k.paused()}
+	for l := range maxLevels {
+		ks = append(ks, k.pending(l))
+	}
+	n, err := rdb.Exists(ctx, ks...).Result()
+	if err != nil {
+		return false, wrapf(err, "data of queue %q", name)
+	}
+	return n > 0, nil
+}

@@ -108,6 +108,6 @@ func resultOnly(id string, v any) (*Task, bool) {
 		return nil, false
 	}
 	return &Task{Info: Info{ID: id, Type: r.typ, Level: r.level, OriginalLevel: r.level, State: StateDone,
-		EnqueuedAt: r.enqueued, ReadyAt: r.enqueued, Result: r.data, ResultAt: r.at, ResultExpiresAt: r.expires},
-		ResultOnly: true}, true
+		EnqueuedAt: r.enqueued, ReadyAt: r.enqueued, Result: r.data, ResultAt: r.at, ResultExpiresAt: r.expires,
+		ResultOnly: true}}, true
 }

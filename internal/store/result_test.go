@@ -171,22 +171,50 @@ func TestResultTooLarge(t *testing.T) {
 	})
 }
 
-// A result left by an earlier task with the same ID is not the new task's;
+// A result left by an earlier task with the same ID is not the new task's,
+// not even once the new task completed without a result of its own,
+// whether the new task came alone, scheduled or in a batch;
 // deleting a dead letter deletes its result.
 func TestResultBelongsToItsTask(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
+		reuse := map[string]func(id string){
+			"alone": func(id string) { e.enqueue("", ID(id)) },
+			"scheduled": func(id string) {
+				e.enqueue("", ID(id), ProcessIn(time.Second))
+				e.clk.Advance(time.Second)
+			},
+			"batch": func(id string) {
+				ids := []string{id, id + "-2"}
+				_, err := e.c.EnqueueEach(e.ctx, []*Task{NewTask("t", nil), NewTask("t", nil)},
+					func(i int) []Option { return []Option{ID(ids[i])} })
+				require.NoError(t, err)
+			},
+			"batch unique": func(id string) {
+				_, err := e.c.EnqueueBatch(e.ctx, []*Task{NewTask("t", []byte(id))}, ID(id), Unique(time.Minute))
+				require.NoError(t, err)
+			},
+		}
+		for name, enqueue := range reuse {
+			e.enqueue("", ID(name))
+			tk := e.leaseOne("w")
+			require.NoError(t, e.saveResult(tk, "old"))
+			require.NoError(t, e.c.Ack(e.ctx, tk))
+			require.Equal(t, []byte("old"), e.inspect(name).Result)
+			e.clk.Advance(time.Second)
+			enqueue(name)
+			again := e.inspect(name)
+			require.NotEqual(t, StateDone, again.State, name)
+			require.Nil(t, again.Result, "%s: the earlier task's result", name)
+			for _, tk := range e.lease("w", 2) {
+				require.NoError(t, e.c.Ack(e.ctx, tk), name)
+			}
+			_, err := e.c.Inspect(e.ctx, name)
+			require.ErrorIs(t, err, ErrTaskNotFound, "%s: the earlier task's result outlived the new task", name)
+		}
+
 		e.enqueue("", ID("a"))
 		tk := e.leaseOne("w")
-		require.NoError(t, e.saveResult(tk, "old"))
-		require.NoError(t, e.c.Ack(e.ctx, tk))
-		e.clk.Advance(time.Second)
-		e.enqueue("", ID("a"))
-		again := e.inspect("a")
-		require.Equal(t, StatePending, again.State)
-		require.Nil(t, again.Result, "the earlier task's result")
-
-		tk = e.leaseOne("w")
 		require.NoError(t, e.saveResult(tk, "partial"))
 		require.NoError(t, e.c.DeadLetter(e.ctx, tk, "bad input"))
 		dead := e.inspect("a")

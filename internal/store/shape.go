@@ -15,9 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrShapeMismatch is returned when a Config's Levels, LevelNames or
-// Classes differ from the shape the queue holds in Redis; the message
-// names both.
+// ErrShapeMismatch is returned when a Config's Levels or LevelNames
+// differ from the shape the queue holds in Redis, or one of its Classes
+// maps to another level than the stored shape's; the message names both.
 var ErrShapeMismatch = errors.New("overtake: config disagrees with the queue's shape")
 
 // ErrNoQueue is returned by ReadShape for a queue without a stored shape.
@@ -61,8 +61,9 @@ type shapeCheck struct {
 var shapeScript = script("shape.lua")
 
 // CheckShape records the Store's shape in Redis if the queue has none
-// (lua/shape.lua, one round trip) and compares it with the one Redis
-// holds. It fails with ErrShapeMismatch when they differ, ErrSchema when
+// (lua/shape.lua, one round trip), adds to the stored shape the Store's
+// classes it lacks, and compares it with the one Redis holds (see
+// compareShape: a Store with fewer classes, or none, matches). It fails with ErrShapeMismatch when they differ, ErrSchema when
 // the stored shape is of another schema version and ErrCorrupt when the
 // key holds something else; on success, every later call of the Store
 // skips the check.
@@ -71,16 +72,26 @@ func (c *Store) CheckShape(ctx context.Context) error {
 	if err != nil {
 		return wrapf(err, "shape")
 	}
-	v, err := shapeScript.Run(ctx, c.rdb, []string{c.keys.shape()}, raw).Text()
+	reply, err := shapeScript.Run(ctx, c.rdb, []string{c.keys.shape()}, raw).Slice()
 	if err != nil {
 		return wrapf(scriptErr(err), "shape of queue %q", c.cfg.Name)
 	}
-	if err := c.compareShape(v, string(raw)); err != nil {
+	var v string
+	var ok int64
+	if len(reply) == 2 {
+		v, _ = reply[0].(string)
+		ok, _ = reply[1].(int64)
+	}
+	if err := c.compareShape(v, string(raw), ok == 1); err != nil {
 		return err
 	}
 	c.shape.ok.Store(true)
 	return nil
 }
+
+// ShapeChecked reports whether CheckShape succeeded on the Store (it is
+// then never run again).
+func (c *Store) ShapeChecked() bool { return c.shape.ok.Load() }
 
 // ready runs CheckShape unless it already succeeded: the calls that read
 // or write levels (enqueue, lease, heartbeat, stats, pause) make sure the
@@ -98,13 +109,17 @@ func (c *Store) ready(ctx context.Context) error {
 	return c.CheckShape(ctx)
 }
 
-// compareShape returns the error of a Store whose shape mine (as JSON) is
-// not the stored one. json.Marshal writes a Shape one way only (fields in
-// order, map keys sorted, no classes left out), so equal shapes are equal
-// strings, and the messages show both as they are: comparing the strings
-// keeps the JSON decoder out of a producer's binary (scripts/producer).
-func (c *Store) compareShape(stored, mine string) error {
-	if stored == mine {
+// compareShape returns the error of a Store whose shape mine (as JSON) the
+// stored one (after shape.lua's merge) does not admit; admitted is
+// shape.lua's verdict: the schema version, level count and level names
+// must be equal, and each of mine's classes must map to the level the
+// stored shape gives it. A Store with fewer classes, or none, is
+// admitted: the classes a producer names are its own business, as long
+// as no two processes map one name to two levels. The script decides, so
+// that a producer's binary needs no JSON decoder; the messages show both
+// shapes as they are.
+func (c *Store) compareShape(stored, mine string, admitted bool) error {
+	if admitted {
 		return nil
 	}
 	if v, ok := shapeSchema(stored); !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -95,4 +96,48 @@ func TestQueuesCluster(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, sh.LevelNames, 2+i)
 	}
+}
+
+// Classes are checked for conflicts, not equality: a process with fewer
+// classes, or none, uses a queue whose producers set them; a class the
+// stored shape lacks is added to it, so a later process that maps it
+// elsewhere is refused; levels must still be equal.
+func TestShapeClassesMerge(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		ctx := context.Background()
+		ns := b.Prefix + ".classes"
+		check := func(cfg Config) error {
+			cfg.Namespace, cfg.Name = ns, "q"
+			s, err := New(b.Client, cfg)
+			require.NoError(t, err)
+			return s.CheckShape(ctx)
+		}
+		stored := func() Shape {
+			sh, err := ReadShape(ctx, b.Client, ns, "q")
+			require.NoError(t, err)
+			return sh
+		}
+		require.NoError(t, check(Config{Classes: map[string]int{"paying": 2}}))
+		require.NoError(t, check(Config{}), "a worker that never set Classes")
+		require.NoError(t, check(Config{Classes: map[string]int{"paying": 2}}))
+		require.NoError(t, check(Config{Classes: map[string]int{"free": 0, "paying": 2}}))
+		require.Equal(t, map[string]int{"free": 0, "paying": 2}, stored().Classes, "the class added")
+		require.NoError(t, check(Config{Classes: map[string]int{"free": 0}}))
+
+		err := check(Config{Classes: map[string]int{"paying": 1}})
+		require.ErrorIs(t, err, ErrShapeMismatch)
+		err = check(Config{Classes: map[string]int{"new": 1, "free": 2}})
+		require.ErrorIs(t, err, ErrShapeMismatch)
+		require.Equal(t, map[string]int{"free": 0, "paying": 2}, stored().Classes, "a refused process adds nothing")
+		require.ErrorIs(t, check(Config{Levels: 4}), ErrShapeMismatch)
+		require.ErrorIs(t, check(Config{LevelNames: []string{"a", "b", "c"}}), ErrShapeMismatch)
+
+		// A merged shape is written as json.Marshal writes it, so the next
+		// process with the same classes matches it as a string.
+		raw, err := b.Client.Get(ctx, newKeys(ns, "q").shape()).Result()
+		require.NoError(t, err)
+		want, err := json.Marshal(ShapeOf(Config{Classes: map[string]int{"free": 0, "paying": 2}}))
+		require.NoError(t, err)
+		require.Equal(t, string(want), raw)
+	})
 }

@@ -81,12 +81,20 @@ type Info struct {
 	// handlers.SetResult, nil if none. It is kept for
 	// Config.ResultRetention after it was written, also after the task
 	// completed and its record was deleted (Inspect then returns the task
-	// as done, with only ID, Type, Level, EnqueuedAt and the result).
+	// as done with ResultOnly set).
 	Result []byte
 	// ResultAt is when Result was stored; zero without one.
 	ResultAt time.Time
 	// ResultExpiresAt is when Result will be deleted; zero without one.
 	ResultExpiresAt time.Time
+	// ResultOnly says that the task's record is gone (it completed and
+	// was deleted at the ack, or after Config.Retention) and only its
+	// retained result was found (Inspect). Then State is done and only ID,
+	// Type, Level and OriginalLevel (both the level the result was stored
+	// at), EnqueuedAt and ReadyAt (both the enqueue time) and the Result
+	// fields are set; every other field is zero, whatever the task had
+	// (its Payload, Headers, MaxRetries, Attempt, ...).
+	ResultOnly bool
 }
 
 // RetriesLeft reports whether a task that has failed Attempt times may be
@@ -111,17 +119,13 @@ type Task struct {
 	// run after a preemption or a retry links to them. The runtime adds the
 	// running span; a retry, a dead letter and a requeue store the list.
 	RunSpans []string
-	// ResultOnly says that the task's record is gone (it completed) and
-	// only its retained result was found: Info holds the result and what
-	// it recorded of the task (type, level, enqueue time), nothing else.
-	ResultOnly bool
 
 	// unique is the Unique option's time to live, zero without it;
-	// schedule and tick are the Tick option's, "" and 0 without it. Set
-	// at enqueue only, never read back.
-	unique   time.Duration
-	schedule string
-	tick     int64
+	// schedule, spec and tick are the Tick option's, "" and 0 without
+	// it. Set at enqueue only, never read back.
+	unique         time.Duration
+	schedule, spec string
+	tick           int64
 }
 
 // NewTask returns a task of the given type and payload at level 0, with

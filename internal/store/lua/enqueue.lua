@@ -1,6 +1,6 @@
 -- enqueue.lua: stores a new task record and makes it pending or scheduled
 -- (Store.Enqueue). It stands alone (no prelude to set up on every call).
--- A pending task costs TIME, SET NX, RPUSH and, only when its list was
+-- A pending task costs TIME, SET NX, RPUSH, DEL and, only when its list was
 -- empty, PUBLISH. A write that fails on a wrong-typed key is undone and
 -- reported as CORRUPT. A scheduled task is announced with the message "s"
 -- when it is the earliest due, so that idle workers learn its due time at
@@ -16,14 +16,22 @@
 -- tick (the key periodic:<name>), which it then becomes, whether the task
 -- is stored or refused as a duplicate; so of every runtime that tries a
 -- tick, exactly one decides it, and an older tick is never enqueued after
--- a newer one.
+-- a newer one. The key holds "<tick ms>|<spec>", the spec ("s") of the
+-- runtime that decided the tick (a value of the tick alone, as written
+-- before, is read too).
+--
+-- A stored task deletes res:<id>, the result an earlier task with the same
+-- ID left (result.lua): it is not the new task's, and once the new task
+-- completes nothing else would tell them apart. One DEL, only when the
+-- record is stored.
 --
 -- KEYS[1]  the task's record t:<id> (STRING)
 -- KEYS[2]  its level's list p:<level> (LIST, pending) or scheduled (ZSET)
 -- KEYS[3]  its state s:<id> (STRING, written when scheduled)
 -- KEYS[4]  the counts n (HASH, scheduled)
--- KEYS[5]  with "u": the lock u:<digest> (STRING); then, with "k", the
---          schedule's last tick periodic:<name> (STRING, ms)
+-- KEYS[5]  its result res:<id> (STRING, deleted)
+-- KEYS[6]  with "u": the lock u:<digest> (STRING); then, with "k", the
+--          schedule's last tick periodic:<name> (STRING, "<ms>|<spec>")
 -- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  id
 -- ARGV[3]  "p" pending | "s" scheduled
@@ -34,14 +42,14 @@
 -- ARGV[8]  the record's body, after the header the script writes (see
 --          encodeBody in record.go)
 -- ARGV[9]  optional: {"u": lock ttl ms (a number), "k": tick ms (a
---          string)}, either or both
+--          string), "s": the schedule's spec (with "k")}, "u", "k" or both
 --
 -- Reply: 1, or 0 when the ID exists, 2 when an equal task holds the
 -- uniqueness lock, 3 when the tick is not after the schedule's last; an
 -- error reply (CORRUPT ...) when a key holds another type.
 --
 -- Keys it touches. Declared in KEYS: t:<id>, p:<level> or scheduled,
--- s:<id>, n, u:<digest>, periodic:<name>. Not a key: the channel wake.
+-- s:<id>, n, res:<id>, u:<digest>, periodic:<name>. Not a key: the channel wake.
 
 local now = tonumber(ARGV[4])
 if not now then
@@ -51,18 +59,18 @@ end
 local opt = ARGV[9] and ARGV[9] ~= '' and cjson.decode(ARGV[9]) or nil
 -- lock and tickKey are the keys of the options set, nil for the others.
 -- (One local a line: miniredis's Lua mixes up locals assigned together.)
-local lock = opt and opt.u and KEYS[5]
+local lock = opt and opt.u and KEYS[6]
 local tick = opt and opt.k
-local tickKey = tick and KEYS[lock and 6 or 5]
+local tickKey = tick and KEYS[lock and 7 or 6]
 if tick then
   local ok, last = pcall(redis.call, 'GET', tickKey)
   if not ok then return redis.error_reply('CORRUPT ' .. tickKey .. ' is not a string') end
-  last = tonumber(last)
+  last = last and tonumber(string.match(last, '^%d+'))
   if last and last >= tonumber(tick) then return 3 end
 end
 -- decided records the tick (if any) as decided and returns r.
 local function decided(r)
-  if tick then redis.call('SET', tickKey, tick) end
+  if tick then redis.call('SET', tickKey, tick .. '|' .. (opt.s or '')) end
   return r
 end
 local P, id, lvl = ARGV[1], ARGV[2], ARGV[6]
@@ -88,6 +96,7 @@ if not scheduled then
     local t = redis.call('TYPE', KEYS[2])
     return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' is a ' .. (t.ok or tostring(t)) .. ', want a list')
   end
+  redis.call('DEL', KEYS[5])
   if n == 1 then redis.call('PUBLISH', P .. 'wake', lvl) end
   return decided(1)
 end
@@ -97,4 +106,5 @@ redis.call('ZADD', KEYS[2], due, id)
 redis.call('HINCRBY', KEYS[4], 's' .. lvl, 1)
 local first = redis.call('ZRANGE', KEYS[2], 0, 0)
 if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
+redis.call('DEL', KEYS[5])
 return decided(1)

@@ -4,13 +4,16 @@
 -- level, so a batch costs a few Redis commands and one script run per
 -- chunk. It stands alone (no prelude). A unique task (the Unique option)
 -- takes its lock as enqueue.lua does; an equal task earlier in the chunk
--- holds it too.
+-- holds it too. Each stored task deletes res:<id>, the result an earlier
+-- task with the same ID left (as enqueue.lua does), with one DEL of them
+-- all.
 --
 -- KEYS[1]  scheduled (ZSET)
 -- KEYS[2]  the counts n (HASH)
 -- KEYS[3..] the pending lists p:0 .. p:<L-1> (LISTs, L = ARGV[3]), then
---          per task, in order: its record t:<id> and state s:<id>
---          (STRINGs) and, for a unique task, its lock u:<digest> (STRING)
+--          per task, in order: its record t:<id>, state s:<id> and
+--          result res:<id> (STRINGs) and, for a unique task, its lock
+--          u:<digest> (STRING)
 -- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  now in ms, or "" for Redis's clock
 -- ARGV[3]  L, the number of levels
@@ -24,7 +27,7 @@
 -- enqueueReplies (enqueue_batch.go) reads either.
 --
 -- Keys it touches. Declared in KEYS: scheduled, n, p:<level>, t:<id>,
--- s:<id>, u:<digest>. Not a key: the channel wake.
+-- s:<id>, res:<id>, u:<digest>. Not a key: the channel wake.
 
 local now = tonumber(ARGV[2])
 if not now then
@@ -35,11 +38,11 @@ local nows = tostring(now) -- once, not per task
 local L = tonumber(ARGV[3])
 local W = 7 -- arguments per task
 local n = (#ARGV - 3) / W
--- Each task's keys: rec[i], st[i] and, when unique, lock[i].
-local rec, st, lock, unique = {}, {}, {}, false
+-- Each task's keys: rec[i], st[i], rs[i] and, when unique, lock[i].
+local rec, st, rs, lock, unique = {}, {}, {}, {}, false
 local k = 3 + L
 for i = 1, n do
-  rec[i], st[i], k = KEYS[k], KEYS[k + 1], k + 2
+  rec[i], st[i], rs[i], k = KEYS[k], KEYS[k + 1], KEYS[k + 2], k + 3
   if ARGV[3 + W * (i - 1) + 7] ~= '0' then lock[i], k, unique = KEYS[k], k + 1, true end
 end
 local function plist(lvl) return KEYS[3 + tonumber(lvl)] end
@@ -74,6 +77,16 @@ local function push(byl, order, res)
   end
   return res
 end
+-- clear deletes the results earlier tasks with the stored tasks' IDs
+-- left (res: nil when all were stored) and returns res or n.
+local function clear(res)
+  local del = {}
+  for i = 1, n do
+    if not res or res[i] == 1 then del[#del + 1] = rs[i] end
+  end
+  if #del > 0 then redis.call('DEL', unpack(del)) end
+  return res or n
+end
 local byl, order = {}, {}
 -- All pending, none unique, IDs distinct (the common case): one MSETNX
 -- stores every record, push queues them, and the reply is n (all stored),
@@ -93,7 +106,7 @@ for i = 1, kv and n or 0 do
   l[#l + 1] = id
 end
 if kv ~= nil and n > 0 and redis.call('MSETNX', unpack(kv)) == 1 then
-  return push(byl, order, nil) or n
+  return clear(push(byl, order, nil))
 end
 local res = {}
 byl, order = {}, {}
@@ -125,4 +138,4 @@ for i = 1, n do
     if first[1] == id then redis.call('PUBLISH', ARGV[1] .. 'wake', 's') end
   end
 end
-return push(byl, order, res)
+return clear(push(byl, order, res))
