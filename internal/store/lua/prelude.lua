@@ -32,8 +32,10 @@
 -- cap (worker -> "<capacity>@<heartbeat ms>[@<slot pools>]", written by
 -- heartbeat.lua), n (a<l>/s<l>/d<l> -> active, scheduled, dead per level),
 -- r:<bucket> (rates, see buckets.lua); STRINGs v (the schema), paused
--- (",<level>:<w|p>,...", see pause.lua); the channel wake and the stream
--- feed.
+-- (",<level>:<w|p>,...", see pause.lua), shape (levels, names and classes,
+-- see shape.lua), res:<id> (a task's result, see result.lua), u:<digest>
+-- (a uniqueness lock) and periodic:<name> (a schedule's last tick, see
+-- enqueue.lua); the channel wake and the stream feed.
 --
 -- Keys the helpers touch, all built from P: t:, s:, c:, x:, xs:<id>,
 -- p:<level>, leases, running, scheduled, dead, busy, alive, n, wake, feed.
