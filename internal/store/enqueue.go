@@ -63,6 +63,7 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 	if limit := c.cfg.MaxPayloadBytes; limit >= 0 && len(nt.Payload) > limit {
 		return nil, nil, nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), limit)
 	}
+	nt.clearResult = nt.ID != "" // a generated ID has no earlier result
 	if nt.ID == "" {
 		nt.ID = newID()
 	}
@@ -96,7 +97,7 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 	}
 	nt.State, nt.EnqueuedAt, nt.ReadyAt, nt.OriginalLevel, nt.AgedAt = state, now, now, nt.Level, time.Time{}
 	args := []any{c.keys.prefix, nt.ID, mode, c.scriptNow(), delay.Milliseconds(), nt.Level, prb, body}
-	ks := []string{c.keys.task(nt.ID), dest, c.keys.state(nt.ID), c.keys.counts(), c.keys.result(nt.ID)}
+	ks := []string{c.keys.task(nt.ID), dest, c.keys.state(nt.ID), c.keys.counts()}
 	switch {
 	case nt.unique > 0 && nt.schedule != "":
 		ks = append(ks, c.keys.unique(nt.Headers[UniqueHeader]), c.keys.periodic(nt.schedule))
@@ -107,6 +108,9 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 	case nt.schedule != "":
 		ks = append(ks, c.keys.periodic(nt.schedule))
 		args = append(args, "{"+tickArg(&nt)+"}")
+	}
+	if nt.clearResult {
+		ks = append(ks, c.keys.result(nt.ID))
 	}
 	return &nt, ks, args, span, nil
 }

@@ -159,16 +159,21 @@ func (c *Store) batchHead(now any) ([]string, []any) {
 }
 
 // batchTask appends task nt's keys and ARGV to a batch call's, from those
-// of the single-task script that prepare built: keys t:<id>, s:<id>,
-// res:<id> and the lock of a unique task; ARGV id, mode, delay, level, preemptible,
-// body and the lock's time to live.
+// of the single-task script that prepare built: keys t:<id>, s:<id>, the
+// lock of a unique task and res:<id> of a task whose ID was the caller's;
+// ARGV id, mode, delay, level, preemptible, body, the lock's time to live
+// and "1" when res:<id> is among the keys ("0" else).
 func batchTask(keys []string, args []any, nt *Task, ks []string, a []any) ([]string, []any) {
-	keys = append(keys, ks[0], ks[2], ks[4])
+	keys = append(keys, ks[0], ks[2])
 	ttl := int64(0)
 	if nt.unique > 0 {
-		keys, ttl = append(keys, ks[5]), nt.unique.Milliseconds()
+		keys, ttl = append(keys, ks[4]), nt.unique.Milliseconds()
 	}
-	return keys, append(args, a[1], a[2], a[4], a[5], a[6], a[7], ttl)
+	clear := "0"
+	if nt.clearResult {
+		keys, clear = append(keys, ks[len(ks)-1]), "1"
+	}
+	return keys, append(args, a[1], a[2], a[4], a[5], a[6], a[7], ttl, clear)
 }
 
 // refused is the error of an enqueue script's reply v for task t: 0 the

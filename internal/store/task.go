@@ -126,6 +126,10 @@ type Task struct {
 	unique         time.Duration
 	schedule, spec string
 	tick           int64
+	// clearResult says the ID was the caller's (not generated), so an
+	// earlier task of that ID may have left a result for the enqueue
+	// script to delete. Set at enqueue only.
+	clearResult bool
 }
 
 // NewTask returns a task of the given type and payload at level 0, with

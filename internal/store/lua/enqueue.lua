@@ -1,7 +1,7 @@
 -- enqueue.lua: stores a new task record and makes it pending or scheduled
 -- (Store.Enqueue). It stands alone (no prelude to set up on every call).
--- A pending task costs TIME, SET NX, RPUSH, DEL and, only when its list was
--- empty, PUBLISH. A write that fails on a wrong-typed key is undone and
+-- A pending task costs TIME, SET NX, RPUSH (DEL too when its ID was the
+-- caller's) and, only when its list was empty, PUBLISH. A write that fails on a wrong-typed key is undone and
 -- reported as CORRUPT. A scheduled task is announced with the message "s"
 -- when it is the earliest due, so that idle workers learn its due time at
 -- once rather than at their next poll.
@@ -20,18 +20,20 @@
 -- runtime that decided the tick (a value of the tick alone, as written
 -- before, is read too).
 --
--- A stored task deletes res:<id>, the result an earlier task with the same
--- ID left (result.lua): it is not the new task's, and once the new task
--- completes nothing else would tell them apart. One DEL, only when the
--- record is stored.
+-- A stored task whose ID was the caller's deletes res:<id>, the result an
+-- earlier task with the same ID left (result.lua): it is not the new
+-- task's, and once the new task completes nothing else would tell them
+-- apart. One DEL, only when the record is stored and res:<id> is declared
+-- (a generated ID is new: no earlier task left a result).
 --
 -- KEYS[1]  the task's record t:<id> (STRING)
 -- KEYS[2]  its level's list p:<level> (LIST, pending) or scheduled (ZSET)
 -- KEYS[3]  its state s:<id> (STRING, written when scheduled)
 -- KEYS[4]  the counts n (HASH, scheduled)
--- KEYS[5]  its result res:<id> (STRING, deleted)
--- KEYS[6]  with "u": the lock u:<digest> (STRING); then, with "k", the
---          schedule's last tick periodic:<name> (STRING, "<ms>|<spec>")
+-- KEYS[5]  with "u": the lock u:<digest> (STRING); then, with "k", the
+--          schedule's last tick periodic:<name> (STRING, "<ms>|<spec>");
+--          then, last, when the ID was the caller's: its result res:<id>
+--          (STRING, deleted)
 -- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  id
 -- ARGV[3]  "p" pending | "s" scheduled
@@ -59,9 +61,10 @@ end
 local opt = ARGV[9] and ARGV[9] ~= '' and cjson.decode(ARGV[9]) or nil
 -- lock and tickKey are the keys of the options set, nil for the others.
 -- (One local a line: miniredis's Lua mixes up locals assigned together.)
-local lock = opt and opt.u and KEYS[6]
+local lock = opt and opt.u and KEYS[5]
 local tick = opt and opt.k
-local tickKey = tick and KEYS[lock and 7 or 6]
+local tickKey = tick and KEYS[lock and 6 or 5]
+local resKey = KEYS[5 + (lock and 1 or 0) + (tick and 1 or 0)] -- nil: a generated ID
 if tick then
   local ok, last = pcall(redis.call, 'GET', tickKey)
   if not ok then return redis.error_reply('CORRUPT ' .. tickKey .. ' is not a string') end
@@ -96,7 +99,7 @@ if not scheduled then
     local t = redis.call('TYPE', KEYS[2])
     return redis.error_reply('CORRUPT ' .. KEYS[2] .. ' is a ' .. (t.ok or tostring(t)) .. ', want a list')
   end
-  redis.call('DEL', KEYS[5])
+  if resKey then redis.call('DEL', resKey) end
   if n == 1 then redis.call('PUBLISH', P .. 'wake', lvl) end
   return decided(1)
 end
@@ -106,5 +109,5 @@ redis.call('ZADD', KEYS[2], due, id)
 redis.call('HINCRBY', KEYS[4], 's' .. lvl, 1)
 local first = redis.call('ZRANGE', KEYS[2], 0, 0)
 if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
-redis.call('DEL', KEYS[5])
+if resKey then redis.call('DEL', resKey) end
 return decided(1)

@@ -4,22 +4,23 @@
 -- level, so a batch costs a few Redis commands and one script run per
 -- chunk. It stands alone (no prelude). A unique task (the Unique option)
 -- takes its lock as enqueue.lua does; an equal task earlier in the chunk
--- holds it too. Each stored task deletes res:<id>, the result an earlier
--- task with the same ID left (as enqueue.lua does), with one DEL of them
--- all.
+-- holds it too. Each stored task whose ID was the caller's deletes
+-- res:<id>, the result an earlier task with the same ID left (as
+-- enqueue.lua does), with one DEL of them all; a generated ID is new.
 --
 -- KEYS[1]  scheduled (ZSET)
 -- KEYS[2]  the counts n (HASH)
 -- KEYS[3..] the pending lists p:0 .. p:<L-1> (LISTs, L = ARGV[3]), then
---          per task, in order: its record t:<id>, state s:<id> and
---          result res:<id> (STRINGs) and, for a unique task, its lock
---          u:<digest> (STRING)
+--          per task, in order: its record t:<id> and state s:<id>
+--          (STRINGs), for a unique task its lock u:<digest> (STRING), and
+--          when its ID was the caller's its result res:<id> (STRING)
 -- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  now in ms, or "" for Redis's clock
 -- ARGV[3]  L, the number of levels
--- ARGV[4..] per task, seven arguments: id, "p" | "s", delay ms, level,
+-- ARGV[4..] per task, eight arguments: id, "p" | "s", delay ms, level,
 --          preemptible "0" | "1", body (as enqueue.lua's ARGV[8]), the
---          uniqueness lock's time to live in ms ("0": not unique)
+--          uniqueness lock's time to live in ms ("0": not unique), "1"
+--          when its res:<id> is declared ("0": a generated ID)
 --
 -- Reply: n when every task was stored (the common case), else one entry
 -- per task: 1 stored, 0 the ID exists, 2 an equal task holds the
@@ -36,14 +37,17 @@ if not now then
 end
 local nows = tostring(now) -- once, not per task
 local L = tonumber(ARGV[3])
-local W = 7 -- arguments per task
+local W = 8 -- arguments per task
 local n = (#ARGV - 3) / W
--- Each task's keys: rec[i], st[i], rs[i] and, when unique, lock[i].
+-- Each task's keys: rec[i], st[i], when unique lock[i], and when its ID
+-- was the caller's rs[i].
 local rec, st, rs, lock, unique = {}, {}, {}, {}, false
 local k = 3 + L
 for i = 1, n do
-  rec[i], st[i], rs[i], k = KEYS[k], KEYS[k + 1], KEYS[k + 2], k + 3
-  if ARGV[3 + W * (i - 1) + 7] ~= '0' then lock[i], k, unique = KEYS[k], k + 1, true end
+  local b = 3 + W * (i - 1)
+  rec[i], st[i], k = KEYS[k], KEYS[k + 1], k + 2
+  if ARGV[b + 7] ~= '0' then lock[i], k, unique = KEYS[k], k + 1, true end
+  if ARGV[b + 8] == '1' then rs[i], k = KEYS[k], k + 1 end
 end
 local function plist(lvl) return KEYS[3 + tonumber(lvl)] end
 local function wrong(key, want)
@@ -82,7 +86,7 @@ end
 local function clear(res)
   local del = {}
   for i = 1, n do
-    if not res or res[i] == 1 then del[#del + 1] = rs[i] end
+    if rs[i] and (not res or res[i] == 1) then del[#del + 1] = rs[i] end
   end
   if #del > 0 then redis.call('DEL', unpack(del)) end
   return res or n
