@@ -169,11 +169,11 @@ func batchTask(keys []string, args []any, nt *Task, ks []string, a []any) ([]str
 	if nt.unique > 0 {
 		keys, ttl = append(keys, ks[4]), nt.unique.Milliseconds()
 	}
-	clear := "0"
+	declared := "0"
 	if nt.clearResult {
-		keys, clear = append(keys, ks[len(ks)-1]), "1"
+		keys, declared = append(keys, ks[len(ks)-1]), "1"
 	}
-	return keys, append(args, a[1], a[2], a[4], a[5], a[6], a[7], ttl, clear)
+	return keys, append(args, a[1], a[2], a[4], a[5], a[6], a[7], ttl, declared)
 }
 
 // refused is the error of an enqueue script's reply v for task t: 0 the
