@@ -107,19 +107,14 @@ func Example_result() {
 		panic(err)
 	}
 	<-stored // the result is in Redis; the ack follows the handler's return
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if info, err = q.Inspect(ctx, info.ID); err != nil {
-			panic(err)
-		}
-		if info.State == queue.StateDone || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Millisecond) // the ack, a round trip away
+	cancel() // a clean shutdown records the finished task's ack before Run returns
+	runErr := <-stopped
+	if info, err = q.Inspect(context.Background(), info.ID); err != nil {
+		panic(err)
 	}
 	// The record was deleted at the ack: the result alone is left.
 	fmt.Println(info.State, info.ResultOnly, string(info.Result), info.ResultExpiresAt.Sub(info.ResultAt))
-	cancel()
-	fmt.Println("run returned:", <-stopped)
+	fmt.Println("run returned:", runErr)
 	// Output:
 	// done true 6 1h0m0s
 	// run returned: <nil>
