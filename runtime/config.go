@@ -111,10 +111,14 @@ type Config struct {
 	// unreachable. Defaults to 2 s. The waits double from 10 ms, each
 	// drawn between half and all of its bound (jitter), and start over
 	// only after a call succeeded. While Redis cannot be reached the
-	// worker makes one attempt per wait, all its loops together (a PING
-	// that go-redis does not retry), and looks for work as soon as one
-	// succeeds. (When the port refuses connections, go-redis dials each
-	// connection up to its Options.DialerRetries times, 5 by default.)
+	// worker makes one connection attempt per wait, all its loops
+	// together (the dispatcher's probe: one dial and a PING, whatever
+	// go-redis's MaxRetries and DialerRetries; with a *redis.Client,
+	// standalone or Sentinel), and looks for work as soon as one succeeds.
+	// So the cap is also how long a worker may take to notice that Redis
+	// is back: 2 s keeps a fleet to under one attempt a second per worker
+	// against a Redis that is loading its data; 100 ms resumes within
+	// about 100 ms for about ten attempts a second.
 	MaxRedisBackoff time.Duration
 	// SLA is the longest wait each level allows, by level: e.g.
 	// {2: 10 * time.Second}. A task leased after waiting longer, since it

@@ -15,11 +15,12 @@ import (
 
 // redisOutage says whether this worker's calls to Redis fail for want of
 // Redis: a lost, refused or silent connection. While an outage lasts the
-// dispatcher tries Redis with one probe (a PING go-redis does not retry)
-// per backoff; the heartbeat and the wake-up subscription wait for the
-// outage to end (only the transitions of tasks that end meanwhile retry on
-// backoffs of their own). So a worker makes one connection attempt per
-// backoff, however many loops it runs and whatever go-redis's MaxRetries.
+// dispatcher tries Redis with one probe (one dial and a PING) per
+// backoff; the heartbeat, the wake-up subscription, the transitions of
+// tasks that end meanwhile and the periodic schedules wait for the outage
+// to end, the autoscaler reads nothing. So a worker makes one connection
+// attempt per backoff, however many loops it runs and whatever go-redis's
+// MaxRetries and DialerRetries.
 // Any call that succeeds ends the outage, whichever loop made it, and
 // every loop resumes at once (redisCalled).
 //
@@ -163,10 +164,15 @@ type onceCmd struct{ *redis.StatusCmd }
 // NoRetry tells go-redis not to retry the command.
 func (onceCmd) NoRetry() bool { return true }
 
-// probe sends one PING in place of a lease call while an outage lasts: at
-// most one connection attempt, where a lease call makes go-redis's
-// MaxRetries+1. It counts as a lease call in flight, and leaves its
-// error, or the end of the outage, for the dispatcher the same way.
+// probe tries Redis in place of a lease call while an outage lasts, with
+// one connection attempt (reach), where a lease call makes go-redis's
+// MaxRetries+1 tries of up to Options.DialerRetries dials each (go-redis
+// dials a pool's connections in goroutines of its own, which retry
+// whatever the caller's context). Once Redis answers on that connection,
+// a PING through the pool, which go-redis does not retry, makes sure the
+// client's own connections work. It counts as a lease call in flight,
+// and leaves its error, or the end of the outage, for the dispatcher the
+// same way.
 func (r *Runtime) probe() {
 	r.mu.Lock()
 	r.leasing++
@@ -176,7 +182,10 @@ func (r *Runtime) probe() {
 		defer r.leaseWG.Done()
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
-		err := r.eng.Redis().Process(ctx, onceCmd{redis.NewStatusCmd(ctx, "ping")})
+		err := reach(ctx, r.eng.Redis())
+		if err == nil {
+			err = r.eng.Redis().Process(ctx, onceCmd{redis.NewStatusCmd(ctx, "ping")})
+		}
 		cancel()
 		stale := r.redisCalled(err, sent)
 		r.mu.Lock()

@@ -49,9 +49,12 @@ type schedule struct {
 	next func(time.Time) time.Time // the first tick after t
 	// otherSpec is the other spec last logged as found in the schedule's
 	// key, refused whether a shape mismatch was logged: each is logged
-	// once. Only the schedule's goroutine uses them.
+	// once. skipped counts the ticks skipped while Redis could not be
+	// reached, said at warn for the first of an outage only. Only the
+	// schedule's goroutine uses them.
 	otherSpec string
 	refused   bool
+	skipped   int
 }
 
 // maxCatchUp bounds the missed ticks a late runtime enqueues at once.
@@ -132,16 +135,42 @@ func (r *Runtime) runSchedule(s *schedule) {
 // next tick is due; then the tick is skipped.
 func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 	log := r.log.With(zap.String("schedule", s.Name), zap.Time("tick", tick))
-	r.checkSpec(s, log)
+	if !r.outage.down() { // else no read: the probe is the one attempt
+		r.checkSpec(s, log)
+	}
 	until := s.next(tick)
 	b := backoff{limit: r.cfg.MaxRedisBackoff}
+	tried := false // a failure was logged at warn
 	for {
+		// While an outage lasts, wait for the dispatcher's probe to find
+		// Redis, or for the next tick, before a try: the probe is the
+		// worker's one connection attempt per backoff.
+		if ended := r.outage.endedCh(); r.outage.down() {
+			select {
+			case <-r.baseCtx.Done():
+				return
+			case <-ended:
+			case <-time.After(time.Until(until)):
+				lvl := zap.WarnLevel
+				if s.skipped > 0 {
+					lvl = zap.DebugLevel
+				}
+				s.skipped++
+				log.Log(lvl, "periodic tick skipped: redis unreachable until the next was due")
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(r.baseCtx, r.q.Config().LeaseDuration)
+		sent := time.Now()
 		info, err := r.q.Enqueue(ctx, s.Task, store.Tick(s.Name, s.Spec, tick))
 		cancel()
 		switch {
 		case err == nil:
-			s.refused = false
+			r.redisAnswered()
+			if s.skipped > 0 {
+				log.Info("periodic ticks resumed", zap.Int("skipped", s.skipped))
+			}
+			s.refused, s.skipped = false, 0
 			log.Info("periodic task enqueued", zap.String("task_id", info.ID))
 			return
 		case errors.Is(err, queue.ErrShapeMismatch):
@@ -166,12 +195,18 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 			log.Error("periodic task not enqueued", zap.Error(err))
 			return
 		}
+		r.redisCalled(err, sent) // an outage begins, or a stale failure
 		wait := b.next()
 		if r.baseCtx.Err() != nil || !time.Now().Add(wait).Before(until) {
 			log.Warn("periodic tick skipped: not enqueued before the next was due", zap.Error(err))
 			return
 		}
-		log.Warn("periodic task not enqueued; retrying", zap.Error(err), zap.Duration("wait", wait))
+		lvl := zap.WarnLevel // once a tick
+		if tried {
+			lvl = zap.DebugLevel
+		}
+		tried = true
+		log.Log(lvl, "periodic task not enqueued; retrying", zap.Error(err), zap.Duration("wait", wait))
 		select {
 		case <-r.baseCtx.Done():
 			return

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -104,16 +105,15 @@ func dispatcherBackoff(logs *observer.ObservedLogs) time.Duration {
 	return longest
 }
 
-// Any call that Redis answers ends an outage, not only the dispatcher's
-// probe: here a task's ack, retried on its own backoff, is the worker's
-// first good call after Redis was restarted, while the dispatcher's next
-// probe is over a second away (MaxRedisBackoff 10 s). A task enqueued
-// right after that ack starts within 1 s with a PollInterval of a minute,
-// so only the wake-up path can start it: the ack ends the outage, the
-// dispatcher looks for work and the subscription comes back at once.
-// Before, only the probe, a lease call or a heartbeat ended an outage, and
-// the task waited for the next probe.
-func TestAckAfterOutageWakesWorker(t *testing.T) {
+// A task that ends during an outage holds its ack until the dispatcher's
+// probe finds Redis again (its own tries would add go-redis's dial retries
+// to the probe's one attempt), then the ack lands, and a task enqueued
+// right after the worker's first good call starts within 1 s with a
+// PollInterval of a minute, so only the wake-up path can start it: the end
+// of the outage makes the dispatcher look for work and the subscription
+// come back at once. Before, the ack retried on its own backoff during
+// the outage.
+func TestAckWaitsForProbeAfterOutage(t *testing.T) {
 	g := newRecoveryRig(t, "ack-wakes", testredis.ServerOptions{Persistent: true})
 	log, logs := observedLogger(t)
 	release := make(chan struct{})
@@ -130,7 +130,7 @@ func TestAckAfterOutageWakesWorker(t *testing.T) {
 	})
 	startRuntime(t, g.worker, mux, runtime.Config{Concurrency: 2, PollInterval: time.Minute,
 		MaxRedisBackoff: 10 * time.Second, Logger: log})
-	_, err := g.producer.Enqueue(context.Background(), queue.NewTask("held", nil))
+	held, err := g.producer.Enqueue(context.Background(), queue.NewTask("held", nil))
 	require.NoError(t, err)
 	waitFor(t, started, "the held task to start")
 
@@ -152,8 +152,14 @@ func TestAckAfterOutageWakesWorker(t *testing.T) {
 	case at := <-started:
 		t.Logf("started %v after its Enqueue", at.Sub(enqueued))
 	case <-time.After(time.Second):
-		t.Fatal("the task enqueued after the ack ended the outage waits for the dispatcher's probe")
+		t.Fatal("the task enqueued after the outage ended waits for the slow poll")
 	}
+	require.Eventually(t, func() bool {
+		tk, err := g.producer.Inspect(context.Background(), held.ID)
+		return errors.Is(err, queue.ErrTaskNotFound) || (err == nil && tk.State == queue.StateDone)
+	}, 10*time.Second, 5*time.Millisecond, "the ack held during the outage did not land")
+	require.Equal(t, 1, logs.FilterMessage("redis unavailable; retrying ack").Len(),
+		"the ack retried during the outage instead of waiting for the probe")
 }
 
 // trial makes one outage of length d (cut: the proxy closes every
@@ -248,4 +254,54 @@ func TestBlockedSubscriptionKeepsBackoff(t *testing.T) {
 	from, end := start.Add(time.Second), time.Now()
 	t.Logf("connection attempts in each second: %v", g.proxy.perSecond(start, end))
 	require.LessOrEqual(t, g.proxy.acceptedBetween(from, end), 8, "the subscription retries without backing off")
+}
+
+// TestReachableStartProbe measures, with OVERTAKE_RECOVERY_PROBE=1 (it
+// takes minutes, and asserts nothing), how long a task enqueued the moment
+// Redis is reachable again takes to start: Redis stopped for 3 s and
+// restarted on its port, the task enqueued as soon as the restarted
+// server answers the producer, trials (OVERTAKE_RECOVERY_TRIALS, default
+// 30) with the default MaxRedisBackoff (2 s: at most one connection
+// attempt a second) and with 100 ms (the start within about 100 ms, for
+// about ten attempts a second). The wait is the worker's next probe:
+// bounded by MaxRedisBackoff, whatever the wake-up path does.
+//
+//	OVERTAKE_RECOVERY_PROBE=1 scripts/with-redis.sh go test -count=1 -v -run TestReachableStartProbe ./runtime
+func TestReachableStartProbe(t *testing.T) {
+	if os.Getenv("OVERTAKE_RECOVERY_PROBE") == "" {
+		t.Skip("a measurement: set OVERTAKE_RECOVERY_PROBE=1")
+	}
+	trials := 30
+	if n, err := strconv.Atoi(os.Getenv("OVERTAKE_RECOVERY_TRIALS")); err == nil && n > 0 {
+		trials = n
+	}
+	for _, limit := range []time.Duration{0, 100 * time.Millisecond} {
+		g := newRecoveryRig(t, "reachable-probe-"+limit.String(), testredis.ServerOptions{})
+		started := make(chan time.Time, 1)
+		mux := handlers.NewMux()
+		mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error {
+			started <- time.Now()
+			return nil
+		})
+		startRuntime(t, g.worker, mux, runtime.Config{Concurrency: 4, MaxRedisBackoff: limit, Logger: zap.NewNop()})
+		var lat []time.Duration
+		for range trials {
+			require.NoError(t, g.srv.Stop())
+			<-time.After(3 * time.Second) // the outage
+			require.NoError(t, g.srv.Restart())
+			enqueued := time.Now()
+			_, err := g.producer.Enqueue(context.Background(), queue.NewTask("job", nil))
+			require.NoError(t, err)
+			select {
+			case at := <-started:
+				lat = append(lat, at.Sub(enqueued).Round(10*time.Microsecond))
+			case <-time.After(30 * time.Second):
+				t.Fatal("the task did not start")
+			}
+		}
+		t.Logf("MaxRedisBackoff %v (0: default): every trial: %v", limit, lat)
+		slices.Sort(lat)
+		t.Logf("MaxRedisBackoff %v: p50 %v, p99 %v, max %v over %d trials", limit, foPct(lat, 50), foPct(lat, 99),
+			lat[len(lat)-1], len(lat))
+	}
 }

@@ -129,6 +129,7 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	moving := false // a refusal while the queue's slot migrates was logged
 	for {
+		r.awaitRedis(bound)
 		attempt := time.Now().Add(5 * time.Second)
 		if bound.Before(attempt) {
 			attempt = bound
@@ -169,8 +170,37 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			rn.log.Warn("the queue's cluster slot is migrating; retrying "+what, zap.Error(err))
 			moving = true
 		}
+		r.retryWait(wait, bound)
+	}
+}
+
+// retryWait waits before a transition's next try: for wait, or, while an
+// outage lasts, until it ends (awaitRedis).
+func (r *Runtime) retryWait(wait time.Duration, bound time.Time) {
+	if wait == 0 || !r.awaitRedis(bound) {
 		time.Sleep(wait)
 	}
+}
+
+// awaitRedis waits, while an outage lasts and the dispatcher probes, until
+// the probe finds Redis again, but not past bound: a call made meanwhile
+// would only add connection attempts (go-redis's, up to its
+// DialerRetries each) to the probe's one. It reports whether it waited;
+// not once the dispatcher stopped (a handler that outlived Shutdown):
+// then nothing probes, and the caller tries on its own backoff.
+func (r *Runtime) awaitRedis(bound time.Time) bool {
+	ended := r.outage.endedCh() // before down(): closed if it ends after
+	if !r.outage.down() || r.dispatchCtx.Err() != nil {
+		return false
+	}
+	timer := time.NewTimer(time.Until(bound))
+	defer timer.Stop()
+	select {
+	case <-ended:
+	case <-timer.C:
+	case <-r.dispatchCtx.Done():
+	}
+	return true
 }
 
 // retryBound is when a transition that must end by deadline stops
