@@ -236,11 +236,57 @@ func (r *Runtime) rejoinRun(id string) {
 	}
 }
 
-// rejoin puts t back in the fleet's running set (the engine's Rejoin).
+// rejoin puts t back in the fleet's running set (the engine's Rejoin), in
+// the background: while Redis cannot be reached or the queue's cluster
+// slot migrates (which refuses every script until it ends) it tries again,
+// after the outage ends or on backoff, for as long as this worker runs t.
+// Out of the set, t is out of every other worker's choice of a victim.
 func (r *Runtime) rejoin(t *store.Task) {
-	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
-	defer cancel()
-	if err := r.eng.Rejoin(ctx, t); err != nil {
-		r.log.Warn("could not return a task to the fleet's running set", zap.String("task_id", t.ID), zap.Error(err))
-	}
+	r.loops.Add(1) // the dispatcher, a loop, calls it: never at zero
+	go func() {
+		defer r.loops.Done()
+		bo := backoff{limit: r.cfg.MaxRedisBackoff}
+		logged := false
+		for {
+			ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
+			sent := time.Now()
+			err := r.eng.Rejoin(ctx, t)
+			cancel()
+			stale := r.redisCalled(err, sent)
+			if err == nil || r.baseCtx.Err() != nil || !r.holds(t) {
+				if err == nil && logged {
+					r.log.Info("task back in the fleet's running set", zap.String("task_id", t.ID))
+				}
+				return
+			}
+			if !isOutage(err) && !store.SlotMoving(err) {
+				r.log.Warn("could not return a task to the fleet's running set", zap.String("task_id", t.ID), zap.Error(err))
+				return
+			}
+			if !logged {
+				logged = true
+				r.log.Warn("could not return a task to the fleet's running set yet; retrying",
+					zap.String("task_id", t.ID), zap.Error(err))
+			}
+			wait := bo.next()
+			if stale {
+				wait = 0
+			}
+			if !r.awaitRedis(time.Now().Add(r.q.Config().LeaseDuration)) {
+				select {
+				case <-r.baseCtx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+	}()
+}
+
+// holds reports whether this worker still runs t's lease.
+func (r *Runtime) holds(t *store.Task) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rn := r.runs[t.ID]
+	return rn != nil && rn.t.Token == t.Token && !rn.ending
 }
