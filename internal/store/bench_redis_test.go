@@ -37,11 +37,11 @@ func BenchmarkScriptsOnRedis(b *testing.B) {
 		for b.Loop() {
 			batch := make([]*enqWait, 4)
 			for i := range batch {
-				nt, ks, args, _, err := c.prepare(ctx, NewTask("bench", nil), []Option{Level(i % 3)})
+				w, err := c.prepare(ctx, NewTask("bench", nil), []Option{Level(i % 3)})
 				if err != nil {
 					b.Fatal(err)
 				}
-				batch[i] = &enqWait{nt: nt, keys: ks, args: args}
+				batch[i] = w
 			}
 			for _, err := range c.enqueueMany(ctx, batch) {
 				if err != nil {
