@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"runtime"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -37,11 +41,11 @@ func BenchmarkScriptsOnRedis(b *testing.B) {
 		for b.Loop() {
 			batch := make([]*enqWait, 4)
 			for i := range batch {
-				nt, ks, args, _, err := c.prepare(ctx, NewTask("bench", nil), []Option{Level(i % 3)})
+				w, err := c.prepare(ctx, NewTask("bench", nil), []Option{Level(i % 3)})
 				if err != nil {
 					b.Fatal(err)
 				}
-				batch[i] = &enqWait{nt: nt, keys: ks, args: args}
+				batch[i] = w
 			}
 			for _, err := range c.enqueueMany(ctx, batch) {
 				if err != nil {
@@ -88,6 +92,39 @@ func BenchmarkScriptsOnRedis(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric((scriptMicros(b, rdb)-before)/float64(b.N*per), "redis-µs/task")
 	})
+}
+
+// BenchmarkEnqueueOnRedis is single Enqueues from 16 goroutines on a real
+// redis-server (bench/peers' enqueue figure), one task an op, at 3
+// levels: what the client spends per task (client-µs/task: this process's
+// user and system CPU, go-redis and the network calls included) and what
+// Redis spends in the scripts (redis-µs/task). Both are CPU times, so
+// they move less with the machine's load than the throughput does.
+func BenchmarkEnqueueOnRedis(b *testing.B) {
+	c, rdb := benchRedisClient(b)
+	ctx := context.Background()
+	var level atomic.Int64
+	before, cpu := scriptMicros(b, rdb), processCPU()
+	b.SetParallelism(16 / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Enqueue(ctx, NewTask("bench", nil), Level(int(level.Add(1)%3))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu)/1e3/float64(b.N), "client-µs/task")
+	b.ReportMetric((scriptMicros(b, rdb)-before)/float64(b.N), "redis-µs/task")
+}
+
+// processCPU is the user plus system CPU time this process used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchRedisClient is a queue on a fresh real redis-server (skipped

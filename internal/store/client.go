@@ -76,8 +76,10 @@ func (c *Store) WakeChannel() string { return c.keys.wake() }
 // newID returns 16 random bytes as hex.
 func newID() string {
 	var b [16]byte
+	var h [32]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	hex.Encode(h[:], b[:])
+	return string(h[:]) // one allocation (hex.EncodeToString makes two)
 }
 
 // newToken returns a fresh random lease token.

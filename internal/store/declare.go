@@ -21,6 +21,12 @@ import (
 // declared ones. docs/design.md says more ("Keys and cluster slots").
 type scriptKeys struct {
 	lease, finish, heartbeat, checkpoint, rejoin, deadAdmin, stats, fleet, pause []string
+	// pending is every level's list p:<level>, by level; scheduledCounts
+	// is scheduled and n, the keys only a scheduled task's enqueue
+	// touches; prefix is the key prefix as a script's ARGV, boxed once.
+	// The enqueue calls are built from them (enqueueCall, batchCall).
+	pending, scheduledCounts []string
+	prefix                   any
 }
 
 // newScriptKeys returns the fixed KEYS of each script of a queue of levels
@@ -44,6 +50,10 @@ func newScriptKeys(k keys, levels int) scriptKeys {
 		stats:      slices.Concat(fix(k.counts(), k.alive(), k.paused()), lists),
 		fleet:      fix(k.alive(), k.capacity(), k.busy()),
 		pause:      fix(k.paused()),
+
+		pending:         lists,
+		scheduledCounts: fix(k.scheduled(), k.counts()),
+		prefix:          k.prefix,
 	}
 }
 

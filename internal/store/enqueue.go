@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"go.opentelemetry.io/otel/trace"
 )
 
 // enqueueScript is lua/enqueue.lua: it stores a new task record and makes
@@ -22,13 +20,12 @@ func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, 
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
-	nt, ks, args, span, err := c.prepare(ctx, t, opts)
+	w, err := c.prepare(ctx, t, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { endEnqueue(span, err) }()
-	w := &enqWait{nt: nt, keys: ks, args: args}
-	if nt.schedule != "" {
+	defer func() { endEnqueue(w.span, err) }()
+	if w.nt.schedule != "" {
 		err = c.enqueueOne(ctx, w) // a tick goes alone (enqueue_batch.lua has none)
 	} else {
 		err = c.enqs.do(ctx, w)
@@ -36,41 +33,42 @@ func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, 
 	if err != nil {
 		return nil, err
 	}
-	return nt, nil
+	return &w.nt, nil
 }
 
-// prepare validates t, applies opts to a copy, starts its producer span
-// (whose trace context goes into the copy's Headers) and builds the script
-// call. The caller ends the span once the record is written; on error no
-// span was started.
-func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []string, []any, trace.Span, error) {
+// prepare validates t, applies opts to a copy (the returned enqWait's nt),
+// starts its producer span (whose trace context goes into the copy's
+// Headers) and encodes its record. The caller ends the span once the
+// record is written; on error no span was started.
+func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*enqWait, error) {
 	if t == nil || t.Type == "" {
-		return nil, nil, nil, nil, fmt.Errorf("%w: a task needs a type", ErrInvalidTask)
+		return nil, fmt.Errorf("%w: a task needs a type", ErrInvalidTask)
 	}
-	nt := *t
+	w := &enqWait{nt: *t}
+	nt := &w.nt
 	for _, o := range opts {
-		if err := o(c, &nt); err != nil {
-			return nil, nil, nil, nil, err
+		if err := o(c, nt); err != nil {
+			return nil, err
 		}
 	}
 	if nt.MaxRetries < 0 || nt.Timeout < 0 {
-		return nil, nil, nil, nil, fmt.Errorf("%w: negative MaxRetries %d or Timeout %v",
+		return nil, fmt.Errorf("%w: negative MaxRetries %d or Timeout %v",
 			ErrInvalidTask, nt.MaxRetries, nt.Timeout)
 	}
 	if nt.Level < 0 || nt.Level >= c.cfg.Levels {
-		return nil, nil, nil, nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
+		return nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
 	}
 	if limit := c.cfg.MaxPayloadBytes; limit >= 0 && len(nt.Payload) > limit {
-		return nil, nil, nil, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), limit)
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), limit)
 	}
 	nt.clearResult = nt.ID != "" // a generated ID has no earlier result
 	if nt.ID == "" {
 		nt.ID = newID()
 	}
 	if nt.ID == anchorMember {
-		return nil, nil, nil, nil, fmt.Errorf("%w: the ID %q is reserved", ErrInvalidTask, nt.ID)
+		return nil, fmt.Errorf("%w: the ID %q is reserved", ErrInvalidTask, nt.ID)
 	}
-	_, span := c.startEnqueue(ctx, &nt)
+	_, w.span = c.startEnqueue(ctx, nt)
 	if nt.unique > 0 { // nt.Headers is startEnqueue's copy, or nil
 		if nt.Headers == nil {
 			nt.Headers = make(map[string]string, 1)
@@ -78,39 +76,71 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*Task, []s
 		nt.Headers[UniqueHeader] = uniqueDigest(nt.Type, nt.Payload)
 	}
 	now := c.now()
-	state, mode, dest := StatePending, "p", c.keys.pending(nt.Level)
-	var delay time.Duration
+	state := StatePending
 	if nt.ProcessAt.After(now) {
-		state, mode, dest, delay = StateScheduled, "s", c.keys.scheduled(), nt.ProcessAt.Sub(now)
+		state, w.delay = StateScheduled, nt.ProcessAt.Sub(now).Milliseconds()
 		c.sweep.at(nt.ProcessAt)
 	} else {
 		nt.ProcessAt = now
 	}
-	body, err := encodeBody(&nt)
+	body, err := encodeBody(nt)
 	if err != nil {
-		endEnqueue(span, err)
-		return nil, nil, nil, nil, err
-	}
-	prb := "1"
-	if nt.NotPreemptible {
-		prb = "0"
+		endEnqueue(w.span, err)
+		return nil, err
 	}
 	nt.State, nt.EnqueuedAt, nt.ReadyAt, nt.OriginalLevel, nt.AgedAt = state, now, now, nt.Level, time.Time{}
-	args := []any{c.keys.prefix, nt.ID, mode, c.scriptNow(), delay.Milliseconds(), nt.Level, prb, body}
-	ks := []string{c.keys.task(nt.ID), dest, c.keys.state(nt.ID), c.keys.counts()}
+	w.id, w.body, w.now = nt.ID, body, now.UnixMilli()
+	return w, nil
+}
+
+// enqueueCall returns the KEYS and ARGV of enqueue.lua for w: only the
+// keys the script can touch for that task, so a pending task declares
+// neither its state s:<id> nor the counts, which only a scheduled one
+// writes.
+func (c *Store) enqueueCall(w *enqWait) ([]string, []any) {
+	nt := &w.nt
+	ks := make([]string, 0, 7)
+	ks = append(ks, c.keys.task(nt.ID))
+	var mode any = "p"
+	if nt.State == StateScheduled {
+		mode = "s"
+		ks = append(ks, c.sk.scheduledCounts[0], c.keys.state(nt.ID), c.sk.scheduledCounts[1])
+	} else {
+		ks = append(ks, c.sk.pending[nt.Level])
+	}
+	args := make([]any, 0, 9)
+	args = append(args, c.sk.prefix, w.id, mode, c.nowArg(w.now), w.delay, nt.Level, preemptible(nt), w.body)
 	switch {
 	case nt.unique > 0 && nt.schedule != "":
 		ks = append(ks, c.keys.unique(nt.Headers[UniqueHeader]), c.keys.periodic(nt.schedule))
-		args = append(args, fmt.Sprintf(`{"u":%d,%s}`, nt.unique.Milliseconds(), tickArg(&nt)))
+		args = append(args, fmt.Sprintf(`{"u":%d,%s}`, nt.unique.Milliseconds(), tickArg(nt)))
 	case nt.unique > 0:
 		ks = append(ks, c.keys.unique(nt.Headers[UniqueHeader]))
 		args = append(args, fmt.Sprintf(`{"u":%d}`, nt.unique.Milliseconds()))
 	case nt.schedule != "":
 		ks = append(ks, c.keys.periodic(nt.schedule))
-		args = append(args, "{"+tickArg(&nt)+"}")
+		args = append(args, "{"+tickArg(nt)+"}")
 	}
 	if nt.clearResult {
 		ks = append(ks, c.keys.result(nt.ID))
 	}
-	return &nt, ks, args, span, nil
+	return ks, args
+}
+
+// preemptible is the scripts' ARGV of t's preemptibility: "1" or "0"
+// (an any made from a constant, which costs no allocation).
+func preemptible(t *Task) any {
+	if t.NotPreemptible {
+		return "0"
+	}
+	return "1"
+}
+
+// nowArg is the scripts' ARGV "now" of a call prepared at ms (the
+// client's clock): "" to use Redis's clock (see scriptNow).
+func (c *Store) nowArg(ms int64) any {
+	if c.serverTime {
+		return ""
+	}
+	return ms
 }

@@ -36,33 +36,34 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 	var errs []error
 	type chunk struct {
 		idx  []int
-		keys []string
-		args []any
+		call batchCall
 		cmd  *redis.Cmd
 	}
 	var chunks []*chunk
 	cur := &chunk{}
 	for i, t := range tasks {
-		nt, ks, a, span, err := c.prepare(ctx, t, opts(i))
-		if err == nil && nt.schedule != "" {
+		w, err := c.prepare(ctx, t, opts(i))
+		if err == nil && w.nt.schedule != "" {
 			err = fmt.Errorf("%w: a periodic tick is enqueued alone, not in a batch", ErrInvalidTask)
-			endEnqueue(span, err)
+			endEnqueue(w.span, err)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
 			continue
 		}
-		out[i], spans[i] = nt, span
+		out[i], spans[i] = &w.nt, w.span
 		if len(cur.idx) == 0 {
-			cur.keys, cur.args = c.batchHead(a[3])
+			cur.call = c.newBatchCall(w.now, min(len(tasks)-i, enqueueChunk))
 		}
 		cur.idx = append(cur.idx, i)
-		cur.keys, cur.args = batchTask(cur.keys, cur.args, nt, ks, a)
+		cur.call.add(c, w)
 		if len(cur.idx) == enqueueChunk {
+			cur.call.close(c)
 			chunks, cur = append(chunks, cur), &chunk{}
 		}
 	}
 	if len(cur.idx) > 0 {
+		cur.call.close(c)
 		chunks = append(chunks, cur)
 	}
 	// EVALSHA first; only the chunks that met a server without the script
@@ -80,9 +81,9 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 					continue
 				}
 				if useSha {
-					ch.cmd = enqueueManyScript.EvalSha(ctx, p, ch.keys, ch.args...)
+					ch.cmd = enqueueManyScript.EvalSha(ctx, p, ch.call.keys, ch.call.args...)
 				} else {
-					ch.cmd = enqueueManyScript.Eval(ctx, p, ch.keys, ch.args...)
+					ch.cmd = enqueueManyScript.Eval(ctx, p, ch.call.keys, ch.call.args...)
 				}
 			}
 			wait = c.waitCmd(ctx, p)
@@ -145,35 +146,57 @@ func enqueueReplies(cmd *redis.Cmd, n int) ([]any, error) {
 	return cmd.Slice()
 }
 
-// batchHead returns the keys and ARGV that open an enqueueManyScript call
-// (lua/enqueue_batch.lua): scheduled, n and every level's list; the
-// prefix, now (as the single-task script's ARGV[4]) and the number of
-// levels.
-func (c *Store) batchHead(now any) ([]string, []any) {
-	ks := make([]string, 0, 2+c.cfg.Levels)
-	ks = append(ks, c.keys.scheduled(), c.keys.counts())
-	for l := range c.cfg.Levels {
-		ks = append(ks, c.keys.pending(l))
-	}
-	return ks, []any{c.keys.prefix, now, c.cfg.Levels}
+// batchCall is one enqueueManyScript call (lua/enqueue_batch.lua) as it
+// is built: KEYS every level's list, then each task's keys, then, when a
+// task is scheduled, scheduled and n (close adds them); ARGV the prefix,
+// now and the number of levels, then eight per task.
+type batchCall struct {
+	keys  []string
+	args  []any
+	sched bool // a task is scheduled
 }
 
-// batchTask appends task nt's keys and ARGV to a batch call's, from those
-// of the single-task script that prepare built: keys t:<id>, s:<id>, the
-// lock of a unique task and res:<id> of a task whose ID was the caller's;
-// ARGV id, mode, delay, level, preemptible, body, the lock's time to live
-// and "1" when res:<id> is among the keys ("0" else).
-func batchTask(keys []string, args []any, nt *Task, ks []string, a []any) ([]string, []any) {
-	keys = append(keys, ks[0], ks[2])
-	ttl := int64(0)
+// newBatchCall opens a call for about n tasks, the first prepared at now
+// (ms, the client's clock).
+func (c *Store) newBatchCall(now int64, n int) batchCall {
+	b := batchCall{keys: make([]string, 0, len(c.sk.pending)+2*n+2), args: make([]any, 0, 3+8*n)}
+	b.keys = append(b.keys, c.sk.pending...)
+	b.args = append(b.args, c.sk.prefix, c.nowArg(now), c.cfg.Levels)
+	return b
+}
+
+// add appends w's keys and ARGV: keys t:<id>, s:<id> of a scheduled task
+// (a pending one never writes it), the lock of a unique task and res:<id>
+// of a task whose ID was the caller's; ARGV id, mode, delay, level,
+// preemptible, body, the lock's time to live and "1" when res:<id> is
+// among the keys ("0" else).
+func (b *batchCall) add(c *Store, w *enqWait) {
+	nt := &w.nt
+	b.keys = append(b.keys, c.keys.task(nt.ID))
+	var mode any = "p" // an any set from constants: no allocation
+	if nt.State == StateScheduled {
+		mode, b.sched = "s", true
+		b.keys = append(b.keys, c.keys.state(nt.ID))
+	}
+	var ttl any = 0
 	if nt.unique > 0 {
-		keys, ttl = append(keys, ks[4]), nt.unique.Milliseconds()
+		b.keys, ttl = append(b.keys, c.keys.unique(nt.Headers[UniqueHeader])), nt.unique.Milliseconds()
 	}
-	declared := "0"
+	var declared any = "0"
 	if nt.clearResult {
-		keys, declared = append(keys, ks[len(ks)-1]), "1"
+		b.keys, declared = append(b.keys, c.keys.result(nt.ID)), "1"
 	}
-	return keys, append(args, a[1], a[2], a[4], a[5], a[6], a[7], ttl, declared)
+	b.args = append(b.args, w.id, mode, w.delay, nt.Level, preemptible(nt), w.body, ttl, declared)
+}
+
+// close ends the KEYS once every task was added: scheduled and n last
+// when a task is scheduled, which only a scheduled task touches. It
+// returns the KEYS.
+func (b *batchCall) close(c *Store) []string {
+	if b.sched {
+		b.keys, b.sched = append(b.keys, c.sk.scheduledCounts...), false
+	}
+	return b.keys
 }
 
 // refused is the error of an enqueue script's reply v for task t: 0 the

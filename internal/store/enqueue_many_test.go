@@ -47,9 +47,9 @@ func TestEnqueueBatchCorruptListRefusesItsLevelOnly(t *testing.T) {
 		e.plant(e.c.keys.pending(2), "hash")
 		batch := make([]*enqWait, 0, 4)
 		for i, l := range []int{0, 2, 1, 2} {
-			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: string(rune('a' + i)), Type: "t"}}, []Option{Level(l)})
+			w, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: string(rune('a' + i)), Type: "t"}}, []Option{Level(l)})
 			require.NoError(t, err)
-			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
+			batch = append(batch, w)
 		}
 		errs := e.c.enqueueMany(e.ctx, batch)
 		require.NoError(t, errs[0])
@@ -75,9 +75,9 @@ func TestEnqueueGroupWakesEmptyLevelsOnly(t *testing.T) {
 		require.NoError(t, err)
 		batch := make([]*enqWait, 0, 3)
 		for _, l := range []int{0, 1, 2} {
-			nt, ks, args, _, err := e.c.prepare(e.ctx, NewTask("t", nil), []Option{Level(l)})
+			w, err := e.c.prepare(e.ctx, NewTask("t", nil), []Option{Level(l)})
 			require.NoError(t, err)
-			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
+			batch = append(batch, w)
 		}
 		for _, err := range e.c.enqueueMany(e.ctx, batch) {
 			require.NoError(t, err)
@@ -130,9 +130,9 @@ func TestEnqueueBatchCorruptListOneByOne(t *testing.T) {
 			id    string
 			level int
 		}{{"a", 2}, {"exists", 2}, {"c", 1}} {
-			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: tc.id, Type: "t"}}, []Option{Level(tc.level)})
+			w, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: tc.id, Type: "t"}}, []Option{Level(tc.level)})
 			require.NoError(t, err)
-			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
+			batch = append(batch, w)
 		}
 		errs := e.c.enqueueMany(e.ctx, batch)
 		requireCorrupt(t, errs[0], e.c.keys.pending(2))
@@ -154,9 +154,9 @@ func TestEnqueueGroupMixedPendingAndDelayed(t *testing.T) {
 			id   string
 			opts []Option
 		}{{"a", []Option{Level(1)}}, {"s", []Option{Level(2), ProcessIn(time.Minute)}}, {"b", []Option{Level(0)}}} {
-			nt, ks, args, _, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: o.id, Type: "t"}}, o.opts)
+			w, err := e.c.prepare(e.ctx, &Task{Info: Info{ID: o.id, Type: "t"}}, o.opts)
 			require.NoError(t, err)
-			batch = append(batch, &enqWait{nt: nt, keys: ks, args: args})
+			batch = append(batch, w)
 		}
 		for _, err := range e.c.enqueueMany(e.ctx, batch) {
 			require.NoError(t, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Concurrent Enqueue calls share script calls (groupCommit): a lone call
@@ -18,11 +20,16 @@ const (
 	maxEnqueueBatch = 256
 )
 
-// enqWait is one Enqueue waiting for its grouped call.
+// enqWait is one Enqueue waiting for its grouped call: the task prepare
+// made and what its script call needs, which enqueueCall (the single-task
+// script) or batchCall.add (a share of a grouped call) turns into KEYS and
+// ARGV only once the call is known.
 type enqWait struct {
-	nt   *Task
-	keys []string // the single-task script's keys
-	args []any    // the single-task script's ARGV
+	nt       Task       // the task as stored, returned to the caller
+	span     trace.Span // its producer span
+	id, body any        // nt.ID and the record's body, each boxed once for the ARGV
+	now      int64      // the client's clock at prepare, ms (the scripts' now)
+	delay    int64      // ms until due, for a scheduled task
 }
 
 // enqueueGroup stores a batch of enqueues: alone with the single-task
@@ -36,12 +43,13 @@ func (c *Store) enqueueGroup(ctx context.Context, batch []*enqWait) []error {
 
 // enqueueOne stores one task with the single-task script.
 func (c *Store) enqueueOne(ctx context.Context, w *enqWait) error {
-	n, err := c.run(ctx, enqueueScript, w.keys, w.args...).Int()
+	ks, args := c.enqueueCall(w)
+	n, err := c.run(ctx, enqueueScript, ks, args...).Int()
 	if err != nil {
 		return wrapf(scriptErr(err), "enqueue %s", w.nt.ID)
 	}
 	if n != 1 {
-		return refused(int64(n), w.nt)
+		return refused(int64(n), &w.nt)
 	}
 	return nil
 }
@@ -49,12 +57,12 @@ func (c *Store) enqueueOne(ctx context.Context, w *enqWait) error {
 // enqueueMany stores a batch with one enqueueManyScript call and returns
 // each task's error.
 func (c *Store) enqueueMany(ctx context.Context, batch []*enqWait) []error {
-	keys, args := c.batchHead(batch[0].args[3])
+	call := c.newBatchCall(batch[0].now, len(batch))
 	for _, w := range batch {
-		keys, args = batchTask(keys, args, w.nt, w.keys, w.args)
+		call.add(c, w)
 	}
 	errs := make([]error, len(batch))
-	cmd := c.run(ctx, enqueueManyScript, keys, args...)
+	cmd := c.run(ctx, enqueueManyScript, call.close(c), call.args...)
 	var unconfirmed error // stored on the primary, not confirmed (Config.WaitReplicas)
 	if errors.Is(cmd.Err(), ErrNotReplicated) {
 		unconfirmed = cmd.Err()
@@ -71,7 +79,7 @@ func (c *Store) enqueueMany(ctx context.Context, batch []*enqWait) []error {
 			switch v := res[i].(type) {
 			case int64:
 				if v != 1 {
-					errs[i] = refused(v, w.nt)
+					errs[i] = refused(v, &w.nt)
 				} else if unconfirmed != nil {
 					errs[i] = wrapf(unconfirmed, "enqueue %s", w.nt.ID)
 				}

@@ -28,12 +28,14 @@
 --
 -- KEYS[1]  the task's record t:<id> (STRING)
 -- KEYS[2]  its level's list p:<level> (LIST, pending) or scheduled (ZSET)
--- KEYS[3]  its state s:<id> (STRING, written when scheduled)
--- KEYS[4]  the counts n (HASH, scheduled)
--- KEYS[5]  with "u": the lock u:<digest> (STRING); then, with "k", the
---          schedule's last tick periodic:<name> (STRING, "<ms>|<spec>");
---          then, last, when the ID was the caller's: its result res:<id>
---          (STRING, deleted)
+-- KEYS[3]  scheduled only: its state s:<id> (STRING, written)
+-- KEYS[4]  scheduled only: the counts n (HASH)
+-- KEYS[o]  o = 3 (pending) or 5 (scheduled): with "u", the lock
+--          u:<digest> (STRING); then, with "k", the schedule's last tick
+--          periodic:<name> (STRING, "<ms>|<spec>"); then, last, when the
+--          ID was the caller's: its result res:<id> (STRING, deleted).
+--          A pending task declares no s:<id> and no n: it touches
+--          neither.
 -- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  id
 -- ARGV[3]  "p" pending | "s" scheduled
@@ -51,7 +53,8 @@
 -- error reply (CORRUPT ...) when a key holds another type.
 --
 -- Keys it touches. Declared in KEYS: t:<id>, p:<level> or scheduled,
--- s:<id>, n, res:<id>, u:<digest>, periodic:<name>. Not a key: the channel wake.
+-- s:<id> and n (scheduled), res:<id>, u:<digest>, periodic:<name>. Not a
+-- key: the channel wake.
 
 local now = tonumber(ARGV[4])
 if not now then
@@ -61,10 +64,12 @@ end
 local opt = ARGV[9] and ARGV[9] ~= '' and cjson.decode(ARGV[9]) or nil
 -- lock and tickKey are the keys of the options set, nil for the others.
 -- (One local a line: miniredis's Lua mixes up locals assigned together.)
-local lock = opt and opt.u and KEYS[5]
+local scheduled = ARGV[3] ~= 'p'
+local o = scheduled and 5 or 3 -- the first key after the task's own
+local lock = opt and opt.u and KEYS[o]
 local tick = opt and opt.k
-local tickKey = tick and KEYS[lock and 6 or 5]
-local resKey = KEYS[5 + (lock and 1 or 0) + (tick and 1 or 0)] -- nil: a generated ID
+local tickKey = tick and KEYS[lock and o + 1 or o]
+local resKey = KEYS[o + (lock and 1 or 0) + (tick and 1 or 0)] -- nil: a generated ID
 if tick then
   local ok, last = pcall(redis.call, 'GET', tickKey)
   if not ok then return redis.error_reply('CORRUPT ' .. tickKey .. ' is not a string') end
@@ -77,7 +82,6 @@ local function decided(r)
   return r
 end
 local P, id, lvl = ARGV[1], ARGV[2], ARGV[6]
-local scheduled = ARGV[3] ~= 'p'
 if scheduled then
   for _, kt in ipairs({{KEYS[2], 'zset'}, {KEYS[4], 'hash'}}) do
     local t = redis.call('TYPE', kt[1])

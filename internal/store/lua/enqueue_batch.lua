@@ -8,12 +8,13 @@
 -- res:<id>, the result an earlier task with the same ID left (as
 -- enqueue.lua does), with one DEL of them all; a generated ID is new.
 --
--- KEYS[1]  scheduled (ZSET)
--- KEYS[2]  the counts n (HASH)
--- KEYS[3..] the pending lists p:0 .. p:<L-1> (LISTs, L = ARGV[3]), then
---          per task, in order: its record t:<id> and state s:<id>
---          (STRINGs), for a unique task its lock u:<digest> (STRING), and
---          when its ID was the caller's its result res:<id> (STRING)
+-- KEYS[1..] the pending lists p:0 .. p:<L-1> (LISTs, L = ARGV[3]), then
+--          per task, in order: its record t:<id> (STRING), for a
+--          scheduled task its state s:<id> (STRING), for a unique task
+--          its lock u:<digest> (STRING), and when its ID was the caller's
+--          its result res:<id> (STRING); then, last, only when a task is
+--          scheduled: scheduled (ZSET) and the counts n (HASH). A key no
+--          task of the call can touch is not declared.
 -- ARGV[1]  the key prefix (for the channel wake)
 -- ARGV[2]  now in ms, or "" for Redis's clock
 -- ARGV[3]  L, the number of levels
@@ -27,8 +28,8 @@
 -- uniqueness lock, or a CORRUPT message (nothing of that task stored).
 -- enqueueReplies (enqueue_batch.go) reads either.
 --
--- Keys it touches. Declared in KEYS: scheduled, n, p:<level>, t:<id>,
--- s:<id>, res:<id>, u:<digest>. Not a key: the channel wake.
+-- Keys it touches. Declared in KEYS: p:<level>, t:<id>, s:<id>, res:<id>,
+-- u:<digest>, scheduled, n. Not a key: the channel wake.
 
 local now = tonumber(ARGV[2])
 if not now then
@@ -39,17 +40,21 @@ local nows = tostring(now) -- once, not per task
 local L = tonumber(ARGV[3])
 local W = 8 -- arguments per task
 local n = (#ARGV - 3) / W
--- Each task's keys: rec[i], st[i], when unique lock[i], and when its ID
--- was the caller's rs[i].
+-- Each task's keys: rec[i], when scheduled st[i], when unique lock[i],
+-- and when its ID was the caller's rs[i]; sched and cnt (scheduled and n)
+-- follow them when a task is scheduled.
 local rec, st, rs, lock, unique = {}, {}, {}, {}, false
-local k = 3 + L
+local k = 1 + L
 for i = 1, n do
   local b = 3 + W * (i - 1)
-  rec[i], st[i], k = KEYS[k], KEYS[k + 1], k + 2
+  rec[i], k = KEYS[k], k + 1
+  if ARGV[b + 2] ~= 'p' then st[i], k = KEYS[k], k + 1 end
   if ARGV[b + 7] ~= '0' then lock[i], k, unique = KEYS[k], k + 1, true end
   if ARGV[b + 8] == '1' then rs[i], k = KEYS[k], k + 1 end
 end
-local function plist(lvl) return KEYS[3 + tonumber(lvl)] end
+local sched = KEYS[k]
+local cnt = KEYS[k + 1]
+local function plist(lvl) return KEYS[1 + tonumber(lvl)] end
 local function wrong(key, want)
   local t = redis.call('TYPE', key)
   if type(t) == 'table' then t = t.ok end
@@ -117,7 +122,7 @@ byl, order = {}, {}
 for i = 1, n do
   local b = 3 + W * (i - 1)
   local id, mode, delay, lvl, prb, body = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
-  local bad = mode == 's' and (wrong(KEYS[1], 'zset') or wrong(KEYS[2], 'hash'))
+  local bad = mode == 's' and (wrong(sched, 'zset') or wrong(cnt, 'hash'))
   local wait = mode == 's' and tonumber(delay) or 0
   if bad then
     res[i] = bad
@@ -136,9 +141,9 @@ for i = 1, n do
     res[i] = 1
     local due = now + wait
     redis.call('SET', st[i], cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
-    redis.call('ZADD', KEYS[1], due, id)
-    redis.call('HINCRBY', KEYS[2], 's' .. lvl, 1)
-    local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+    redis.call('ZADD', sched, due, id)
+    redis.call('HINCRBY', cnt, 's' .. lvl, 1)
+    local first = redis.call('ZRANGE', sched, 0, 0)
     if first[1] == id then redis.call('PUBLISH', ARGV[1] .. 'wake', 's') end
   end
 end
