@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -10,10 +11,15 @@ import (
 // defaultPropagator is W3C TraceContext plus W3C Baggage. It is ours, not
 // the otel global, so other libraries cannot change what lands in a task
 // record.
-var defaultPropagator propagation.TextMapPropagator = propagation.NewCompositeTextMapPropagator(
+var defaultPropagator propagation.TextMapPropagator = &defaultProp{propagation.NewCompositeTextMapPropagator(
 	propagation.TraceContext{},
 	propagation.Baggage{},
-)
+)}
+
+// defaultProp wraps the default propagator in a pointer, which an
+// interface comparison can tell from any other (the composite holds a
+// slice: comparing two of them would panic).
+type defaultProp struct{ propagation.TextMapPropagator }
 
 // DefaultPropagator returns the propagator used when none is given: W3C
 // TraceContext plus W3C Baggage.
@@ -43,6 +49,10 @@ func (p Propagator) get() propagation.TextMapPropagator {
 // new map is allocated and returned, so call it as
 // t.Headers = p.Inject(ctx, t.Headers).
 func (p Propagator) Inject(ctx context.Context, headers map[string]string) map[string]string {
+	if p.get() == defaultPropagator && !trace.SpanContextFromContext(ctx).IsValid() && baggage.FromContext(ctx).Len() == 0 {
+		// The default propagator would write nothing: no map for it.
+		return headers
+	}
 	carrier := propagation.MapCarrier(headers)
 	if carrier == nil {
 		carrier = propagation.MapCarrier{}

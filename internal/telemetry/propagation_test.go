@@ -54,10 +54,29 @@ func TestInjectKeepsExistingHeaders(t *testing.T) {
 	}
 }
 
+// Nothing to write costs no map: one allocation per Enqueue before.
+func TestInjectNothingAllocatesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = Inject(context.Background(), nil) }); n != 0 {
+		t.Errorf("Inject without span or baggage allocates %v times", n)
+	}
+}
+
 func TestInjectWithoutSpan(t *testing.T) {
 	t.Parallel()
 	if h := Inject(context.Background(), nil); h != nil {
 		t.Errorf("Inject without span = %v, want nil", h)
+	}
+	// Baggage alone is still written.
+	m, err := baggage.NewMember("tenant", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := baggage.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := Inject(baggage.ContextWithBaggage(context.Background(), b), nil); h["baggage"] != "tenant=acme" {
+		t.Errorf("Inject with baggage only = %v", h)
 	}
 	if sc := SpanContextFromHeaders(nil); sc.IsValid() {
 		t.Errorf("SpanContextFromHeaders(nil) valid: %v", sc)
