@@ -136,7 +136,7 @@ func TestMigrateSlot(t *testing.T) {
 				}
 			}
 		}()
-		<-first // the reads overlap the migration
+		<-first     // the reads overlap the migration
 		go func() { // writes new keys of the slot: no BUSYKEY may follow
 			defer wg.Done()
 			for {
