@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
@@ -134,19 +133,7 @@ func TestOutageConnectionRate(t *testing.T) {
 			end := time.Now()
 			g.proxy.setCut(false)
 
-			perSecond := g.proxy.perSecond(start, end)
-			t.Logf("connection attempts in each second of the outage: %v", perSecond)
-			from := start.Add(3 * time.Second)
-			limit := int(end.Sub(from).Seconds() + 0.5) // one a second
-			require.LessOrEqual(t, g.proxy.acceptedBetween(from, end), limit,
-				"connection attempts from the fourth second of the outage on: %v a second", perSecond[3:])
-			lines := 0
-			for _, e := range logs.All() {
-				if e.Level >= zapcore.WarnLevel && !e.Time.Before(from) && e.Time.Before(end) {
-					lines++
-				}
-			}
-			require.LessOrEqual(t, lines, limit, "warnings logged from the fourth second of the outage on")
+			requireOutagePace(t, start, end, g.proxy.perSecond(start, end), logs)
 
 			_, err := g.producer.Enqueue(context.Background(), queue.NewTask("job", nil))
 			require.NoError(t, err)

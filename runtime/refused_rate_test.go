@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testredis"
@@ -97,21 +98,8 @@ func TestOutageRefusedConnectionRate(t *testing.T) {
 	close(release)
 	<-time.After(outage - time.Second) // the length of the outage is what is measured
 	end := time.Now()
-	perSecond := dc.perSecond(start, end)
-	t.Logf("connection attempts in each second of the outage: %v", perSecond)
 	require.NoError(t, srv.Restart())
-
-	from := start.Add(3 * time.Second)
-	limit := int(end.Sub(from).Seconds() + 0.5) // one a second
-	require.LessOrEqual(t, sum(perSecond[3:]), limit,
-		"connection attempts from the fourth second of the outage on: %v a second", perSecond[3:])
-	lines := 0
-	for _, e := range logs.All() {
-		if e.Level >= zapcore.WarnLevel && !e.Time.Before(from) && e.Time.Before(end) {
-			lines++
-		}
-	}
-	require.LessOrEqual(t, lines, limit, "warnings logged from the fourth second of the outage on")
+	requireOutagePace(t, start, end, dc.perSecond(start, end), logs)
 
 	require.Eventually(t, func() bool {
 		tk, err := producer.Inspect(context.Background(), held.ID)
@@ -122,10 +110,25 @@ func TestOutageRefusedConnectionRate(t *testing.T) {
 	require.Equal(t, job.ID, waitFor(t, started, "a task after the outage"))
 }
 
-func sum(xs []int) int {
-	n := 0
-	for _, x := range xs {
-		n += x
+// requireOutagePace asserts, for an outage from start to end, at most one
+// connection attempt a second from its fourth second on (perSecond: the
+// attempts in each second from start), and no more warnings logged then.
+func requireOutagePace(t *testing.T, start, end time.Time, perSecond []int, logs *observer.ObservedLogs) {
+	t.Helper()
+	t.Logf("connection attempts in each second of the outage: %v", perSecond)
+	from := start.Add(3 * time.Second)
+	limit := int(end.Sub(from).Seconds() + 0.5) // one a second
+	attempts := 0
+	for _, n := range perSecond[3:] {
+		attempts += n
 	}
-	return n
+	require.LessOrEqual(t, attempts, limit,
+		"connection attempts from the fourth second of the outage on: %v a second", perSecond[3:])
+	lines := 0
+	for _, e := range logs.All() {
+		if e.Level >= zapcore.WarnLevel && !e.Time.Before(from) && e.Time.Before(end) {
+			lines++
+		}
+	}
+	require.LessOrEqual(t, lines, limit, "warnings logged from the fourth second of the outage on")
 }
