@@ -310,3 +310,19 @@ func (p *foProbe) slow(from time.Time, d time.Duration) string {
 	}
 	return b.String()
 }
+
+// slowCount counts the probes enqueued after from that took over d to
+// start, and returns when the last of them was enqueued.
+func (p *foProbe) slowCount(from time.Time, d time.Duration) (n int, last time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, at := range p.enqueued {
+		if s, ok := p.started[id]; ok && at.After(from) && s.Sub(at) > d {
+			n++
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	return n, last
+}

@@ -226,3 +226,59 @@ func foPct(sorted []time.Duration, p int) time.Duration {
 	}
 	return sorted[(len(sorted)-1)*p/100].Round(100 * time.Microsecond)
 }
+
+// TestStalledPrimaryWakeProbe measures, with OVERTAKE_STALL_PROBE=1 (it
+// asserts nothing), a failover whose old primary survives: the primary
+// stalls (DEBUG SLEEP 4) until the sentinels promote its replica, then
+// answers again, a primary still, until the sentinels make it a replica
+// (some 10 s later, with CLIENT KILL TYPE pubsub). A runtime with the
+// default settings on a FailoverClient follows the new primary with its
+// commands, but its wake-up subscription stays on the old one: go-redis
+// closes a FailoverClient's command connections to the old primary on
+// +switch-master, not its Pub/Sub connections. Until the sentinels' CLIENT
+// KILL ends that subscription, tasks start only at the runtime's poll
+// (PollInterval, 10 s). It logs the start latency of the tasks a foProbe
+// enqueues in the 12 s after the stall.
+//
+//	OVERTAKE_STALL_PROBE=1 scripts/with-redis.sh go test -count=1 -v -run TestStalledPrimaryWakeProbe ./runtime
+func TestStalledPrimaryWakeProbe(t *testing.T) {
+	if os.Getenv("OVERTAKE_STALL_PROBE") == "" {
+		t.Skip("a measurement: set OVERTAKE_STALL_PROBE=1")
+	}
+	s := testredis.StartSentinel(t, sentinelproc.Options{Args: []string{"--enable-debug-command", "yes"}})
+	newQueue := func() *queue.Client {
+		q, err := queue.New(foClient(t, s), queue.Config{Namespace: "stall"})
+		require.NoError(t, err)
+		return q
+	}
+	probe := newFoProbe(newQueue())
+	mux := handlers.NewMux()
+	mux.HandleFunc("probe", probe.handle)
+	startRuntime(t, newQueue(), mux, runtime.Config{Concurrency: 4,
+		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old, err := s.Primary(ctx)
+	require.NoError(t, err)
+	slept := make(chan error, 1)
+	go func() {
+		c := redis.NewClient(&redis.Options{Addr: old, ReadTimeout: 10 * time.Second})
+		defer c.Close()
+		slept <- c.Do(ctx, "DEBUG", "SLEEP", "4").Err()
+	}()
+	primary, promoted, err := s.WaitFailover(ctx, old)
+	require.NoError(t, err)
+	require.NoError(t, <-slept)
+	awake := time.Now()
+	pctx, stop := context.WithTimeout(ctx, 12*time.Second)
+	defer stop()
+	probe.run(pctx, time.Hour)
+	require.Eventually(t, func() bool { return len(probe.notStarted()) == 0 }, 20*time.Second, 50*time.Millisecond)
+	lat := probe.latencies(awake)
+	t.Logf("%s stalled; %s promoted; %s awake %v after the promotion", old, primary, old,
+		awake.Sub(promoted).Round(time.Millisecond))
+	t.Logf("start latency of %d tasks enqueued after that: p50 %v, p99 %v, max %v", len(lat), foPct(lat, 50),
+		foPct(lat, 99), foPct(lat, 100))
+	n, last := probe.slowCount(awake, 10*time.Millisecond)
+	t.Logf("%d of them took over 10 ms, the last enqueued %v after the promotion", n, last.Sub(promoted).Round(time.Millisecond))
+}
