@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -177,4 +179,150 @@ func foLatencies(p *foProducer, l *foLedger, after time.Time) []time.Duration {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// foProbe measures the wake-up path through the failover apart from the
+// producer's backlog: it enqueues a task every 25 to 50 ms on a queue of
+// its own, which a runtime of its own (one FailoverClient, the default
+// settings) runs, so no backlog ever holds a probe's slot. A probe's
+// latency is its first start minus the return of its Enqueue.
+type foProbe struct {
+	q     *queue.Client
+	first chan struct{} // closed at the first start
+
+	mu       sync.Mutex
+	enqueued map[string]time.Time // Enqueue returned nil, when
+	started  map[string]time.Time // first start
+	failures int                  // Enqueue calls that failed (not retried)
+}
+
+func newFoProbe(q *queue.Client) *foProbe {
+	return &foProbe{q: q, first: make(chan struct{}), enqueued: map[string]time.Time{}, started: map[string]time.Time{}}
+}
+
+// handle is the probe runtime's handler: it records the start.
+func (p *foProbe) handle(_ context.Context, tk *queue.TaskInfo) error {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.started[tk.ID]; !ok {
+		if len(p.started) == 0 {
+			close(p.first)
+		}
+		p.started[tk.ID] = now
+	}
+	return nil
+}
+
+// run enqueues probes until ctx ends or until after has passed since the
+// first probe started. A failed Enqueue is not retried: the next probe
+// comes 25 to 50 ms later.
+func (p *foProbe) run(ctx context.Context, after time.Duration) {
+	var stop time.Time
+	for i := 0; ctx.Err() == nil; i++ {
+		if stop.IsZero() {
+			select {
+			case <-p.first:
+				stop = time.Now().Add(after)
+			default:
+			}
+		}
+		if !stop.IsZero() && time.Now().After(stop) {
+			return
+		}
+		id := fmt.Sprintf("probe-%d", i)
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := p.q.Enqueue(cctx, queue.NewTask("probe", nil), queue.ID(id))
+		cancel()
+		at := time.Now()
+		p.mu.Lock()
+		if err == nil {
+			p.enqueued[id] = at
+		} else {
+			p.failures++
+		}
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(25*time.Millisecond + rand.N(25*time.Millisecond)): // the probes' pace
+		}
+	}
+}
+
+// notStarted returns the probes enqueued that have not started.
+func (p *foProbe) notStarted() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for id := range p.enqueued {
+		if _, ok := p.started[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// latencies returns the start latency of the probes enqueued after t,
+// sorted.
+func (p *foProbe) latencies(after time.Time) []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []time.Duration
+	for id, at := range p.enqueued {
+		if s, ok := p.started[id]; ok && at.After(after) {
+			out = append(out, max(s.Sub(at), 0))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// firstStart returns the earliest start of a probe.
+func (p *foProbe) firstStart() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var first time.Time
+	for _, s := range p.started {
+		if first.IsZero() || s.Before(first) {
+			first = s
+		}
+	}
+	return first
+}
+
+// slow describes the probes that took over d to start: when each was
+// enqueued after from, and its latency.
+func (p *foProbe) slow(from time.Time, d time.Duration) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	type probe struct{ at, lat time.Duration }
+	var out []probe
+	for id, at := range p.enqueued {
+		if s, ok := p.started[id]; ok && s.Sub(at) > d {
+			out = append(out, probe{at.Sub(from), s.Sub(at)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].at < out[j].at })
+	var b strings.Builder
+	for _, o := range out {
+		fmt.Fprintf(&b, " %v:%v", o.at.Round(time.Millisecond), o.lat.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+// slowCount counts the probes enqueued after from that took over d to
+// start, and returns when the last of them was enqueued.
+func (p *foProbe) slowCount(from time.Time, d time.Duration) (n int, last time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, at := range p.enqueued {
+		if s, ok := p.started[id]; ok && at.After(from) && s.Sub(at) > d {
+			n++
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	return n, last
 }
