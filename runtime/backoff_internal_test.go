@@ -37,3 +37,30 @@ func TestBackoffJitter(t *testing.T) {
 		t.Fatalf("%d distinct waits at the limit out of 100, want them spread", len(seen))
 	}
 }
+
+// In an outage's first fastProbe the dispatcher's waits stay under
+// fastCap (a restart or a failover of a few seconds is noticed within
+// about that); after it they are drawn at the limit: with the default
+// 2 s, at least a second apart.
+func TestBackoffOutagePhases(t *testing.T) {
+	b := backoff{limit: 2 * time.Second}
+	for i := range 40 {
+		if w := b.nextIn(time.Duration(i) * 60 * time.Millisecond); w > fastCap || w <= 0 {
+			t.Fatalf("wait %d in the first %v: %v, want at most %v", i, fastProbe, w, fastCap)
+		}
+	}
+	for range 20 {
+		if w := b.nextIn(fastProbe); w < time.Second || w > 2*time.Second {
+			t.Fatalf("wait after %v: %v, want between 1s and 2s", fastProbe, w)
+		}
+	}
+	small := backoff{limit: 30 * time.Millisecond}
+	if w := small.nextIn(0); w > 30*time.Millisecond {
+		t.Fatalf("a limit under fastCap: %v", w)
+	}
+	for range 5 {
+		if w := small.nextIn(0); w > 30*time.Millisecond {
+			t.Fatalf("a limit under fastCap: %v", w)
+		}
+	}
+}

@@ -37,6 +37,7 @@ func (r *Runtime) dispatch() {
 	defer r.stopCarrying()
 	defer r.leaseWG.Wait() // the calls in flight launch their tasks first
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
+	warned := false // "redis unavailable" was said at warn since the last success
 	// notBefore: after a failed call no other goes before it, unless Redis
 	// answered meanwhile (lookNow). While an outage lasts (outage.go) the
 	// call is a probe.
@@ -138,6 +139,14 @@ func (r *Runtime) dispatch() {
 		case err != nil:
 			r.redisFailed(err) // (a lease call or probe did already)
 			wait = bo.next()
+			lvl := zap.WarnLevel
+			if r.outage.down() {
+				elapsed := r.outage.elapsed()
+				wait = bo.nextIn(elapsed)
+				if elapsed < fastProbe && warned {
+					lvl = zap.DebugLevel // the quick tries of an outage's first seconds: said once
+				}
+			}
 			notBefore = time.Now().Add(wait)
 			switch {
 			case errors.Is(err, queue.ErrShapeMismatch):
@@ -155,10 +164,12 @@ func (r *Runtime) dispatch() {
 				// Redis answers, refusing every call until the slot has moved.
 				r.log.Warn("the queue's cluster slot is migrating; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			default:
-				r.log.Warn("redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
+				r.log.Log(lvl, "redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
+				warned = true
 			}
 		case answered:
 			bo.reset() // only a success does: a call just sent may yet fail
+			warned = false
 			notBefore = time.Time{}
 		case !ready:
 			wait = min(wait, max(time.Until(notBefore), time.Millisecond))

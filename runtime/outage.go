@@ -67,6 +67,17 @@ func (o *redisOutage) end() (time.Duration, bool) {
 	return time.Since(o.since), true
 }
 
+// elapsed returns how long the current outage has lasted, 0 if none
+// lasts.
+func (o *redisOutage) elapsed() time.Duration {
+	if !o.active.Load() {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return time.Since(o.since)
+}
+
 // down reports whether an outage lasts.
 func (o *redisOutage) down() bool { return o.active.Load() }
 

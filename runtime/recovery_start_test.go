@@ -260,8 +260,8 @@ func TestBlockedSubscriptionKeepsBackoff(t *testing.T) {
 // takes minutes, and asserts nothing), how long a task enqueued the moment
 // Redis is reachable again takes to start: Redis stopped for 3 s and
 // restarted on its port, the task enqueued as soon as the restarted
-// server answers the producer, trials (OVERTAKE_RECOVERY_TRIALS, default
-// 30) with the default MaxRedisBackoff (2 s: at most one connection
+// server answers the producer (OVERTAKE_RECOVERY_OUTAGE sets the 3 s),
+// trials (OVERTAKE_RECOVERY_TRIALS, default 30) with the default MaxRedisBackoff (2 s: at most one connection
 // attempt a second) and with 100 ms (the start within about 100 ms, for
 // about ten attempts a second). The wait is the worker's next probe:
 // bounded by MaxRedisBackoff, whatever the wake-up path does.
@@ -275,6 +275,10 @@ func TestReachableStartProbe(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("OVERTAKE_RECOVERY_TRIALS")); err == nil && n > 0 {
 		trials = n
 	}
+	outage := 3 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("OVERTAKE_RECOVERY_OUTAGE")); err == nil && d > 0 {
+		outage = d
+	}
 	for _, limit := range []time.Duration{0, 100 * time.Millisecond} {
 		g := newRecoveryRig(t, "reachable-probe-"+limit.String(), testredis.ServerOptions{})
 		started := make(chan time.Time, 1)
@@ -287,7 +291,7 @@ func TestReachableStartProbe(t *testing.T) {
 		var lat []time.Duration
 		for range trials {
 			require.NoError(t, g.srv.Stop())
-			<-time.After(3 * time.Second) // the outage
+			<-time.After(outage)
 			require.NoError(t, g.srv.Restart())
 			enqueued := time.Now()
 			_, err := g.producer.Enqueue(context.Background(), queue.NewTask("job", nil))
@@ -301,7 +305,7 @@ func TestReachableStartProbe(t *testing.T) {
 		}
 		t.Logf("MaxRedisBackoff %v (0: default): every trial: %v", limit, lat)
 		slices.Sort(lat)
-		t.Logf("MaxRedisBackoff %v: p50 %v, p99 %v, max %v over %d trials", limit, foPct(lat, 50), foPct(lat, 99),
-			lat[len(lat)-1], len(lat))
+		t.Logf("outage %v, MaxRedisBackoff %v: p50 %v, p99 %v, max %v over %d trials", outage, limit, foPct(lat, 50),
+			foPct(lat, 99), lat[len(lat)-1], len(lat))
 	}
 }
