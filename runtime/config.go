@@ -115,8 +115,10 @@ type Config struct {
 	// together (the dispatcher's probe: one dial and a PING, whatever
 	// go-redis's MaxRetries and DialerRetries; with a *redis.Client,
 	// standalone or Sentinel), and looks for work as soon as one succeeds.
-	// So the cap is also how long a worker may take to notice that Redis
-	// is back: 2 s keeps a fleet to under one attempt a second per worker
+	// For the first 2.5 s of an outage (a restart, a failover, a blip)
+	// the waits stay under 100 ms; after that they are drawn at the cap,
+	// which is then how long a worker may take to notice that Redis is
+	// back: 2 s keeps a fleet to under one attempt a second per worker
 	// against a Redis that is loading its data; 100 ms resumes within
 	// about 100 ms for about ten attempts a second.
 	MaxRedisBackoff time.Duration
