@@ -18,7 +18,7 @@ const maxIdleCommandsPerSecond = 2.0
 // An idle worker's Redis cost, from counts on a real redis-server rather
 // than timing: the commands of one idle poll (a lease call that finds
 // nothing), of one heartbeat and of one health check of the wake-up
-// subscription (a PING), each at its default interval. It fails if the
+// subscription (a PUBLISH to itself), each at its default interval. It fails if the
 // scripts grow or the defaults shrink past the target.
 func TestIdleCostGuard(t *testing.T) {
 	srv := testredis.StartServer(t, testredis.ServerOptions{})
@@ -58,13 +58,18 @@ func TestIdleCostGuard(t *testing.T) {
 			TTL: 2*cfg.HeartbeatInterval + 500e6})
 		require.NoError(t, err)
 	})
-	sub := rdb.Subscribe(ctx, store.Of(q).WakeChannel())
+	checkCh := store.Of(q).CheckChannel(cfg.WorkerID)
+	sub := rdb.Subscribe(ctx, store.Of(q).WakeChannel(), checkCh)
 	defer sub.Close()
-	_, err = sub.Receive(ctx)
-	require.NoError(t, err)
+	for range 2 {
+		_, err = sub.Receive(ctx)
+		require.NoError(t, err)
+	}
 	ping := count(func() {
-		require.NoError(t, sub.Ping(ctx))
-		_, err := sub.Receive(ctx) // the PONG: the PING has run
+		n, err := rdb.Publish(ctx, checkCh, "check").Result()
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		_, err = sub.Receive(ctx) // the message: the publish has run
 		require.NoError(t, err)
 	})
 	rate := float64(poll)/cfg.PollInterval.Seconds() + float64(beat)/cfg.HeartbeatInterval.Seconds() +

@@ -229,7 +229,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.redisFailed(err) // the dispatcher probes before it leases
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
-	sub := r.eng.Redis().Subscribe(r.baseCtx, r.eng.WakeChannel())
+	sub := r.eng.Redis().Subscribe(r.baseCtx, r.eng.WakeChannel(), r.eng.CheckChannel(r.cfg.WorkerID))
 	// Wait for the subscription to be confirmed, so no announcement made
 	// after Start returns is missed.
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -20,10 +20,14 @@ import (
 // It keeps the subscription itself, where go-redis's channel would
 // reconnect every 100 ms whatever the outage: after a failure it waits for
 // its backoff and for any outage to end (the dispatcher's probe), then
-// makes one attempt with a new subscription. A connection silent for
-// wakeCheckInterval is PINGed, and replaced if the PONG does not come
-// within as long. Once subscribed again it makes the dispatcher look for
-// work: the wake-ups published meanwhile are lost.
+// makes one attempt with a new subscription. A subscription silent for
+// wakeCheckInterval is checked: the worker publishes on its CheckChannel,
+// also subscribed, through its commands' connections. The subscription is
+// replaced if that publish reaches no one (it is left on another server
+// than the commands: an old primary that survived a failover, which
+// go-redis's FailoverClient does not move it from) or if the message does
+// not come within as long. Once subscribed again it makes the dispatcher
+// look for work: the wake-ups published meanwhile are lost.
 func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 	defer r.loops.Done()
 	ctx := r.baseCtx
@@ -39,14 +43,24 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 	confirmed := startErr == nil // a subscription was confirmed once
 	lost := false                // none was since the last failure
 	heard := confirmed           // a message came since the last failure
-	pinged := false              // a PING went out since the last message
-	fresh := false               // sub is new: it subscribes on its next attempt
+	pinged := false              // a check went out since the last message
+	// checkCh is "" once an ACL refused it (an ACL written for the wake
+	// channel alone): the check is then a PING, which tells a dead
+	// connection but not a misplaced one.
+	checkCh := r.eng.CheckChannel(r.cfg.WorkerID)
+	fresh := false // sub is new: it subscribes on its next attempt
 	// failed replaces the subscription after err and waits before the
 	// next attempt; false if the runtime stopped meanwhile. go-redis would
 	// keep a connection whose read timed out (no PONG, or no answer on a
 	// new connection) or on which Redis refused the SUBSCRIBE (NOPERM),
 	// and not subscribe on it again.
 	failed := func(err error) bool {
+		if checkCh != "" && redis.HasErrorPrefix(err, "NOPERM") {
+			r.log.Warn("the ACL refuses the subscription check channel; checking with PINGs, which miss a "+
+				"subscription left on an old primary: allow "+checkCh+" (see docs/operations.md)", zap.Error(err))
+			checkCh = ""
+			bo.reset()
+		}
 		old := sub
 		sub, fresh = r.eng.Redis().Subscribe(ctx), true
 		cur.Store(sub)
@@ -56,7 +70,9 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 			r.log.Warn("wake-up subscription lost; the dispatcher polls until it is back", zap.Error(err))
 		}
 		lost = true
-		r.redisFailed(err)
+		if !errors.Is(err, errSubElsewhere) { // Redis answers the commands
+			r.redisFailed(err)
+		}
 		return r.waitRedis(bo.next())
 	}
 	if startErr != nil && !failed(startErr) { // (Start logged it)
@@ -68,7 +84,11 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 		var err error
 		if fresh {
 			fresh = false
-			err = sub.Subscribe(ctx, r.eng.WakeChannel())
+			if checkCh != "" {
+				err = sub.Subscribe(ctx, r.eng.WakeChannel(), checkCh)
+			} else {
+				err = sub.Subscribe(ctx, r.eng.WakeChannel())
+			}
 		}
 		if err == nil {
 			msg, err = sub.ReceiveTimeout(ctx, check)
@@ -78,11 +98,21 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 		}
 		var nerr net.Error
 		if errors.As(err, &nerr) && nerr.Timeout() && heard && !pinged {
-			// Silent for check: a PING tells a dead connection from a
-			// quiet channel.
+			// Silent for check: a message to itself tells a dead or
+			// misplaced subscription from a quiet channel.
 			pinged = true
-			if err = sub.Ping(ctx); err == nil {
-				continue
+			if checkCh == "" {
+				if err = sub.Ping(ctx); err == nil {
+					continue
+				}
+			} else {
+				var n int64
+				if n, err = r.eng.Redis().Publish(ctx, checkCh, "check").Result(); err == nil && n > 0 {
+					continue // it comes on this subscription, if it is there
+				}
+				if err == nil {
+					err = errSubElsewhere
+				}
 			}
 		}
 		if err != nil {
@@ -103,10 +133,17 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 				}
 			}
 		case *redis.Message:
-			r.wake(m.Payload)
+			if m.Channel != checkCh {
+				r.wake(m.Payload)
+			}
 		}
 	}
 }
+
+// errSubElsewhere says the wake-up subscription is not on the server that
+// the worker's commands reach: its check message reached no subscriber.
+var errSubElsewhere = errors.New("overtake: the wake-up subscription is not on the server the commands reach " +
+	"(an old primary after a failover?)")
 
 // waitRedis waits for d and then for the end of any outage; false if the
 // runtime stopped meanwhile. The whole of d, even if an outage ends first:

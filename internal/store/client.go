@@ -73,6 +73,14 @@ func (c *Store) Levels() int { return c.cfg.Levels }
 // time).
 func (c *Store) WakeChannel() string { return c.keys.wake() }
 
+// CheckChannel is the Pub/Sub channel on which worker checks its own
+// wake-up subscription: it subscribes to it with WakeChannel and publishes
+// to it through its commands' connections, so a subscription left on
+// another server than those (an old primary after a failover) receives
+// nothing and the publish reaches no one. It shares the queue's hash tag,
+// so on a Cluster both channels live on the queue's node.
+func (c *Store) CheckChannel(worker string) string { return c.keys.wake() + ":" + escapeName(worker) }
+
 // newID returns 16 random bytes as hex.
 func newID() string {
 	var b [16]byte

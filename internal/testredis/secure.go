@@ -27,7 +27,7 @@ import (
 // ACL is the rule a deployment gives Overtake's Redis user (README,
 // "Security"): every command but the dangerous ones, only the keys and the
 // wake-up channels of the namespace's queues. %s is the namespace.
-const ACL = "on resetkeys ~{%s:*}:* resetchannels &{%s:*}:wake -@all +@all -@dangerous"
+const ACL = "on resetkeys ~{%s:*}:* resetchannels &{%s:*}:wake* -@all +@all -@dangerous"
 
 // SecureServer is a redis-server that requires a password for an ACL user
 // limited to one namespace, and also listens with TLS (certificates made

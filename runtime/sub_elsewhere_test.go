@@ -1,0 +1,104 @@
+package runtime_test
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/store"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+)
+
+// After a failover whose old primary survives, go-redis's FailoverClient
+// moves its command connections to the new primary but leaves a Pub/Sub
+// connection on the old one, which answers its PINGs and, still a
+// primary, never hears the new one's wake-ups. Here the worker's dialer
+// switches from server A to server B and A ends the worker's command
+// connections (CLIENT KILL TYPE normal, as the FailoverClient does on
+// +switch-master), while A stays up. The subscription's check, a message
+// to itself published through the commands' connections, reaches no one,
+// and the worker subscribes again, on B. Before, it stayed on A for good:
+// tasks started only at the poll.
+func TestSubscriptionFollowsCommandsServer(t *testing.T) {
+	a := testredis.StartServer(t, testredis.ServerOptions{})
+	b := testredis.StartServer(t, testredis.ServerOptions{})
+	var target atomic.Value
+	target.Store(a.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: "primary", Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, target.Load().(string))
+	}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := queue.New(rdb, queue.Config{Namespace: "sub-elsewhere"})
+	require.NoError(t, err)
+	g := &outageRig{started: make(chan time.Time, 16)}
+	startRuntime(t, q, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 2 * time.Second,
+		HeartbeatInterval: time.Second})
+
+	ctx := context.Background()
+	wake := store.Of(q).WakeChannel()
+	subscribers := func(srv *testredis.Server) int64 {
+		n, err := srv.NewClient(t).PubSubNumSub(ctx, wake).Result()
+		require.NoError(t, err)
+		return n[wake]
+	}
+	require.Eventually(t, func() bool { return subscribers(a) == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	target.Store(b.Addr()) // the failover: B is the primary now
+	require.NoError(t, a.NewClient(t).ClientKillByFilter(ctx, "TYPE", "normal").Err())
+	require.Eventually(t, func() bool { return subscribers(b) == 1 }, 15*time.Second, 10*time.Millisecond,
+		"the wake-up subscription stayed on the old server")
+	require.Zero(t, subscribers(a))
+
+	producer, err := queue.New(b.NewClient(t), queue.Config{Namespace: "sub-elsewhere"})
+	require.NoError(t, err)
+	_, err = producer.Enqueue(ctx, queue.NewTask("job", nil))
+	require.NoError(t, err)
+	waitFor(t, g.started, "a task enqueued on the new server")
+}
+
+// An ACL written for the wake channel alone (&{ns:*}:wake, the rule
+// before the check channel) refuses the worker's check channel: the
+// worker says so once and subscribes to the wake channel alone, checked
+// with PINGs, and wake-ups still start tasks (here within 2 s, with a
+// poll every 30 s).
+func TestSubscriptionUnderWakeOnlyACL(t *testing.T) {
+	srv := testredis.StartServer(t, testredis.ServerOptions{})
+	admin := srv.NewClient(t)
+	ctx := context.Background()
+	const ns = "wake-only-acl"
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "worker", "on", ">pw", "~*", "+@all", "resetchannels",
+		"&{"+ns+":*}:wake").Err())
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "worker", Password: "pw"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	w, err := queue.New(rdb, queue.Config{Namespace: ns})
+	require.NoError(t, err)
+	producer, err := queue.New(admin, queue.Config{Namespace: ns})
+	require.NoError(t, err)
+	g := &outageRig{started: make(chan time.Time, 16)}
+	log, logs := observedLogger(t)
+	startRuntime(t, w, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 30 * time.Second, Logger: log})
+	wake := store.Of(w).WakeChannel()
+	require.Eventually(t, func() bool {
+		n, err := admin.PubSubNumSub(ctx, wake).Result()
+		return err == nil && n[wake] == 1
+	}, 10*time.Second, 5*time.Millisecond, "no wake-up subscription")
+	require.Equal(t, 1, logs.FilterMessageSnippet("the ACL refuses the subscription check channel").Len())
+
+	enqueued := time.Now()
+	_, err = producer.Enqueue(ctx, queue.NewTask("job", nil))
+	require.NoError(t, err)
+	select {
+	case at := <-g.started:
+		t.Logf("started %v after its Enqueue", at.Sub(enqueued))
+	case <-time.After(2 * time.Second):
+		t.Fatal("the task waits for the poll: no wake-up subscription")
+	}
+}
