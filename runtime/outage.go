@@ -139,6 +139,7 @@ func (r *Runtime) redisAnswered() {
 	if d, ok := r.outage.end(); ok {
 		r.log.Info("redis reachable again", zap.Duration("outage", d))
 		r.lookNow()
+		go r.checkSubscription() // the commands may reach another server now
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/panjf2000/ants/v2"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/handlers"
@@ -66,8 +67,13 @@ type Runtime struct {
 	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
 	outcomes outcomeCounts                           // for the fleet's rates, see rates.go
 
-	baseCtx   context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
-	stopLease chan struct{}   // closed when leasing stops
+	baseCtx context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
+	// The wake-up subscription, its check channel ("" once an ACL refused
+	// it) and whether checkSubscription closed it (wake.go).
+	sub          atomic.Pointer[redis.PubSub]
+	checkCh      atomic.Pointer[string]
+	subElsewhere atomic.Bool
+	stopLease    chan struct{} // closed when leasing stops
 	// dispatchCtx ends once the dispatcher stopped (after it sent the
 	// acks queued for its lease calls); early counts the runs whose slot
 	// was freed before their ack landed (ack.go; changed under mu).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testredis"
@@ -101,4 +102,54 @@ func TestSubscriptionUnderWakeOnlyACL(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("the task waits for the poll: no wake-up subscription")
 	}
+}
+
+// When an outage ends the worker checks its subscription at once: its
+// commands may now reach another server (a failover), and a subscription
+// that saw no failure would stay on the old one until a silence of
+// PollInterval (30 s here). Here server A stays up with the subscription
+// while the worker's commands fail (their dialer points at a closed
+// port), then reach server B: the subscription moves to B within 10 s.
+func TestSubscriptionCheckedWhenOutageEnds(t *testing.T) {
+	a := testredis.StartServer(t, testredis.ServerOptions{})
+	b := testredis.StartServer(t, testredis.ServerOptions{})
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refused := closed.Addr().String()
+	require.NoError(t, closed.Close())
+	var target atomic.Value
+	target.Store(a.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: "primary", Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, target.Load().(string))
+	}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	const ns = "sub-outage-end"
+	q, err := queue.New(rdb, queue.Config{Namespace: ns})
+	require.NoError(t, err)
+	g := &outageRig{started: make(chan time.Time, 16)}
+	log, logs := observedLogger(t)
+	startRuntime(t, q, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 30 * time.Second,
+		HeartbeatInterval: 10 * time.Second, Logger: log})
+	ctx := context.Background()
+	wake := store.Of(q).WakeChannel()
+	subscribers := func(srv *testredis.Server) int64 {
+		n, err := srv.NewClient(t).PubSubNumSub(ctx, wake).Result()
+		require.NoError(t, err)
+		return n[wake]
+	}
+	require.Eventually(t, func() bool { return subscribers(a) == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	target.Store(refused)
+	require.NoError(t, a.NewClient(t).ClientKillByFilter(ctx, "TYPE", "normal").Err())
+	onA, err := queue.New(a.NewClient(t), queue.Config{Namespace: ns})
+	require.NoError(t, err)
+	_, err = onA.Enqueue(ctx, queue.NewTask("job", nil)) // its wake-up makes the worker call, and fail
+	require.NoError(t, err)
+	waitForLog(t, logs, "the outage", func(e observer.LoggedEntry) bool {
+		return e.Message == "redis unavailable; backing off"
+	})
+	target.Store(b.Addr())
+	require.Eventually(t, func() bool { return subscribers(b) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the wake-up subscription stayed on the old server after the outage")
 }

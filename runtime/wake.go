@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,7 +32,7 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 	ctx := r.baseCtx
 	// A receive blocks until a message or its timeout, whatever ctx: the
 	// subscription is closed as the runtime stops, which ends it.
-	var cur atomic.Pointer[redis.PubSub]
+	cur := &r.sub
 	cur.Store(sub)
 	stop := context.AfterFunc(ctx, func() { _ = cur.Load().Close() })
 	defer stop()
@@ -48,6 +47,7 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 	// channel alone): the check is then a PING, which tells a dead
 	// connection but not a misplaced one.
 	checkCh := r.eng.CheckChannel(r.cfg.WorkerID)
+	r.checkCh.Store(&checkCh)
 	fresh := false // sub is new: it subscribes on its next attempt
 	// failed replaces the subscription after err and waits before the
 	// next attempt; false if the runtime stopped meanwhile. go-redis would
@@ -55,10 +55,14 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 	// new connection) or on which Redis refused the SUBSCRIBE (NOPERM),
 	// and not subscribe on it again.
 	failed := func(err error) bool {
+		if r.subElsewhere.Swap(false) { // checkSubscription closed it
+			err = errSubElsewhere
+		}
 		if checkCh != "" && redis.HasErrorPrefix(err, "NOPERM") {
 			r.log.Warn("the ACL refuses the subscription check channel; checking with PINGs, which miss a "+
 				"subscription left on an old primary: allow "+checkCh+" (see docs/operations.md)", zap.Error(err))
 			checkCh = ""
+			r.checkCh.Store(&checkCh)
 			bo.reset()
 		}
 		old := sub
@@ -136,6 +140,26 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 			if m.Channel != checkCh {
 				r.wake(m.Payload)
 			}
+		}
+	}
+}
+
+// checkSubscription checks the wake-up subscription at once, as its
+// listener does after a silence: when an outage ends, the commands may
+// reach another server than before (a failover) while the subscription,
+// which saw no failure, stays on the old one. If the check message reaches
+// no one, the subscription is closed and its listener subscribes again.
+func (r *Runtime) checkSubscription() {
+	ch := r.checkCh.Load()
+	if ch == nil || *ch == "" || r.baseCtx.Err() != nil {
+		return // the listener did not start, or the ACL refuses the channel
+	}
+	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
+	defer cancel()
+	if n, err := r.eng.Redis().Publish(ctx, *ch, "check").Result(); err == nil && n == 0 {
+		if sub := r.sub.Load(); sub != nil {
+			r.subElsewhere.Store(true)
+			_ = sub.Close()
 		}
 	}
 }
