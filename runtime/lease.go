@@ -63,9 +63,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 	}
 	r.leasing++
 	r.mu.Unlock()
-	r.leaseWG.Add(1)
-	go func() {
-		defer r.leaseWG.Done()
+	r.goLease(func() {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 		res, err := r.eng.Lease(ctx, req)
@@ -100,7 +98,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 		case r.leaseDone <- struct{}{}:
 		default:
 		}
-	}()
+	})
 	return true
 }
 
