@@ -12,7 +12,7 @@ SOAK ?= 1h
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench bench-peers chaos chaos/ci soak jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
+.PHONY: help test test/short fuzz lint bench bench-cpu bench-peers chaos chaos/ci soak jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,11 @@ chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a highe
 
 soak: ## the chaos suite for SOAK (default 1h, e.g. SOAK=30m) at 100 tasks/s: faults every minute, a failover every 30 s; not in CI
 	$(GO) run ./cmd/overtake-chaos -duration $(SOAK) $(CHAOS_ARGS)
+
+BENCH_CPU_ARGS ?= --tasks 20000 --rounds 3
+
+bench-cpu: ## CPU per no-op task of the producer, the worker and redis-server, each side on its own (cmd/overtake-bench --only cpu)
+	$(GO) run ./cmd/overtake-bench --only cpu $(BENCH_CPU_ARGS)
 
 bench-peers: ## Overtake vs asynq on one redis-server it starts: bench/peers/RESULTS.md and charts (BENCH_PEERS_ARGS=-quick: a smoke test)
 	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)

@@ -83,7 +83,11 @@ type Runtime struct {
 	stopAll     context.CancelFunc
 	loops       sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
 	dispatchWG  sync.WaitGroup
-	leaseWG     sync.WaitGroup // lease calls in flight (lease.go)
+	leaseWG     sync.WaitGroup // lease calls in flight and their callers (lease.go)
+	// leaseIdle hands a lease call to an idle caller goroutine, and
+	// callers counts those goroutines (leaser.go).
+	leaseIdle chan func()
+	callers   atomic.Int32
 	// Lease calls in flight and what the ended ones left for the
 	// dispatcher (lease.go); guarded by mu.
 	leasing   int
@@ -176,6 +180,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		runs:      make(map[string]*run),
 		kick:      make(chan struct{}, 1),
 		leaseDone: make(chan struct{}, 1),
+		leaseIdle: make(chan func()),
 		stopLease: make(chan struct{}),
 	}
 	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())

@@ -19,7 +19,7 @@ import (
 // The client has the same options as the runtime's.
 // It also returns redis-server's CPU time per EVALSHA.
 func (b *bench) ceiling(ctx context.Context, workers int, d time.Duration) (evalsha, ping float64, cpu time.Duration, err error) {
-	c := newClient(b.addr, b.poolSize)
+	c := newClient(b.addr, b.opts)
 	defer c.Close()
 	sha, err := c.ScriptLoad(ctx, "return 1").Result()
 	if err != nil {

@@ -57,6 +57,9 @@ func (b *bench) figures(ctx context.Context, t *table) {
 	if o.want("idle") {
 		b.idleRows(ctx, t)
 	}
+	if slices.Contains(strings.Split(o.only, ","), "cpu") { // only when asked: make bench-cpu
+		b.cpuRows(ctx, t)
+	}
 }
 
 func (b *bench) checkpointRows(ctx context.Context, t *table) {

@@ -75,7 +75,8 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			if v, ok := cmd.(*redis.Cmd); ok {
 				if raw, ok := v.Val().([]any); ok && len(raw) > 0 {
 					if head, _ := raw[0].(int64); head >= 0 {
-						c.leased.Add(int64(len(raw) - 1))
+						// 6 header values, then 4 a task (see store's lease).
+						c.leased.Add(int64(max(len(raw)-6, 0) / 4))
 					}
 				}
 			}

@@ -32,6 +32,7 @@ type options struct {
 	ceiling        time.Duration
 	checkpointOps  int
 	poolSize       int
+	protocol       int
 	metrics        bool
 	resumeLong     bool
 	traceExporter  string
@@ -58,13 +59,14 @@ func parseFlags() options {
 	flag.DurationVar(&o.ceiling, "ceiling", 2*time.Second, "duration of each Redis ceiling measurement (figure 3)")
 	flag.IntVar(&o.checkpointOps, "checkpoint-ops", 3000, "sequential checkpoint saves timed (figure 7)")
 	flag.IntVar(&o.poolSize, "pool-size", 0, "go-redis PoolSize of every client (0: go-redis default, 10 per GOMAXPROCS)")
+	flag.IntVar(&o.protocol, "protocol", 0, "go-redis Protocol of every client: 2 (RESP2) or 3 (RESP3); 0: go-redis default, 3")
 	flag.BoolVar(&o.metrics, "metrics", false, "also export OTLP metrics in the tracing-on run (figure 9)")
 	flag.StringVar(&o.traceExporter, "trace-exporter", "otlp",
 		"figure 9 exporter: otlp (otlp.Setup, OTLP/HTTP to a local sink) or discard (SDK batch processor, spans dropped)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&o.resumeLong, "resume-long", false,
 		"in figure 6 let each resumed victim run on to be preempted again, instead of finishing and being replaced by a fresh low task")
-	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,idle (default all)")
+	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,idle (default all), and cpu (CPU per task by side, only when named)")
 	flag.DurationVar(&o.runLimit, "run-limit", 2*time.Minute, "bound on one throughput run")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole command")
 	flag.Parse()
@@ -116,8 +118,8 @@ func run(o options) error {
 		defer srv.Close()
 		addr, source = srv.Addr(), "started"
 	}
-	b := &bench{addr: addr, ns: "overtake-bench-" + randHex(4), poolSize: o.poolSize, opts: o}
-	b.prod = newClient(addr, o.poolSize)
+	b := &bench{addr: addr, ns: "overtake-bench-" + randHex(4), opts: o}
+	b.prod = newClient(addr, o)
 	defer b.prod.Close()
 	version, err := redisVersion(ctx, b)
 	if err != nil {

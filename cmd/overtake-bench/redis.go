@@ -10,9 +10,10 @@ import (
 )
 
 // newClient returns a go-redis client of addr with the options every figure
-// uses (poolSize 0 keeps go-redis' default of 10 per GOMAXPROCS).
-func newClient(addr string, poolSize int) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize})
+// uses (--pool-size 0 keeps go-redis' default of 10 per GOMAXPROCS,
+// --protocol 0 its default of RESP3).
+func newClient(addr string, o options) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.poolSize, Protocol: o.protocol})
 }
 
 // serverCommands returns Redis's total_commands_processed: every command

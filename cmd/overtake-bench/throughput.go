@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,11 +22,10 @@ import (
 // bench holds what every figure shares: the Redis address, a namespace of
 // its own, and a producer client that no hook counts.
 type bench struct {
-	addr     string
-	ns       string
-	poolSize int
-	prod     *redis.Client
-	opts     options
+	addr string
+	ns   string
+	prod *redis.Client
+	opts options
 }
 
 // pair is one queue seen by a producer (uncounted) and by a runtime whose
@@ -42,7 +42,7 @@ func (b *bench) pair(name string) (*pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := newClient(b.addr, b.poolSize)
+	c := newClient(b.addr, b.opts)
 	h := newCounter()
 	c.AddHook(h)
 	rq, err := queue.New(c, cfg)
@@ -64,6 +64,7 @@ type tputResult struct {
 	stats    otrt.RunStats
 	tasksPer float64
 	cpu      time.Duration // this process's CPU time (user+sys) per task
+	allocs   float64       // this process's heap allocations per task
 	redisCPU time.Duration // redis-server's CPU time per task
 }
 
@@ -97,7 +98,7 @@ func (b *bench) throughput(ctx context.Context, name string, n int, cfg otrt.Con
 		return res, err
 	}
 	before := p.hook.snapshot()
-	cpu0, rcpu0 := processCPU(), b.redisCPU(ctx)
+	cpu0, rcpu0, allocs0 := processCPU(), b.redisCPU(ctx), heapAllocs()
 	t0 = time.Now()
 	if err := rt.Start(ctx); err != nil {
 		return res, err
@@ -116,6 +117,7 @@ func (b *bench) throughput(ctx context.Context, name string, n int, cfg otrt.Con
 	}
 	res.elapsed = time.Since(t0)
 	res.cpu = (processCPU() - cpu0) / time.Duration(n)
+	res.allocs = float64(heapAllocs()-allocs0) / float64(n)
 	if rcpu0 >= 0 {
 		res.redisCPU = (b.redisCPU(ctx) - rcpu0) / time.Duration(n)
 	}
@@ -207,6 +209,16 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heapAllocs returns the heap objects this process allocated so far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // redisCPU returns the CPU time redis-server used (INFO cpu), -1 if unknown.

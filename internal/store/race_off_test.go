@@ -2,5 +2,5 @@
 
 package store
 
-// raceBuild: see race_on_test.go.
-const raceBuild = false
+// raceAllocs is 0 outside a race build (see race_on_test.go).
+const raceAllocs = 0

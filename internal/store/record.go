@@ -91,10 +91,20 @@ func decodeRecord(t *Task, raw string) error {
 	if raw == "" {
 		return fmt.Errorf("%w: task %q: no record", ErrMalformedRecord, t.ID)
 	}
-	f := strings.SplitN(raw, "|", 7)
-	if len(f) < 7 {
+	// strings.SplitN(raw, "|", 7) without its slice.
+	var f [7]string
+	cut, tail := 0, raw
+	for ; cut < len(f)-1; cut++ {
+		i := strings.IndexByte(tail, '|')
+		if i < 0 {
+			break
+		}
+		f[cut], tail = tail[:i], tail[i+1:]
+	}
+	if cut < len(f)-1 {
 		return fmt.Errorf("%w: task %q: truncated record", ErrMalformedRecord, t.ID)
 	}
+	f[cut] = tail
 	if f[0] != strconv.Itoa(schemaVersion) {
 		return fmt.Errorf("%w: task %q: record of schema %q, this worker reads %d", ErrSchema, t.ID, f[0], schemaVersion)
 	}
@@ -141,8 +151,10 @@ func applyState(t *Task, s *state) {
 	if s.St != "" {
 		t.State = State(s.St)
 	}
-	if l, err := strconv.Atoi(s.L); err == nil {
-		t.Level = l
+	if s.L != "" {
+		if l, err := strconv.Atoi(s.L); err == nil {
+			t.Level = l
+		}
 	}
 	if s.Al != "" {
 		if l, err := strconv.Atoi(s.Al); err == nil {
@@ -164,7 +176,13 @@ func applyState(t *Task, s *state) {
 	t.RunSpans = strings.Fields(s.Rs)
 }
 
+// atoi is s as an int, 0 when it is not one. An empty s (a field the
+// state does not have) is 0 without a parse, whose error would cost an
+// allocation.
 func atoi(s string) int {
+	if s == "" {
+		return 0
+	}
 	n, _ := strconv.Atoi(s)
 	return n
 }

@@ -11,24 +11,24 @@ import (
 // through encoding/json.
 func parseState(raw string, s *state) error {
 	if !plain(raw) || len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
-		return json.Unmarshal([]byte(raw), s)
+		return stateJSON(raw, s)
 	}
 	body := raw[1 : len(raw)-1]
 	for len(body) > 0 {
 		k, rest, ok := quoted(body)
 		if !ok || len(rest) == 0 || rest[0] != ':' {
-			return json.Unmarshal([]byte(raw), s)
+			return stateJSON(raw, s)
 		}
 		v, rest, ok := quoted(rest[1:])
 		if !ok {
-			return json.Unmarshal([]byte(raw), s) // a non-string value: let encoding/json judge
+			return stateJSON(raw, s) // a non-string value: let encoding/json judge
 		}
 		if !s.set(k, v) {
-			return json.Unmarshal([]byte(raw), s) // encoding/json matches keys case-insensitively
+			return stateJSON(raw, s) // encoding/json matches keys case-insensitively
 		}
 		if len(rest) > 0 {
 			if rest[0] != ',' {
-				return json.Unmarshal([]byte(raw), s)
+				return stateJSON(raw, s)
 			}
 			rest = rest[1:]
 		}
@@ -102,4 +102,15 @@ func (s *state) set(k, v string) bool {
 		return false
 	}
 	return true
+}
+
+// stateJSON decodes raw with encoding/json into a copy of s, then stores
+// it in s: s never reaches encoding/json, so it does not escape, and
+// decodeTask's state stays on its stack (one allocation a leased task);
+// only this slow path allocates one.
+func stateJSON(raw string, s *state) error {
+	js := *s
+	err := json.Unmarshal([]byte(raw), &js)
+	*s = js
+	return err
 }

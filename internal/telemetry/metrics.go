@@ -96,8 +96,24 @@ type Metrics struct {
 	processed, failed, dead, preempted, retried, requeued metric.Int64Counter
 	slaBreaches                                           metric.Int64Counter
 	depth, concurrency                                    metric.Int64ObservableGauge
-	sets                                                  sync.Map // Labels -> attribute.Set
-	runSets                                               sync.Map // runKey -> attribute.Set
+	sets                                                  sync.Map // Labels -> *series
+	runSets                                               sync.Map // runKey -> *series
+}
+
+// series is a cached attribute set with its measurement options, built
+// once: a metric.WithAttributeSet per measurement boxed the set and the
+// call made a slice of it, two allocations a measurement (six a run).
+// The option slices are shared and never changed.
+type series struct {
+	set attribute.Set
+	add []metric.AddOption
+	rec []metric.RecordOption
+	obs []metric.ObserveOption
+}
+
+func newSeries(s attribute.Set) *series {
+	o := metric.WithAttributeSet(s)
+	return &series{set: s, add: []metric.AddOption{o}, rec: []metric.RecordOption{o}, obs: []metric.ObserveOption{o}}
 }
 
 // runKey selects the cached attribute set of a run: labels and outcome.
@@ -145,39 +161,39 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	return m, nil
 }
 
-// set returns the cached attribute set of l.
-func (m *Metrics) set(l Labels) attribute.Set {
+// set returns the cached series of l.
+func (m *Metrics) set(l Labels) *series {
 	if s, ok := m.sets.Load(l); ok {
-		return s.(attribute.Set)
+		return s.(*series)
 	}
 	name := l.LevelName
 	if name == "" {
 		name = strconv.Itoa(l.Level)
 	}
-	s := attribute.NewSet(DestinationKey.String(l.Queue), LevelKey.Int(l.Level), LevelNameKey.String(name))
+	s := newSeries(attribute.NewSet(DestinationKey.String(l.Queue), LevelKey.Int(l.Level), LevelNameKey.String(name)))
 	m.sets.Store(l, s)
 	return s
 }
 
-// runSet returns the cached attribute set of l plus the outcome o.
-func (m *Metrics) runSet(l Labels, o RunResult, base attribute.Set) attribute.Set {
+// runSet returns the cached series of l plus the outcome o.
+func (m *Metrics) runSet(l Labels, o RunResult, base *series) *series {
 	k := runKey{l, o}
 	if s, ok := m.runSets.Load(k); ok {
-		return s.(attribute.Set)
+		return s.(*series)
 	}
-	s := attribute.NewSet(append(base.ToSlice(), OutcomeKey.String(o.String()))...)
+	s := newSeries(attribute.NewSet(append(base.set.ToSlice(), OutcomeKey.String(o.String()))...))
 	m.runSets.Store(k, s)
 	return s
 }
 
 func (m *Metrics) add(ctx context.Context, c metric.Int64Counter, l Labels) {
-	c.Add(ctx, 1, metric.WithAttributeSet(m.set(l)))
+	c.Add(ctx, 1, m.set(l).add...)
 }
 
 // RecordWait records how long a task waited before it was leased.
 func (m *Metrics) RecordWait(ctx context.Context, l Labels, wait time.Duration) {
 	if m != nil {
-		m.wait.Record(ctx, wait.Seconds(), metric.WithAttributeSet(m.set(l)))
+		m.wait.Record(ctx, wait.Seconds(), m.set(l).rec...)
 	}
 }
 
@@ -188,15 +204,15 @@ func (m *Metrics) RecordRun(ctx context.Context, l Labels, run time.Duration, o 
 		return
 	}
 	s := m.set(l)
-	m.run.Record(ctx, run.Seconds(), metric.WithAttributeSet(m.runSet(l, o, s)))
+	m.run.Record(ctx, run.Seconds(), m.runSet(l, o, s).rec...)
 	switch o {
 	case RunSucceeded:
-		m.processed.Add(ctx, 1, metric.WithAttributeSet(s))
+		m.processed.Add(ctx, 1, s.add...)
 	case RunFailed:
-		m.processed.Add(ctx, 1, metric.WithAttributeSet(s))
-		m.failed.Add(ctx, 1, metric.WithAttributeSet(s))
+		m.processed.Add(ctx, 1, s.add...)
+		m.failed.Add(ctx, 1, s.add...)
 	case RunPreempted:
-		m.preempted.Add(ctx, 1, metric.WithAttributeSet(s))
+		m.preempted.Add(ctx, 1, s.add...)
 	}
 }
 
@@ -231,7 +247,7 @@ func (m *Metrics) RecordSLABreach(ctx context.Context, l Labels) {
 // RecordCheckpoint records the size in bytes of a saved checkpoint.
 func (m *Metrics) RecordCheckpoint(ctx context.Context, l Labels, size int) {
 	if m != nil {
-		m.ckpt.Record(ctx, int64(size), metric.WithAttributeSet(m.set(l)))
+		m.ckpt.Record(ctx, int64(size), m.set(l).rec...)
 	}
 }
 
@@ -252,7 +268,7 @@ func (m *Metrics) RegisterDepth(depth func(context.Context) (map[int]int64, erro
 			if levelName != nil {
 				l.LevelName = levelName(level)
 			}
-			o.ObserveInt64(m.depth, n, metric.WithAttributeSet(m.set(l)))
+			o.ObserveInt64(m.depth, n, m.set(l).obs...)
 		}
 		return nil
 	}, m.depth)
