@@ -17,6 +17,31 @@ import (
 	"github.com/overtake/overtake/runtime"
 )
 
+// switchable is a worker's client whose dialer reaches whichever address
+// target holds, as a FailoverClient's reaches the current primary.
+type switchable struct {
+	target atomic.Value // string
+	rdb    *redis.Client
+}
+
+func newSwitchable(t *testing.T, addr string) *switchable {
+	s := &switchable{}
+	s.target.Store(addr)
+	s.rdb = redis.NewClient(&redis.Options{Addr: "primary", Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, s.target.Load().(string))
+	}})
+	t.Cleanup(func() { _ = s.rdb.Close() })
+	return s
+}
+
+// subscribers returns how many clients of srv subscribe to channel.
+func subscribers(t *testing.T, srv *testredis.Server, channel string) int64 {
+	n, err := srv.NewClient(t).PubSubNumSub(context.Background(), channel).Result()
+	require.NoError(t, err)
+	return n[channel]
+}
+
 // After a failover whose old primary survives, go-redis's FailoverClient
 // moves its command connections to the new primary but leaves a Pub/Sub
 // connection on the old one, which answers its PINGs and, still a
@@ -30,14 +55,8 @@ import (
 func TestSubscriptionFollowsCommandsServer(t *testing.T) {
 	a := testredis.StartServer(t, testredis.ServerOptions{})
 	b := testredis.StartServer(t, testredis.ServerOptions{})
-	var target atomic.Value
-	target.Store(a.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: "primary", Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, target.Load().(string))
-	}})
-	t.Cleanup(func() { _ = rdb.Close() })
-	q, err := queue.New(rdb, queue.Config{Namespace: "sub-elsewhere"})
+	w := newSwitchable(t, a.Addr())
+	q, err := queue.New(w.rdb, queue.Config{Namespace: "sub-elsewhere"})
 	require.NoError(t, err)
 	g := &outageRig{started: make(chan time.Time, 16)}
 	startRuntime(t, q, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 2 * time.Second,
@@ -45,18 +64,13 @@ func TestSubscriptionFollowsCommandsServer(t *testing.T) {
 
 	ctx := context.Background()
 	wake := store.Of(q).WakeChannel()
-	subscribers := func(srv *testredis.Server) int64 {
-		n, err := srv.NewClient(t).PubSubNumSub(ctx, wake).Result()
-		require.NoError(t, err)
-		return n[wake]
-	}
-	require.Eventually(t, func() bool { return subscribers(a) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return subscribers(t, a, wake) == 1 }, 5*time.Second, 5*time.Millisecond)
 
-	target.Store(b.Addr()) // the failover: B is the primary now
+	w.target.Store(b.Addr()) // the failover: B is the primary now
 	require.NoError(t, a.NewClient(t).ClientKillByFilter(ctx, "TYPE", "normal").Err())
-	require.Eventually(t, func() bool { return subscribers(b) == 1 }, 15*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return subscribers(t, b, wake) == 1 }, 15*time.Second, 10*time.Millisecond,
 		"the wake-up subscription stayed on the old server")
-	require.Zero(t, subscribers(a))
+	require.Zero(t, subscribers(t, a, wake))
 
 	producer, err := queue.New(b.NewClient(t), queue.Config{Namespace: "sub-elsewhere"})
 	require.NoError(t, err)
@@ -117,15 +131,9 @@ func TestSubscriptionCheckedWhenOutageEnds(t *testing.T) {
 	require.NoError(t, err)
 	refused := closed.Addr().String()
 	require.NoError(t, closed.Close())
-	var target atomic.Value
-	target.Store(a.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: "primary", Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, target.Load().(string))
-	}})
-	t.Cleanup(func() { _ = rdb.Close() })
+	w := newSwitchable(t, a.Addr())
 	const ns = "sub-outage-end"
-	q, err := queue.New(rdb, queue.Config{Namespace: ns})
+	q, err := queue.New(w.rdb, queue.Config{Namespace: ns})
 	require.NoError(t, err)
 	g := &outageRig{started: make(chan time.Time, 16)}
 	log, logs := observedLogger(t)
@@ -133,14 +141,9 @@ func TestSubscriptionCheckedWhenOutageEnds(t *testing.T) {
 		HeartbeatInterval: 10 * time.Second, Logger: log})
 	ctx := context.Background()
 	wake := store.Of(q).WakeChannel()
-	subscribers := func(srv *testredis.Server) int64 {
-		n, err := srv.NewClient(t).PubSubNumSub(ctx, wake).Result()
-		require.NoError(t, err)
-		return n[wake]
-	}
-	require.Eventually(t, func() bool { return subscribers(a) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return subscribers(t, a, wake) == 1 }, 5*time.Second, 5*time.Millisecond)
 
-	target.Store(refused)
+	w.target.Store(refused)
 	require.NoError(t, a.NewClient(t).ClientKillByFilter(ctx, "TYPE", "normal").Err())
 	onA, err := queue.New(a.NewClient(t), queue.Config{Namespace: ns})
 	require.NoError(t, err)
@@ -149,7 +152,7 @@ func TestSubscriptionCheckedWhenOutageEnds(t *testing.T) {
 	waitForLog(t, logs, "the outage", func(e observer.LoggedEntry) bool {
 		return e.Message == "redis unavailable; backing off"
 	})
-	target.Store(b.Addr())
-	require.Eventually(t, func() bool { return subscribers(b) == 1 }, 10*time.Second, 10*time.Millisecond,
+	w.target.Store(b.Addr())
+	require.Eventually(t, func() bool { return subscribers(t, b, wake) == 1 }, 10*time.Second, 10*time.Millisecond,
 		"the wake-up subscription stayed on the old server after the outage")
 }
