@@ -138,7 +138,6 @@ func (r *Runtime) dispatch() {
 		switch {
 		case err != nil:
 			r.redisFailed(err) // (a lease call or probe did already)
-			wait = bo.next()
 			lvl := zap.WarnLevel
 			if r.outage.down() {
 				elapsed := r.outage.elapsed()
@@ -146,6 +145,8 @@ func (r *Runtime) dispatch() {
 				if elapsed < fastProbe && warned {
 					lvl = zap.DebugLevel // the quick tries of an outage's first seconds: said once
 				}
+			} else {
+				wait = bo.next()
 			}
 			notBefore = time.Now().Add(wait)
 			switch {

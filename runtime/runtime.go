@@ -68,10 +68,12 @@ type Runtime struct {
 	outcomes outcomeCounts                           // for the fleet's rates, see rates.go
 
 	baseCtx context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
-	// The wake-up subscription, its check channel ("" once an ACL refused
-	// it) and whether checkSubscription closed it (wake.go).
+	// The wake-up subscription, its check channel's name, whether an ACL
+	// refused that channel and whether checkSubscription closed it
+	// (wake.go).
 	sub          atomic.Pointer[redis.PubSub]
-	checkCh      atomic.Pointer[string]
+	checkName    string
+	noCheck      atomic.Bool
 	subElsewhere atomic.Bool
 	stopLease    chan struct{} // closed when leasing stops
 	// dispatchCtx ends once the dispatcher stopped (after it sent the
@@ -184,6 +186,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		stopLease: make(chan struct{}),
 	}
 	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
+	r.checkName = eng.CheckChannel(cfg.WorkerID)
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
 	r.schedules, _ = parseSchedules(cfg.Periodic) // validated above
 	r.wakeLevel.Store(-1)
@@ -240,7 +243,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.redisFailed(err) // the dispatcher probes before it leases
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
-	sub := r.eng.Redis().Subscribe(r.baseCtx, r.eng.WakeChannel(), r.eng.CheckChannel(r.cfg.WorkerID))
+	sub := r.eng.Redis().Subscribe(r.baseCtx, r.subChannels()...)
 	// Wait for the subscription to be confirmed, so no announcement made
 	// after Start returns is missed.
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)

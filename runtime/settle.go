@@ -170,15 +170,9 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			rn.log.Warn("the queue's cluster slot is migrating; retrying "+what, zap.Error(err))
 			moving = true
 		}
-		r.retryWait(wait, bound)
-	}
-}
-
-// retryWait waits before a transition's next try: for wait, or, while an
-// outage lasts, until it ends (awaitRedis).
-func (r *Runtime) retryWait(wait time.Duration, bound time.Time) {
-	if wait == 0 || !r.awaitRedis(bound) {
-		time.Sleep(wait)
+		if !r.outage.down() || r.dispatchCtx.Err() != nil {
+			time.Sleep(wait) // else the next round's awaitRedis waits for the probe
+		}
 	}
 }
 

@@ -43,12 +43,7 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 	lost := false                // none was since the last failure
 	heard := confirmed           // a message came since the last failure
 	pinged := false              // a check went out since the last message
-	// checkCh is "" once an ACL refused it (an ACL written for the wake
-	// channel alone): the check is then a PING, which tells a dead
-	// connection but not a misplaced one.
-	checkCh := r.eng.CheckChannel(r.cfg.WorkerID)
-	r.checkCh.Store(&checkCh)
-	fresh := false // sub is new: it subscribes on its next attempt
+	fresh := false               // sub is new: it subscribes on its next attempt
 	// failed replaces the subscription after err and waits before the
 	// next attempt; false if the runtime stopped meanwhile. go-redis would
 	// keep a connection whose read timed out (no PONG, or no answer on a
@@ -58,11 +53,10 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 		if r.subElsewhere.Swap(false) { // checkSubscription closed it
 			err = errSubElsewhere
 		}
-		if checkCh != "" && redis.HasErrorPrefix(err, "NOPERM") {
+		if ch := r.checkChannel(); ch != "" && redis.HasErrorPrefix(err, "NOPERM") {
 			r.log.Warn("the ACL refuses the subscription check channel; checking with PINGs, which miss a "+
-				"subscription left on an old primary: allow "+checkCh+" (see docs/operations.md)", zap.Error(err))
-			checkCh = ""
-			r.checkCh.Store(&checkCh)
+				"subscription left on an old primary: allow "+ch+" (see docs/operations.md)", zap.Error(err))
+			r.noCheck.Store(true)
 			bo.reset()
 		}
 		old := sub
@@ -88,11 +82,7 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 		var err error
 		if fresh {
 			fresh = false
-			if checkCh != "" {
-				err = sub.Subscribe(ctx, r.eng.WakeChannel(), checkCh)
-			} else {
-				err = sub.Subscribe(ctx, r.eng.WakeChannel())
-			}
+			err = sub.Subscribe(ctx, r.subChannels()...)
 		}
 		if err == nil {
 			msg, err = sub.ReceiveTimeout(ctx, check)
@@ -105,18 +95,13 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 			// Silent for check: a message to itself tells a dead or
 			// misplaced subscription from a quiet channel.
 			pinged = true
-			if checkCh == "" {
-				if err = sub.Ping(ctx); err == nil {
-					continue
-				}
+			if r.checkChannel() == "" {
+				err = sub.Ping(ctx)
 			} else {
-				var n int64
-				if n, err = r.eng.Redis().Publish(ctx, checkCh, "check").Result(); err == nil && n > 0 {
-					continue // it comes on this subscription, if it is there
-				}
-				if err == nil {
-					err = errSubElsewhere
-				}
+				err = r.publishCheck(ctx) // the message comes on this subscription, if it is there
+			}
+			if err == nil {
+				continue
 			}
 		}
 		if err != nil {
@@ -137,7 +122,7 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 				}
 			}
 		case *redis.Message:
-			if m.Channel != checkCh {
+			if m.Channel != r.checkChannel() {
 				r.wake(m.Payload)
 			}
 		}
@@ -150,18 +135,45 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 // which saw no failure, stays on the old one. If the check message reaches
 // no one, the subscription is closed and its listener subscribes again.
 func (r *Runtime) checkSubscription() {
-	ch := r.checkCh.Load()
-	if ch == nil || *ch == "" || r.baseCtx.Err() != nil {
+	sub := r.sub.Load()
+	if sub == nil || r.checkChannel() == "" || r.baseCtx.Err() != nil {
 		return // the listener did not start, or the ACL refuses the channel
 	}
 	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 	defer cancel()
-	if n, err := r.eng.Redis().Publish(ctx, *ch, "check").Result(); err == nil && n == 0 {
-		if sub := r.sub.Load(); sub != nil {
-			r.subElsewhere.Store(true)
-			_ = sub.Close()
-		}
+	if errors.Is(r.publishCheck(ctx), errSubElsewhere) {
+		r.subElsewhere.Store(true)
+		_ = sub.Close()
 	}
+}
+
+// checkChannel is the worker's check channel (store's CheckChannel), or
+// "" once an ACL refused it (an ACL written for the wake channel alone):
+// the check is then a PING, which tells a dead connection but not a
+// misplaced one.
+func (r *Runtime) checkChannel() string {
+	if r.noCheck.Load() {
+		return ""
+	}
+	return r.checkName
+}
+
+// subChannels are the channels of the wake-up subscription.
+func (r *Runtime) subChannels() []string {
+	if ch := r.checkChannel(); ch != "" {
+		return []string{r.eng.WakeChannel(), ch}
+	}
+	return []string{r.eng.WakeChannel()}
+}
+
+// publishCheck publishes the check message through the commands'
+// connections: errSubElsewhere if it reached no subscriber.
+func (r *Runtime) publishCheck(ctx context.Context) error {
+	n, err := r.eng.Redis().Publish(ctx, r.checkChannel(), "check").Result()
+	if err == nil && n == 0 {
+		err = errSubElsewhere
+	}
+	return err
 }
 
 // errSubElsewhere says the wake-up subscription is not on the server that
