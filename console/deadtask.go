@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/overtake/overtake/internal/store"
-	"github.com/overtake/overtake/queue"
 )
 
 // deadRow is one dead letter.
@@ -86,7 +85,7 @@ func (c *Console) taskView(ctx context.Context, q url.Values) (any, error) {
 		// Every run ends in a failure, a preemption or a recovery, but the
 		// running one.
 		Runs: t.Attempt + t.Preemptions + t.Recoveries}
-	if t.State == queue.StateActive {
+	if t.State == store.StateActive {
 		d.Runs++
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
 
 	"context"
@@ -89,7 +90,7 @@ func (r *Runtime) sendHeartbeat(ctx context.Context, leases []*store.Task, capac
 		r.restoreCounts(counts, poolCounts)
 		return err
 	}
-	r.setPaused(reply.Paused)
+	r.setPaused(mirror.PauseModes(reply.Paused))
 	lost := reply.Lost
 	sent := make(map[string]string, len(leases))
 	for _, t := range leases {

@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
 
+	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
@@ -162,7 +163,7 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 		}
 		ctx, cancel := context.WithTimeout(r.baseCtx, r.q.Config().LeaseDuration)
 		sent := time.Now()
-		info, err := r.q.Enqueue(ctx, s.Task, store.Tick(s.Name, s.Spec, tick))
+		info, err := r.q.Enqueue(ctx, s.Task, mirror.Option(store.Tick(s.Name, s.Spec, tick)))
 		cancel()
 		switch {
 		case err == nil:

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/internal/mirror"
 )
 
 // listen turns wake-up messages (the level of a task that became pending)
@@ -208,7 +210,7 @@ func (r *Runtime) waitRedis(d time.Duration) bool {
 // wake turns one wake-up message into a dispatcher signal.
 func (r *Runtime) wake(payload string) {
 	if m, ok := r.eng.PausedFromMessage(payload); ok { // the paused levels changed
-		r.setPaused(m)
+		r.setPaused(mirror.PauseModes(m))
 		return
 	}
 	if l, err := strconv.Atoi(payload); err == nil && !r.isPaused(l) {

@@ -81,7 +81,7 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, st *store.Stor
 		row("enqueued at level", "%s (%d), aged up, last at %s", q.LevelName(t.OriginalLevel), t.OriginalLevel, stamp(t.AgedAt, now))
 	}
 	state := string(t.State)
-	if t.State == queue.StatePending {
+	if t.State == store.StatePending {
 		if ids, err := st.Pending(ctx, t.Level); err == nil {
 			if i := slices.Index(ids, t.ID); i >= 0 {
 				state += fmt.Sprintf(" (position %d of %d in %s)", i+1, len(ids), q.LevelName(t.Level))

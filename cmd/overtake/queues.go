@@ -83,7 +83,7 @@ func readQueue(ctx context.Context, rdb redis.UniversalClient, ns, name string) 
 	if err != nil {
 		return queueRow{}, err
 	}
-	q, err := queue.New(rdb, sh.Apply(queue.Config{Namespace: ns, Name: name}))
+	q, err := queue.New(rdb, queue.Config(sh.Apply(store.Config{Namespace: ns, Name: name})))
 	if err != nil {
 		return queueRow{}, err
 	}

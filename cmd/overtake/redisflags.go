@@ -161,7 +161,7 @@ func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient)
 	sh, err := store.ReadShape(ctx, rdb, f.namespace, f.queue)
 	switch {
 	case err == nil:
-		cfg = sh.Apply(cfg)
+		cfg = queue.Config(sh.Apply(store.Config(cfg)))
 	case !errors.Is(err, store.ErrNoQueue):
 		return cfg, err
 	default:
