@@ -86,6 +86,11 @@ func TestMirrorConversionsKeepEveryField(t *testing.T) {
 	tk := &store.Task{Info: info}
 	require.Same(t, taskInfo(&tk.Info), taskInfos([]*store.Task{nil, tk})[1])
 
+	var full store.Task
+	fill(reflect.ValueOf(&full).Elem(), new(int))
+	requireSameJSON(t, &full, detail(&full))
+	require.Nil(t, detail(nil))
+
 	var st store.Stats
 	fill(reflect.ValueOf(&st).Elem(), new(int))
 	requireSameJSON(t, &st, stats(&st))
