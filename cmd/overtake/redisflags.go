@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 	"github.com/redis/go-redis/v9"
 )
@@ -158,11 +157,11 @@ func (f *redisFlags) open(ctx context.Context) (q *queue.Client, closeFn func(),
 // holds, overridden by --levels and --classes (see open).
 func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient) (queue.Config, error) {
 	cfg := queue.Config{Namespace: f.namespace, Name: f.queue}
-	sh, err := store.ReadShape(ctx, rdb, f.namespace, f.queue)
+	sh, err := queue.ReadShape(ctx, rdb, f.namespace, f.queue)
 	switch {
 	case err == nil:
-		cfg = queue.Config(sh.Apply(store.Config(cfg)))
-	case !errors.Is(err, store.ErrNoQueue):
+		cfg = sh.Apply(cfg)
+	case !errors.Is(err, queue.ErrNoQueue):
 		return cfg, err
 	default:
 		// No shape: record one only for a name never used, by enqueue (a
@@ -170,7 +169,7 @@ func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient)
 		// (opened by a version recording no shapes) whose levels --levels
 		// gives: guessing them would break its workers, and a mistyped
 		// --queue would leave a phantom queue.
-		used, err := store.QueueHasData(ctx, rdb, f.namespace, f.queue)
+		used, err := queue.InUse(ctx, rdb, f.namespace, f.queue)
 		switch {
 		case err != nil:
 			return cfg, err
@@ -187,7 +186,7 @@ func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient)
 // noQueue is the error of a queue that Redis holds no shape of: it names
 // the queues of the namespace that it does hold.
 func (f *redisFlags) noQueue(ctx context.Context, rdb redis.UniversalClient) error {
-	names, err := store.Queues(ctx, rdb, f.namespace)
+	names, err := queue.Queues(ctx, rdb, f.namespace)
 	if err != nil {
 		return err
 	}
