@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -42,11 +43,16 @@ func Unique(ttl time.Duration) Option {
 }
 
 // uniqueDigest names the lock of tasks of type typ with payload p: the
-// first 16 bytes of the SHA-256 of both, in hex.
+// first 16 bytes of the SHA-256 of the type's length (8 bytes, big
+// endian), the type and the payload, in hex. The length makes the split
+// between type and payload part of the digest: type "n\x00" with payload
+// "z" and type "n" with payload "\x00z" are different tasks.
 func uniqueDigest(typ string, p []byte) string {
 	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(typ)))
+	h.Write(n[:])
 	h.Write([]byte(typ))
-	h.Write([]byte{0})
 	h.Write(p)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -53,6 +53,23 @@ func TestUniqueRefusesEqualTask(t *testing.T) {
 	})
 }
 
+// Tasks that differ only in where their type ends and their payload
+// begins are different tasks: neither holds the other's lock.
+func TestUniqueDigestSplitsTypeAndPayload(t *testing.T) {
+	require.NotEqual(t, uniqueDigest("n\x00", []byte("z")), uniqueDigest("n", []byte("\x00z")))
+	require.NotEqual(t, uniqueDigest("ab", nil), uniqueDigest("a", []byte("b")))
+	require.Equal(t, uniqueDigest("n", []byte("z")), uniqueDigest("n", []byte("z")))
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		_, err := e.c.Enqueue(e.ctx, NewTask("n\x00", []byte("z")), Unique(time.Hour))
+		require.NoError(t, err)
+		_, err = e.c.Enqueue(e.ctx, NewTask("n", []byte("\x00z")), Unique(time.Hour))
+		require.NoError(t, err, "a different task is not a duplicate")
+		_, err = e.c.Enqueue(e.ctx, NewTask("n", []byte("\x00z")), Unique(time.Hour))
+		require.ErrorIs(t, err, ErrDuplicateTask)
+	})
+}
+
 // N producers enqueue the same unique task at once: exactly one succeeds
 // and one task is stored. Concurrent Enqueues share batch script calls,
 // so this goes through both scripts.
