@@ -2,14 +2,15 @@
 // in a saturated worker process and the level of an arriving task, it
 // decides which running task, if any, gives way.
 //
-// It is pure configuration: a plain value set as runtime.Config.Preemption.
-// The runtime applies it when a worker is saturated and more urgent work
-// arrives (see "Preemption protocol" in docs/design.md):
+// It is pure configuration: a plain value set as runtime.Config.Preemption
+// (runtime.Config{Preemption: policy}). The runtime applies it when a
+// worker is saturated and more urgent work arrives (see "Preemption
+// protocol" in docs/design.md):
 //
-//	cfg := runtime.Config{Preemption: preempt.Policy{
+//	policy := preempt.Policy{
 //		MinRunTime:     2 * time.Second, // let short tasks finish
 //		NeverPreempted: []int{0},        // level 0 always runs to completion
-//	}}
+//	}
 //
 // runtime.New validates it; a policy that does not validate is an error
 // matching ErrInvalidPolicy.
