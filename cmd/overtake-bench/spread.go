@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/checkpoint"
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/preempt"
+	"github.com/overtake/overtake/queue"
+	otrt "github.com/overtake/overtake/runtime"
+)
+
+// The scenario of group spread: two runtimes of spreadSlots slots on one
+// queue, spreadLow long low tasks that checkpoint every spreadCkptEvery
+// steps of spreadStep (each at its own phase) and never save on their way
+// out, then spreadNormal normal and spreadHigh high tasks of spreadUrgent
+// each, one every spreadGap in an order drawn from the round's seed.
+const (
+	spreadRuntimes  = 2
+	spreadSlots     = 4
+	spreadLow       = 50
+	spreadNormal    = 10
+	spreadHigh      = 5
+	spreadStep      = 10 * time.Millisecond
+	spreadCkptEvery = 50 // steps: a checkpoint every 500 ms
+	spreadUrgent    = 300 * time.Millisecond
+	spreadGap       = 100 * time.Millisecond
+)
+
+// spreadResult is what one run of the scenario preempted and threw away.
+type spreadResult struct {
+	perTask map[string]int // preemptions of each low task preempted
+	lost    time.Duration  // sum of the work lost at each preemption
+	redone  int            // steps since the last checkpoint at each preemption
+	stats   otrt.RunStats  // both runtimes' counters, added
+}
+
+func (r spreadResult) total() int {
+	n := 0
+	for _, k := range r.perTask {
+		n += k
+	}
+	return n
+}
+
+func (r spreadResult) maxPer() int {
+	m := 0
+	for _, k := range r.perTask {
+		m = max(m, k)
+	}
+	return m
+}
+
+// capped counts the tasks preempted preempt.DefaultMaxPreemptions times,
+// which the default policy never preempts again.
+func (r spreadResult) capped() int {
+	n := 0
+	for _, k := range r.perTask {
+		if k >= preempt.DefaultMaxPreemptions {
+			n++
+		}
+	}
+	return n
+}
+
+func (r spreadResult) meanPer() float64 {
+	if len(r.perTask) == 0 {
+		return 0
+	}
+	return float64(r.total()) / float64(len(r.perTask))
+}
+
+// spreadRows runs the scenario o.rounds times, round r with the arrival
+// order of seed r, and adds a row of every run's figures.
+func (b *bench) spreadRows(ctx context.Context, t *table) {
+	var runs []spreadResult
+	for r := 1; r <= b.opts.rounds; r++ {
+		progress("preemption spread round %d/%d", r, b.opts.rounds)
+		res, err := b.spread(ctx, fmt.Sprintf("spread-%d", r), uint64(r))
+		if err != nil {
+			t.skip("11", "preemption spread", err)
+			return
+		}
+		progress("  %d preemptions of %d tasks (%d at the cap), max %d, mean %.2f a task, work lost %v (%d steps)",
+			res.total(), len(res.perTask), res.capped(), res.maxPer(), res.meanPer(), res.lost.Round(time.Millisecond), res.redone)
+		runs = append(runs, res)
+	}
+	var total, maxes, means, capped, lost, redone []string
+	for _, r := range runs {
+		total = append(total, fmt.Sprint(r.total()))
+		maxes = append(maxes, fmt.Sprint(r.maxPer()))
+		means = append(means, num(r.meanPer()))
+		capped = append(capped, fmt.Sprintf("%d of %d", r.capped(), len(r.perTask)))
+		lost = append(lost, fmt.Sprint(r.lost.Milliseconds()))
+		redone = append(redone, fmt.Sprint(r.redone))
+	}
+	scenario := fmt.Sprintf("%d runtimes × %d slots, %d low tasks (checkpoint every %v), %d normal + %d high of %v arriving every %v",
+		spreadRuntimes, spreadSlots, spreadLow, spreadCkptEvery*spreadStep, spreadNormal, spreadHigh, spreadUrgent, spreadGap)
+	t.add(row{id: "11", figure: "preemptions of one task, max (" + scenario + ")", value: strings.Join(maxes, ", "),
+		unit: "preemptions", target: "—", note: "info: mean per preempted task " + strings.Join(means, ", ") +
+			"; preemptions " + strings.Join(total, ", ") + "; tasks preempted MaxPreemptions (3) times " + strings.Join(capped, ", ")})
+	t.add(row{id: "11", figure: "work thrown away, sum of the work lost at each preemption", value: strings.Join(lost, ", "),
+		unit: "ms", target: "—", note: "info: steps redone " + strings.Join(redone, ", ") + fmt.Sprintf(" (of %v each)", spreadStep)})
+}
+
+// spreadRun is the state one run's handlers share.
+type spreadRun struct {
+	started chan struct{} // a low task's run began
+	urgent  chan struct{} // an urgent task returned
+	mu      sync.Mutex
+	res     spreadResult
+}
+
+// low runs a long task: a step every spreadStep, a checkpoint every
+// spreadCkptEvery steps at the phase its payload gives. Preempted, it
+// records the work since its last checkpoint of this run (or its start)
+// and returns without saving: that work is thrown away.
+func (s *spreadRun) low(ctx context.Context, info *queue.TaskInfo) error {
+	start := time.Now()
+	step, _, err := checkpoint.Load[int](ctx)
+	if err != nil {
+		return err
+	}
+	saved, savedAt := step, start
+	phase := 0
+	if len(info.Payload) > 0 {
+		phase = int(info.Payload[0])
+	}
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	tick := time.NewTicker(spreadStep)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), handlers.ErrPreempted) {
+				s.mu.Lock()
+				s.res.perTask[info.ID]++
+				s.res.lost += time.Since(savedAt)
+				s.res.redone += step - saved
+				s.mu.Unlock()
+			}
+			return context.Cause(ctx)
+		case <-tick.C:
+		}
+		step++
+		if (step+phase)%spreadCkptEvery == 0 {
+			if err := checkpoint.Save(ctx, step); err != nil {
+				return errors.Join(context.Cause(ctx), err)
+			}
+			saved, savedAt = step, time.Now()
+		}
+	}
+}
+
+// urgentTask runs for spreadUrgent, then signals that it returned.
+func (s *spreadRun) urgentTask(ctx context.Context, _ *queue.TaskInfo) error {
+	defer func() { s.urgent <- struct{}{} }()
+	return sleep(ctx, spreadUrgent)
+}
+
+// spread runs the scenario once on queue name: it saturates both
+// runtimes with low tasks, lets each checkpoint once, enqueues the urgent
+// tasks while saturated, and stops both once every urgent task returned.
+func (b *bench) spread(ctx context.Context, name string, seed uint64) (spreadResult, error) {
+	s := &spreadRun{started: make(chan struct{}, spreadLow), urgent: make(chan struct{}, spreadNormal+spreadHigh),
+		res: spreadResult{perTask: map[string]int{}}}
+	p, err := b.pair(name)
+	if err != nil {
+		return s.res, err
+	}
+	defer p.close()
+	for i := range spreadLow {
+		phase := byte(i * 7 % spreadCkptEvery)
+		if _, err := p.prod.Enqueue(ctx, queue.NewTask("low", []byte{phase}), queue.Level(0)); err != nil {
+			return s.res, err
+		}
+	}
+	mux := handlers.NewMux()
+	mux.HandleFunc("low", s.low)
+	mux.HandleFunc("urgent", s.urgentTask)
+	var rts []*otrt.Runtime
+	defer func() {
+		for _, rt := range rts {
+			shutdown(rt)
+		}
+	}()
+	for i := range spreadRuntimes {
+		rt, err := otrt.New(p.rt, mux, otrt.Config{Concurrency: spreadSlots, Logger: zap.NewNop(),
+			WorkerID: fmt.Sprintf("%s-%d", name, i)})
+		if err != nil {
+			return s.res, err
+		}
+		if err := rt.Start(ctx); err != nil {
+			return s.res, err
+		}
+		rts = append(rts, rt)
+	}
+	if err := receive(s.started, spreadRuntimes*spreadSlots, "low task start"); err != nil {
+		return s.res, err
+	}
+	if err := sleep(ctx, spreadCkptEvery*spreadStep); err != nil { // every low task checkpointed once
+		return s.res, err
+	}
+	levels := slices.Repeat([]int{1}, spreadNormal)
+	levels = append(levels, slices.Repeat([]int{2}, spreadHigh)...)
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	rng.Shuffle(len(levels), func(i, j int) { levels[i], levels[j] = levels[j], levels[i] })
+	for _, l := range levels {
+		if _, err := p.prod.Enqueue(ctx, queue.NewTask("urgent", nil), queue.Level(l)); err != nil {
+			return s.res, err
+		}
+		if err := sleep(ctx, spreadGap); err != nil {
+			return s.res, err
+		}
+	}
+	if err := receive(s.urgent, len(levels), "urgent task return"); err != nil {
+		return s.res, err
+	}
+	for _, rt := range rts {
+		st := rt.Stats()
+		s.res.stats.Preempted += st.Preempted
+		s.res.stats.Reserved += st.Reserved
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got := int64(s.res.total()); got != s.res.stats.Preempted {
+		return s.res, fmt.Errorf("handlers saw %d preemptions, runtimes counted %d", got, s.res.stats.Preempted)
+	}
+	return s.res, nil
+}
