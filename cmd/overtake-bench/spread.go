@@ -41,7 +41,11 @@ type spreadResult struct {
 	perTask map[string]int // preemptions of each low task preempted
 	lost    time.Duration  // sum of the work lost at each preemption
 	redone  int            // steps since the last checkpoint at each preemption
-	stats   otrt.RunStats  // both runtimes' counters, added
+	// skipped counts the preemptions of a task while a low task that was
+	// preempted fewer times ran on the same worker (here) or on the other
+	// (there): each a preemption the rule of spreading did not prevent.
+	skippedHere, skippedThere int
+	stats                     otrt.RunStats // both runtimes' counters, added
 }
 
 func (r spreadResult) total() int {
@@ -90,11 +94,12 @@ func (b *bench) spreadRows(ctx context.Context, t *table) {
 			t.skip("11", "preemption spread", err)
 			return
 		}
-		progress("  %d preemptions of %d tasks (%d at the cap), max %d, mean %.2f a task, work lost %v (%d steps)",
-			res.total(), len(res.perTask), res.capped(), res.maxPer(), res.meanPer(), res.lost.Round(time.Millisecond), res.redone)
+		progress("  %d preemptions of %d tasks (%d at the cap), max %d, mean %.2f a task, work lost %v (%d steps); skipped a less preempted task %d times on its worker, %d on the other",
+			res.total(), len(res.perTask), res.capped(), res.maxPer(), res.meanPer(), res.lost.Round(time.Millisecond), res.redone,
+			res.skippedHere, res.skippedThere)
 		runs = append(runs, res)
 	}
-	var total, maxes, means, capped, lost, redone []string
+	var total, maxes, means, capped, lost, redone, skipped []string
 	for _, r := range runs {
 		total = append(total, fmt.Sprint(r.total()))
 		maxes = append(maxes, fmt.Sprint(r.maxPer()))
@@ -102,12 +107,15 @@ func (b *bench) spreadRows(ctx context.Context, t *table) {
 		capped = append(capped, fmt.Sprintf("%d of %d", r.capped(), len(r.perTask)))
 		lost = append(lost, fmt.Sprint(r.lost.Milliseconds()))
 		redone = append(redone, fmt.Sprint(r.redone))
+		skipped = append(skipped, fmt.Sprintf("%d/%d", r.skippedHere, r.skippedThere))
 	}
 	scenario := fmt.Sprintf("%d runtimes × %d slots, %d low tasks (checkpoint every %v), %d normal + %d high of %v arriving every %v",
 		spreadRuntimes, spreadSlots, spreadLow, spreadCkptEvery*spreadStep, spreadNormal, spreadHigh, spreadUrgent, spreadGap)
 	t.add(row{id: "11", figure: "preemptions of one task, max (" + scenario + ")", value: strings.Join(maxes, ", "),
 		unit: "preemptions", target: "—", note: "info: mean per preempted task " + strings.Join(means, ", ") +
-			"; preemptions " + strings.Join(total, ", ") + "; tasks preempted MaxPreemptions (3) times " + strings.Join(capped, ", ")})
+			"; preemptions " + strings.Join(total, ", ") + "; tasks preempted MaxPreemptions (3) times " + strings.Join(capped, ", ") +
+			"; low tasks running that were preempted fewer times than a victim, summed over the preemptions, on its worker/on the other " +
+			strings.Join(skipped, ", ")})
 	t.add(row{id: "11", figure: "work thrown away, sum of the work lost at each preemption", value: strings.Join(lost, ", "),
 		unit: "ms", target: "—", note: "info: steps redone " + strings.Join(redone, ", ") + fmt.Sprintf(" (of %v each)", spreadStep)})
 }
@@ -117,14 +125,35 @@ type spreadRun struct {
 	started chan struct{} // a low task's run began
 	urgent  chan struct{} // an urgent task returned
 	mu      sync.Mutex
+	running map[string]int // the worker of each low task running
 	res     spreadResult
+}
+
+// preempted records the preemption of task id on worker w, which lost
+// lost and redone steps.
+func (s *spreadRun) preempted(id string, w int, lost time.Duration, redone int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for other, ow := range s.running {
+		if other == id || s.res.perTask[other] >= s.res.perTask[id] {
+			continue
+		}
+		if ow == w {
+			s.res.skippedHere++
+		} else {
+			s.res.skippedThere++
+		}
+	}
+	s.res.perTask[id]++
+	s.res.lost += lost
+	s.res.redone += redone
 }
 
 // low runs a long task: a step every spreadStep, a checkpoint every
 // spreadCkptEvery steps at the phase its payload gives. Preempted, it
 // records the work since its last checkpoint of this run (or its start)
 // and returns without saving: that work is thrown away.
-func (s *spreadRun) low(ctx context.Context, info *queue.TaskInfo) error {
+func (s *spreadRun) low(ctx context.Context, w int, info *queue.TaskInfo) error {
 	start := time.Now()
 	step, _, err := checkpoint.Load[int](ctx)
 	if err != nil {
@@ -135,6 +164,14 @@ func (s *spreadRun) low(ctx context.Context, info *queue.TaskInfo) error {
 	if len(info.Payload) > 0 {
 		phase = int(info.Payload[0])
 	}
+	s.mu.Lock()
+	s.running[info.ID] = w
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, info.ID)
+		s.mu.Unlock()
+	}()
 	select {
 	case s.started <- struct{}{}:
 	default:
@@ -145,11 +182,7 @@ func (s *spreadRun) low(ctx context.Context, info *queue.TaskInfo) error {
 		select {
 		case <-ctx.Done():
 			if errors.Is(context.Cause(ctx), handlers.ErrPreempted) {
-				s.mu.Lock()
-				s.res.perTask[info.ID]++
-				s.res.lost += time.Since(savedAt)
-				s.res.redone += step - saved
-				s.mu.Unlock()
+				s.preempted(info.ID, w, time.Since(savedAt), step-saved)
 			}
 			return context.Cause(ctx)
 		case <-tick.C:
@@ -175,7 +208,7 @@ func (s *spreadRun) urgentTask(ctx context.Context, _ *queue.TaskInfo) error {
 // tasks while saturated, and stops both once every urgent task returned.
 func (b *bench) spread(ctx context.Context, name string, seed uint64) (spreadResult, error) {
 	s := &spreadRun{started: make(chan struct{}, spreadLow), urgent: make(chan struct{}, spreadNormal+spreadHigh),
-		res: spreadResult{perTask: map[string]int{}}}
+		running: map[string]int{}, res: spreadResult{perTask: map[string]int{}}}
 	p, err := b.pair(name)
 	if err != nil {
 		return s.res, err
@@ -187,9 +220,6 @@ func (b *bench) spread(ctx context.Context, name string, seed uint64) (spreadRes
 			return s.res, err
 		}
 	}
-	mux := handlers.NewMux()
-	mux.HandleFunc("low", s.low)
-	mux.HandleFunc("urgent", s.urgentTask)
 	var rts []*otrt.Runtime
 	defer func() {
 		for _, rt := range rts {
@@ -197,6 +227,9 @@ func (b *bench) spread(ctx context.Context, name string, seed uint64) (spreadRes
 		}
 	}()
 	for i := range spreadRuntimes {
+		mux := handlers.NewMux()
+		mux.HandleFunc("low", func(ctx context.Context, info *queue.TaskInfo) error { return s.low(ctx, i, info) })
+		mux.HandleFunc("urgent", s.urgentTask)
 		rt, err := otrt.New(p.rt, mux, otrt.Config{Concurrency: spreadSlots, Logger: zap.NewNop(),
 			WorkerID: fmt.Sprintf("%s-%d", name, i)})
 		if err != nil {
