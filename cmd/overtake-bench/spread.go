@@ -45,6 +45,7 @@ type spreadResult struct {
 	// preempted fewer times ran on the same worker (here) or on the other
 	// (there): each a preemption the rule of spreading did not prevent.
 	skippedHere, skippedThere int
+	wait                      latencies     // each urgent task's Enqueue call to its start
 	stats                     otrt.RunStats // both runtimes' counters, added
 }
 
@@ -97,9 +98,10 @@ func (b *bench) spreadRows(ctx context.Context, t *table) {
 		progress("  %d preemptions of %d tasks (%d at the cap), max %d, mean %.2f a task, work lost %v (%d steps); skipped a less preempted task %d times on its worker, %d on the other",
 			res.total(), len(res.perTask), res.capped(), res.maxPer(), res.meanPer(), res.lost.Round(time.Millisecond), res.redone,
 			res.skippedHere, res.skippedThere)
+		progress("  urgent start: %s", res.wait.summary())
 		runs = append(runs, res)
 	}
-	var total, maxes, means, capped, lost, redone, skipped []string
+	var total, maxes, means, capped, lost, redone, skipped, p50, worst []string
 	for _, r := range runs {
 		total = append(total, fmt.Sprint(r.total()))
 		maxes = append(maxes, fmt.Sprint(r.maxPer()))
@@ -108,6 +110,8 @@ func (b *bench) spreadRows(ctx context.Context, t *table) {
 		lost = append(lost, fmt.Sprint(r.lost.Milliseconds()))
 		redone = append(redone, fmt.Sprint(r.redone))
 		skipped = append(skipped, fmt.Sprintf("%d/%d", r.skippedHere, r.skippedThere))
+		p50 = append(p50, ms(r.wait.pct(50)))
+		worst = append(worst, ms(r.wait.pct(100)))
 	}
 	scenario := fmt.Sprintf("%d runtimes × %d slots, %d low tasks (checkpoint every %v), %d normal + %d high of %v arriving every %v",
 		spreadRuntimes, spreadSlots, spreadLow, spreadCkptEvery*spreadStep, spreadNormal, spreadHigh, spreadUrgent, spreadGap)
@@ -118,6 +122,8 @@ func (b *bench) spreadRows(ctx context.Context, t *table) {
 			strings.Join(skipped, ", ")})
 	t.add(row{id: "11", figure: "work thrown away, sum of the work lost at each preemption", value: strings.Join(lost, ", "),
 		unit: "ms", target: "—", note: "info: steps redone " + strings.Join(redone, ", ") + fmt.Sprintf(" (of %v each)", spreadStep)})
+	t.add(row{id: "11", figure: "urgent start, Enqueue call → handler start, p50", value: strings.Join(p50, ", "),
+		unit: "ms", target: "—", note: "info: the slowest of each run " + strings.Join(worst, ", ")})
 }
 
 // spreadRun is the state one run's handlers share.
@@ -125,7 +131,8 @@ type spreadRun struct {
 	started chan struct{} // a low task's run began
 	urgent  chan struct{} // an urgent task returned
 	mu      sync.Mutex
-	running map[string]int // the worker of each low task running
+	running map[string]int       // the worker of each low task running
+	sent    map[string]time.Time // when each urgent task's Enqueue was called
 	res     spreadResult
 }
 
@@ -197,9 +204,13 @@ func (s *spreadRun) low(ctx context.Context, w int, info *queue.TaskInfo) error 
 	}
 }
 
-// urgentTask runs for spreadUrgent, then signals that it returned.
-func (s *spreadRun) urgentTask(ctx context.Context, _ *queue.TaskInfo) error {
+// urgentTask records its wait, runs for spreadUrgent, then signals that
+// it returned.
+func (s *spreadRun) urgentTask(ctx context.Context, info *queue.TaskInfo) error {
 	defer func() { s.urgent <- struct{}{} }()
+	s.mu.Lock()
+	s.res.wait = append(s.res.wait, time.Since(s.sent[info.ID]))
+	s.mu.Unlock()
 	return sleep(ctx, spreadUrgent)
 }
 
@@ -208,7 +219,7 @@ func (s *spreadRun) urgentTask(ctx context.Context, _ *queue.TaskInfo) error {
 // tasks while saturated, and stops both once every urgent task returned.
 func (b *bench) spread(ctx context.Context, name string, seed uint64) (spreadResult, error) {
 	s := &spreadRun{started: make(chan struct{}, spreadLow), urgent: make(chan struct{}, spreadNormal+spreadHigh),
-		running: map[string]int{}, res: spreadResult{perTask: map[string]int{}}}
+		running: map[string]int{}, sent: map[string]time.Time{}, res: spreadResult{perTask: map[string]int{}}}
 	p, err := b.pair(name)
 	if err != nil {
 		return s.res, err
@@ -250,8 +261,12 @@ func (b *bench) spread(ctx context.Context, name string, seed uint64) (spreadRes
 	levels = append(levels, slices.Repeat([]int{2}, spreadHigh)...)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	rng.Shuffle(len(levels), func(i, j int) { levels[i], levels[j] = levels[j], levels[i] })
-	for _, l := range levels {
-		if _, err := p.prod.Enqueue(ctx, queue.NewTask("urgent", nil), queue.Level(l)); err != nil {
+	for i, l := range levels {
+		id := fmt.Sprintf("urgent-%02d", i)
+		s.mu.Lock()
+		s.sent[id] = time.Now()
+		s.mu.Unlock()
+		if _, err := p.prod.Enqueue(ctx, queue.NewTask("urgent", nil), queue.Level(l), queue.ID(id)); err != nil {
 			return s.res, err
 		}
 		if err := sleep(ctx, spreadGap); err != nil {
