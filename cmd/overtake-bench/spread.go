@@ -98,10 +98,11 @@ func (b *bench) spreadRows(ctx context.Context, t *table) {
 		progress("  %d preemptions of %d tasks (%d at the cap), max %d, mean %.2f a task, work lost %v (%d steps); skipped a less preempted task %d times on its worker, %d on the other",
 			res.total(), len(res.perTask), res.capped(), res.maxPer(), res.meanPer(), res.lost.Round(time.Millisecond), res.redone,
 			res.skippedHere, res.skippedThere)
-		progress("  urgent start: %s", res.wait.summary())
+		progress("  urgent start: %s; fleet deferrals %d, overrides %d", res.wait.summary(),
+			res.stats.FleetDeferrals, res.stats.FleetOverrides)
 		runs = append(runs, res)
 	}
-	var total, maxes, means, capped, lost, redone, skipped, p50, worst []string
+	var total, maxes, means, capped, lost, redone, skipped, p50, worst, deferred []string
 	for _, r := range runs {
 		total = append(total, fmt.Sprint(r.total()))
 		maxes = append(maxes, fmt.Sprint(r.maxPer()))
@@ -112,6 +113,7 @@ func (b *bench) spreadRows(ctx context.Context, t *table) {
 		skipped = append(skipped, fmt.Sprintf("%d/%d", r.skippedHere, r.skippedThere))
 		p50 = append(p50, ms(r.wait.pct(50)))
 		worst = append(worst, ms(r.wait.pct(100)))
+		deferred = append(deferred, fmt.Sprintf("%d/%d", r.stats.FleetDeferrals, r.stats.FleetOverrides))
 	}
 	scenario := fmt.Sprintf("%d runtimes × %d slots, %d low tasks (checkpoint every %v), %d normal + %d high of %v arriving every %v",
 		spreadRuntimes, spreadSlots, spreadLow, spreadCkptEvery*spreadStep, spreadNormal, spreadHigh, spreadUrgent, spreadGap)
@@ -123,7 +125,8 @@ func (b *bench) spreadRows(ctx context.Context, t *table) {
 	t.add(row{id: "11", figure: "work thrown away, sum of the work lost at each preemption", value: strings.Join(lost, ", "),
 		unit: "ms", target: "—", note: "info: steps redone " + strings.Join(redone, ", ") + fmt.Sprintf(" (of %v each)", spreadStep)})
 	t.add(row{id: "11", figure: "urgent start, Enqueue call → handler start, p50", value: strings.Join(p50, ", "),
-		unit: "ms", target: "—", note: "info: the slowest of each run " + strings.Join(worst, ", ")})
+		unit: "ms", target: "—", note: "info: the slowest of each run " + strings.Join(worst, ", ") +
+			"; reservations refused by the fleet/reserved regardless after FleetDeferral " + strings.Join(deferred, ", ")})
 }
 
 // spreadRun is the state one run's handlers share.
@@ -280,6 +283,8 @@ func (b *bench) spread(ctx context.Context, name string, seed uint64) (spreadRes
 		st := rt.Stats()
 		s.res.stats.Preempted += st.Preempted
 		s.res.stats.Reserved += st.Reserved
+		s.res.stats.FleetDeferrals += st.FleetDeferrals
+		s.res.stats.FleetOverrides += st.FleetOverrides
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
