@@ -34,6 +34,8 @@
 // would be the victim of every arrival until MaxPreemptions made it
 // immune. Spreading preemptions costs some work per preemption (at most
 // the checkpoint interval of a task preempted fewer times); in exchange
-// no task gives way again while another task of its level running on the
-// same worker gave way fewer times.
+// no task gives way again while another task of its level gave way fewer
+// times: on its worker, and across the fleet for up to FleetDeferral (a
+// worker whose victim was preempted more defers to the worker that runs
+// the less preempted task).
 package preempt
