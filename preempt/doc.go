@@ -27,7 +27,16 @@
 //     times, has run at least MinRunTime, and its level is not in
 //     NeverPreempted.
 //
-// Among the victims, the runtime takes the lowest level, then the one that
-// loses the least work (the time since its last checkpoint in this run, or
-// since its start), then the smallest ID.
+// Among the victims, the runtime takes the lowest level, then the one
+// preempted the fewest times, then the one that loses the least work (the
+// time since its last checkpoint in this run, or since its start), then
+// the smallest ID. The fewest preemptions come before the least work
+// because a task that just resumed loses the least (its run is young): it
+// would be the victim of every arrival until MaxPreemptions made it
+// immune. Spreading preemptions costs some work per preemption (at most
+// the checkpoint interval of a task preempted fewer times); in exchange
+// no task gives way again while another task of its level gave way fewer
+// times: on its worker, and across the fleet for up to FleetDeferral (a
+// worker whose victim was preempted more defers to the worker that runs
+// the less preempted task).
 package preempt
