@@ -53,6 +53,7 @@ func Headers(h map[string]string) Option { return Option{store.Headers(h)} }
 // since it was due (enqueued, or ProcessAt), whichever comes first. The
 // check and the lock are one atomic step of the enqueue, in Enqueue and in
 // EnqueueBatch. A task that fails, is retried or dead-lettered keeps the
-// lock until ttl ends, so choose a ttl longer than a task waits and runs.
+// lock until ttl ends, so choose a ttl longer than a task waits and runs;
+// DeleteDead of a dead-lettered task releases it, RequeueDead keeps it.
 // ttl must be at least 1 ms.
 func Unique(ttl time.Duration) Option { return Option{store.Unique(ttl)} }

@@ -124,7 +124,7 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		out = c.ok("inspect", "mail-1")
 		for _, want := range []string{
 			"id           mail-1", "type         email", "level        high (2)", "state        active",
-			"attempts     0 failed of 3 retries allowed", "preemptible  false", "timeout      30s",
+			"attempts     0 failed of at most 4 (the first run and 3 retries)", "preemptible  false", "timeout      30s",
 			"worker       w1", "lease token  " + leased.Token,
 			`payload      24 bytes: "{\"to\":\"ada@example.com\"}"`,
 			"checkpoint   seq 1, 4 bytes, binary: 000102ff",

@@ -67,7 +67,7 @@ func TestFlagsBeforeCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--limit", "5", "dead", "list"}, "flag --limit before the command: only --classes, --levels"},
+		{[]string{"--limit", "5", "dead", "list"}, "flag --limit before the command: only --namespace, --queue"},
 		{[]string{"--queue"}, "flag --queue needs a value"},
 		{[]string{"--queue", "media"}, "no command given"},
 		{[]string{"dead", "--queue", "media"}, "a subcommand is required"},

@@ -87,7 +87,7 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.TaskD
 	if t.Class != "" {
 		row("class", "%s", t.Class)
 	}
-	row("attempts", "%d failed of %d retries allowed", t.Attempt, t.MaxRetries)
+	row("attempts", "%s", attemptsText(t.Attempt, t.MaxRetries))
 	row("preemptible", "%t", !t.NotPreemptible)
 	row("preemptions", "%d", t.Preemptions)
 	row("recoveries", "%d", t.Recoveries)

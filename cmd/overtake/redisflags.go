@@ -25,6 +25,8 @@ const (
 	envRedisURL      = "REDIS_URL"
 	envRedisPassword = "REDIS_PASSWORD"
 	envRedisCA       = "REDIS_CA"
+	envNamespace     = "OVERTAKE_NAMESPACE"
+	envQueue         = "OVERTAKE_QUEUE"
 	defaultRedisURL  = "redis://127.0.0.1:6379"
 )
 
@@ -55,8 +57,9 @@ func addRedisFlags(fs *flag.FlagSet) *redisFlags {
 	fs.Lookup("redis").DefValue = maskURL(def) // -h must not show a password
 	fs.StringVar(&f.ca, "redis-ca", os.Getenv(envRedisCA), "PEM file of the CA that signed a rediss:// server's "+
 		"certificate, when it is not one the system trusts; defaults to $"+envRedisCA)
-	fs.StringVar(&f.namespace, "namespace", queue.Config{}.WithDefaults().Namespace, "key namespace of the queue")
-	fs.StringVar(&f.queue, "queue", queue.Config{}.WithDefaults().Name, "queue name")
+	fs.StringVar(&f.namespace, "namespace", envOr(envNamespace, queue.Config{}.WithDefaults().Namespace),
+		"key namespace of the queue; defaults to $"+envNamespace)
+	fs.StringVar(&f.queue, "queue", envOr(envQueue, queue.Config{}.WithDefaults().Name), "queue name; defaults to $"+envQueue)
 	fs.StringVar(&f.levels, "levels", "", "deprecated: the levels are read from Redis. Given, a count (3 = low,normal,high) "+
 		"or level names lowest first (\"bulk,std,urgent,page\") that must match them, or that record the shape of a queue "+
 		"in use that Redis has no shape of (opened only by older versions)")

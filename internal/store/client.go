@@ -33,6 +33,7 @@ type Store struct {
 	enqs       groupCommit[*enqWait] // concurrent Enqueues share calls
 	sweep      sweeper
 	shape      shapeCheck // the shape matched the stored one (CheckShape)
+	replicas   replicaWatch
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a
