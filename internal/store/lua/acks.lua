@@ -3,7 +3,7 @@
 -- call carries.
 --
 -- uses: prelude.lua
--- defines: BYTE_RBRACE corrupt fast_acks
+-- defines: BYTE_RBRACE corrupt fresh_entry lease_fields fast_acks
 --
 -- fast_acks(base, stride, nops) reads op i's ID and token at
 -- ARGV[base + stride*(i-1) + 1] and + 2, and its keys t:<id>, s:<id>,
@@ -32,6 +32,36 @@ local function corrupt(suffix, want)
   return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
 end
 
+-- fresh_entry reads a state as the lease wrote it for a fresh task (the
+-- common case): one anchored match reads the fields needed, the optional
+-- slot pool after them. Such a task has no checkpoint: a save adds cps to
+-- the state, and a task that had one has more fields. It returns {al, w,
+-- tk, b, 0} (the last: how many acks end such a lease), or nil for any
+-- other state.
+local function fresh_entry(raw)
+  local al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
+  if not al then return nil end
+  if string.byte(raw, e) == BYTE_RBRACE then return {al, w, tk, nil, 0} end
+  local b = string.match(raw, '^,"b":"(%d+)"}$', e)
+  if not b then return nil end
+  return {al, w, tk, b, 0}
+end
+
+-- lease_fields reads any other state's token, worker, leased level and
+-- slot pool; nil when it is not a JSON object.
+local function lease_fields(raw)
+  local s
+  if not string.find(raw, '\\', 1, true) then
+    -- No escapes: read the fields needed without a JSON decode.
+    s = {tk = string.match(raw, '"tk":"([^"]*)"'), w = string.match(raw, '"w":"([^"]*)"'),
+      al = string.match(raw, '"al":"([^"]*)"'), b = string.match(raw, '"b":"([^"]*)"')}
+  else
+    s = decode(raw)
+  end
+  if s then return s.tk, s.w, s.al, s.b end
+  return nil
+end
+
 local function fast_acks(base, stride, nops)
   local ids, sk = {}, {}
   local kb = #KEYS - 1 - 3 * nops -- KEYS[kb + 3i - 2 .. kb + 3i]: op i's t:, s:, c:
@@ -51,40 +81,20 @@ local function fast_acks(base, stride, nops)
   end
   for i = 1, nops do
     local raw = raws[i]
-    -- The state as the lease wrote it for a fresh task (the common case):
-    -- one anchored match reads the fields needed, the optional slot pool
-    -- after them, into locals (no table). Such a task has no checkpoint: a
-    -- save adds cps to the state, and a task that had one has more fields.
-    -- The tasks of one lease call at one level share that string (and
-    -- Lua strings are interned), so it is matched once per call: seen
-    -- keeps what it read, and how many acks it ends (their counts are
-    -- settled once, after the loop).
-    local al, w, tk, b, fresh
+    -- The tasks of one lease call at one level share their fresh state
+    -- (and Lua strings are interned), so it is matched once per call:
+    -- seen keeps what fresh_entry read, and how many acks it ends (their
+    -- counts are settled once, after the loop).
     local ent = raw and seen[raw]
-    if ent then
-      al, w, tk, b, fresh = ent[1], ent[2], ent[3], ent[4], true
-    elseif raw then
-      local e
-      al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
-      if al then
-        fresh = true
-        if string.byte(raw, e) ~= BYTE_RBRACE then
-          b = string.match(raw, '^,"b":"(%d+)"}$', e)
-          if not b then al, w, tk, fresh = nil, nil, nil, false end
-        end
-        if fresh then ent = {al, w, tk, b, 0}; seen[raw] = ent end
-      end
+    if raw and not ent then
+      ent = fresh_entry(raw)
+      seen[raw] = ent
     end
-    if not al and raw then
-      local s
-      if not string.find(raw, '\\', 1, true) then
-        -- No escapes: read the fields needed without a JSON decode.
-        s = {tk = string.match(raw, '"tk":"([^"]*)"'), w = string.match(raw, '"w":"([^"]*)"'),
-          al = string.match(raw, '"al":"([^"]*)"'), b = string.match(raw, '"b":"([^"]*)"')}
-      else
-        s = decode(raw)
-      end
-      if s then tk, w, al, b = s.tk, s.w, s.al, s.b end
+    local al, w, tk, b
+    if ent then
+      al, w, tk, b = ent[1], ent[2], ent[3], ent[4]
+    elseif raw then
+      tk, w, al, b = lease_fields(raw)
     end
     if not raw and typeof(sk[i]) ~= 'none' then
       res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
@@ -95,13 +105,9 @@ local function fast_acks(base, stride, nops)
       res[i] = 1
       nrm = nrm + 1
       rm[nrm] = ids[i]
-      if ent then
-        ent[5] = ent[5] + 1
-      else
-        unwind(w, b, al, 1)
-      end
+      if ent then ent[5] = ent[5] + 1 else unwind(w, b, al, 1) end
       dels[nd + 1] = KEYS[kb + 3 * i - 2]; dels[nd + 2] = sk[i]; nd = nd + 2
-      if not fresh then nd = nd + 1; dels[nd] = KEYS[kb + 3 * i] end
+      if not ent then nd = nd + 1; dels[nd] = KEYS[kb + 3 * i] end
     end
   end
   if nrm == 0 then return res end

@@ -60,6 +60,24 @@ local function wrong(key, want)
   if type(t) == 'table' then t = t.ok end
   if t ~= 'none' and t ~= want then return 'CORRUPT ' .. key .. ' is a ' .. t .. ', want a ' .. want end
 end
+-- refuse marks the pending tasks of level lvl refused with msg (their
+-- list is wrong-typed): their records and locks go. res, all 1s, is made
+-- at the first refusal when nil; refuse returns it.
+local function refuse(lvl, msg, res)
+  if not res then
+    res = {}
+    for i = 1, n do res[i] = 1 end
+  end
+  for i = 1, n do
+    local b = 3 + W * (i - 1)
+    if res[i] == 1 and ARGV[b + 2] == 'p' and ARGV[b + 4] == lvl then
+      redis.call('DEL', rec[i])
+      if lock[i] then redis.call('DEL', lock[i]) end
+      res[i] = msg
+    end
+  end
+  return res
+end
 -- push queues the pending tasks (byl: level -> their IDs, in order) with
 -- one RPUSH per level, announcing a level whose list was empty (else an
 -- earlier announcement is still unanswered). A wrong-typed list refuses
@@ -70,16 +88,7 @@ local function push(byl, order, res)
     local ids, key = byl[lvl], plist(lvl)
     local ok, len = pcall(redis.call, 'RPUSH', key, unpack(ids))
     if not ok then
-      local msg = wrong(key, 'list') or ('CORRUPT ' .. key)
-      if not res then res = {}; for i = 1, n do res[i] = 1 end end
-      for i = 1, n do
-        local b = 3 + W * (i - 1)
-        if res[i] == 1 and ARGV[b + 2] == 'p' and ARGV[b + 4] == lvl then
-          redis.call('DEL', rec[i])
-          if lock[i] then redis.call('DEL', lock[i]) end
-          res[i] = msg
-        end
-      end
+      res = refuse(lvl, wrong(key, 'list') or ('CORRUPT ' .. key), res)
     elseif len == #ids then
       redis.call('PUBLISH', ARGV[1] .. 'wake', lvl)
     end

@@ -11,7 +11,7 @@
 -- whenever a script runs (see scriptKeys in declare.go).
 -- defines: P tkey skey ckey clock typeof guard header hdr_of decode sget
 -- defines: sput num level_of push_pending to_dead band_release feed release
--- defines: set_aside shared promote recover due_reads age
+-- defines: set_aside shared make_due promote recover due_reads age_head age
 --
 -- The data model (schema 2), per task:
 --   t:<id>  STRING, the record, written once at enqueue:
@@ -190,6 +190,22 @@ local function shared()
   return guard('leases', 'zset', 'running', 'zset', 'busy', 'hash', 'n', 'hash', 'dead', 'zset')
 end
 
+-- make_due takes one due task (state s, level lvl, l as a number) out of
+-- scheduled and makes it pending at the tail of its level, or
+-- dead-letters it when l is not a level of the queue (0..top). An ID with
+-- neither record nor state only leaves the set.
+local function make_due(id, s, lvl, l, now, top)
+  redis.call('ZREM', P .. 'scheduled', id)
+  if redis.call('EXISTS', tkey(id)) == 0 and not next(s) then return end
+  redis.call('HINCRBY', P .. 'n', 's' .. (s.sl or lvl or '0'), -1)
+  s.sl = nil
+  if l and l >= 0 and l <= top and l == math.floor(l) then
+    push_pending(id, s, l, now, false)
+  else
+    to_dead(id, s, '0', now, 'malformed record: bad level ' .. tostring(lvl))
+  end
+end
+
 -- promote moves due scheduled and retrying tasks to the tail of their
 -- level. A task whose list or state is corrupt stays scheduled (reported);
 -- one whose level is not a level of the queue is dead-lettered.
@@ -202,17 +218,7 @@ local function promote(ids, now, top, bad)
     local lt = l and typeof(P .. 'p:' .. l)
     if not s then bad[#bad + 1] = e
     elseif lt and lt ~= 'none' and lt ~= 'list' then bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. l .. ' is a ' .. lt .. ', want a list'
-    else
-      redis.call('ZREM', P .. 'scheduled', id)
-      if redis.call('EXISTS', tkey(id)) == 1 or next(s) then
-        redis.call('HINCRBY', P .. 'n', 's' .. (s.sl or lvl or '0'), -1)
-        s.sl = nil
-        if l and l >= 0 and l <= top and l == math.floor(l) then
-          push_pending(id, s, l, now, false)
-        else
-          to_dead(id, s, '0', now, 'malformed record: bad level ' .. tostring(lvl))
-        end
-      end
+    else make_due(id, s, lvl, l, now, top)
     end
   end
 end
@@ -222,20 +228,18 @@ end
 local function recover(ids, now, bad)
   for _, id in ipairs(ids) do
     local s, e = sget(id)
+    local lvl = s and s.tk and (s.al or level_of(s, hdr_of(id)))
+    local lt = lvl and typeof(P .. 'p:' .. lvl)
     if not s then
       bad[#bad + 1] = e
     elseif not s.tk then
       redis.call('ZREM', P .. 'leases', id) -- no lease left behind the set's back
+    elseif lt and lt ~= 'none' and lt ~= 'list' then
+      bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
     else
-      local lvl = s.al or level_of(s, hdr_of(id))
-      local lt = lvl and typeof(P .. 'p:' .. lvl)
-      if lt and lt ~= 'none' and lt ~= 'list' then
-        bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
-      else
-        release(id, s)
-        s.rec = tostring(num(s.rec) + 1)
-        if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
-      end
+      release(id, s)
+      s.rec = tostring(num(s.rec) + 1)
+      if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
     end
   end
 end
@@ -250,13 +254,36 @@ local function due_reads(now, bad)
   return sch, exp, nil
 end
 
+-- age_head looks at the head of list src (level lvl): an ID with no
+-- record and no state is dropped (0), a task that waited at least after
+-- ms moves to the TAIL of dst (1); otherwise aging stops there (nil). A
+-- task's time at its level runs from agd (when it last aged) or rdy (when
+-- it last became pending, else its enqueue time).
+local function age_head(src, dst, lvl, now, after)
+  local id = redis.call('LINDEX', src, 0)
+  if not id then return nil end
+  local h = hdr_of(id)
+  local s = sget(id)
+  if not h and redis.call('EXISTS', tkey(id)) == 0 then
+    redis.call('LPOP', src)
+    return 0
+  end
+  if not s then return nil end
+  local since = math.max(num(s.rdy or (h and h.enq)), num(s.agd))
+  if now - since < after then return nil end
+  redis.call('LPOP', src)
+  redis.call('RPUSH', dst, id)
+  s.st, s.l, s.agd, s.rdy = 'pending', tostring(lvl + 1), tostring(now), s.rdy or (h and h.enq)
+  sput(id, s)
+  return 1
+end
+
 -- age moves pending tasks that waited at least 'after' ms at a level below
--- 'top' to the TAIL of the next level up, so low priority never starves
--- under a stream of urgent work. Only the heads of the lists are looked at
--- (the longest waiting), at most about 20 per call and at least one per
--- level. A task's time at its level runs from agd (when it last aged) or
--- rdy (when it last became pending, else its enqueue time). A moved task is
--- announced with its new level, so a saturated worker may preempt for it.
+-- 'top' to the tail of the next level up (see age_head), so low priority
+-- never starves under a stream of urgent work. Only the heads of the lists
+-- are looked at (the longest waiting), at most about 20 per call and at
+-- least one per level. A moved task is announced with its new level, so a
+-- saturated worker may preempt for it.
 local function age(now, after, top, bad)
   if after <= 0 or top < 1 then return end
   local per = math.max(1, math.floor(20 / top))
@@ -266,23 +293,9 @@ local function age(now, after, top, bad)
     local moved = 0
     if g then bad[#bad + 1] = g; per = 0 end
     for _ = 1, per do
-      local id = redis.call('LINDEX', src, 0)
-      if not id then break end
-      local h = hdr_of(id)
-      local s = sget(id)
-      if not h and redis.call('EXISTS', tkey(id)) == 0 then
-        redis.call('LPOP', src)
-      elseif not s then
-        break
-      else
-        local since = math.max(num(s.rdy or (h and h.enq)), num(s.agd))
-        if now - since < after then break end
-        redis.call('LPOP', src)
-        redis.call('RPUSH', dst, id)
-        s.st, s.l, s.agd, s.rdy = 'pending', tostring(lvl + 1), tostring(now), s.rdy or (h and h.enq)
-        sput(id, s)
-        moved = moved + 1
-      end
+      local got = age_head(src, dst, lvl, now, after)
+      if not got then break end
+      moved = moved + got
     end
     if moved > 0 then redis.call('PUBLISH', P .. 'wake', lvl + 1) end
   end
