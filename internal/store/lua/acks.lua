@@ -2,8 +2,8 @@
 -- without retention), run by the lease script too for the acks a lease
 -- call carries.
 --
--- uses: prelude.lua
--- defines: BYTE_RBRACE corrupt fresh_entry lease_fields fast_acks
+-- uses: fields.lua prelude.lua
+-- defines: BYTE_RBRACE FRESH FRESH_POOL corrupt fresh_entry lease_fields fast_acks
 --
 -- fast_acks(base, stride, nops) reads op i's ID and token at
 -- ARGV[base + stride*(i-1) + 1] and + 2, and its keys t:<id>, s:<id>,
@@ -27,6 +27,13 @@
 
 local BYTE_RBRACE = 125 -- '}': the end of a fresh task's state
 
+-- The patterns of a fresh task's state as the lease writes it (see
+-- fresh_state in lease.lua): its fields up to the lease's start, then the
+-- slot pool, if any, after them.
+local FRESH = '^{"' .. F_STATE .. '":"active","' .. F_LEVEL .. '":"%d+","' .. F_LEASED_LEVEL .. '":"(%d+)","' ..
+  F_WORKER .. '":"([^"\\]*)","' .. F_TOKEN .. '":"([^"\\]*)","' .. F_LEASED_AT .. '":"%d+"()'
+local FRESH_POOL = '^,"' .. F_POOL .. '":"(%d+)"}$'
+
 local function corrupt(suffix, want)
   local k = P .. suffix
   return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
@@ -39,10 +46,10 @@ end
 -- tk, b, 0} (the last: how many acks end such a lease), or nil for any
 -- other state.
 local function fresh_entry(raw)
-  local al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
+  local al, w, tk, e = string.match(raw, FRESH)
   if not al then return nil end
   if string.byte(raw, e) == BYTE_RBRACE then return {al, w, tk, nil, 0} end
-  local b = string.match(raw, '^,"b":"(%d+)"}$', e)
+  local b = string.match(raw, FRESH_POOL, e)
   if not b then return nil end
   return {al, w, tk, b, 0}
 end
@@ -53,12 +60,13 @@ local function lease_fields(raw)
   local s
   if not string.find(raw, '\\', 1, true) then
     -- No escapes: read the fields needed without a JSON decode.
-    s = {tk = string.match(raw, '"tk":"([^"]*)"'), w = string.match(raw, '"w":"([^"]*)"'),
-      al = string.match(raw, '"al":"([^"]*)"'), b = string.match(raw, '"b":"([^"]*)"')}
+    local function field(k) return string.match(raw, '"' .. k .. '":"([^"]*)"') end
+    s = {[F_TOKEN] = field(F_TOKEN), [F_WORKER] = field(F_WORKER), [F_LEASED_LEVEL] = field(F_LEASED_LEVEL),
+      [F_POOL] = field(F_POOL)}
   else
     s = decode(raw)
   end
-  if s then return s.tk, s.w, s.al, s.b end
+  if s then return s[F_TOKEN], s[F_WORKER], s[F_LEASED_LEVEL], s[F_POOL] end
   return nil
 end
 
@@ -127,9 +135,9 @@ local function fast_acks(base, stride, nops)
     if n <= 0 then left[#left + 1] = w end
   end
   for l, d in pairs(acnt) do
-    local ok2 = pcall(redis.call, 'HINCRBY', P .. 'n', 'a' .. l, d)
+    local ok2 = pcall(redis.call, 'HINCRBY', P .. 'n', C_ACTIVE .. l, d)
     if not ok2 then return fail('n', 'hash') end
-    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -d) end
+    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', C_ACTIVE .. l, -d) end
   end
   local ok3 = pcall(redis.call, 'ZREM', P .. 'running', unpack(rm))
   if not ok3 then return fail('running', 'zset') end

@@ -7,6 +7,8 @@
 -- holds it too. Each stored task whose ID was the caller's deletes
 -- res:<id>, the result an earlier task with the same ID left (as
 -- enqueue.lua does), with one DEL of them all; a generated ID is new.
+-- Its state's fields are named by fields.lua, joined in first:
+-- uses: fields.lua
 --
 -- KEYS[1..] the pending lists p:0 .. p:<L-1> (LISTs, L = ARGV[3]), then
 --          per task, in order: its record t:<id> (STRING), for a
@@ -149,9 +151,10 @@ for i = 1, n do
   else
     res[i] = 1
     local due = now + wait
-    redis.call('SET', st[i], cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
+    redis.call('SET', st[i], cjson.encode({[F_STATE] = 'scheduled', [F_PROCESS_AT] = tostring(due),
+      [F_SCHEDULED_LEVEL] = lvl, [F_LEVEL] = lvl}))
     redis.call('ZADD', sched, due, id)
-    redis.call('HINCRBY', cnt, 's' .. lvl, 1)
+    redis.call('HINCRBY', cnt, C_SCHEDULED .. lvl, 1)
     local first = redis.call('ZRANGE', sched, 0, 0)
     if first[1] == id then redis.call('PUBLISH', ARGV[1] .. 'wake', 's') end
   end

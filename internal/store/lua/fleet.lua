@@ -1,7 +1,7 @@
 -- fleet.lua: fleet_refuses, the fleet check of a reservation (see
 -- Store.Reserve), part of lease.lua.
 --
--- uses: prelude.lua
+-- uses: fields.lua prelude.lua
 -- defines: read_pools layout free_slot same_pool fleet_refuses
 --
 -- fleet_refuses(now, w, minl, maxl, rv, skip) returns {-1} when another
@@ -66,7 +66,7 @@ end
 local function same_pool(lo, s, lvl)
   if not lo.pools then return true end
   for _, p in ipairs(lo.pools) do
-    if p.hit and (p.bd == s.b or p.lv[tonumber(lvl)]) then return true end
+    if p.hit and (p.bd == s[F_POOL] or p.lv[tonumber(lvl)]) then return true end
   end
   return false
 end
@@ -91,13 +91,13 @@ local function fleet_refuses(now, w, minl, maxl, rv, skip)
   for i = 1, #lower, 2 do
     local id, lvl = lower[i], lower[i + 1]
     local s = sget(id) or {}
-    local ow = s.w
+    local ow = s[F_WORKER]
     local ow_live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
     -- A live owner with slot pools preempts inside the urgent task's pool.
     local same = not (ow and ow ~= w and ow_live) or same_pool(layout(layouts, ow, want), s, lvl)
     if ow ~= w and ow_live and same and not never[tonumber(lvl)]
-      and num(s.stt) + minrun <= now
-      and (maxpre < 0 or num(s.pre) < maxpre) then
+      and num(s[F_LEASED_AT]) + minrun <= now
+      and (maxpre < 0 or num(s[F_PREEMPTIONS]) < maxpre) then
       return {-2}
     end
   end

@@ -7,7 +7,7 @@
 -- it first checks the fleet (see fleet.lua).
 --
 -- The whole lease is these files, in this order, then this one:
--- uses: prelude.lua anchor.lua acks.lua fleet.lua
+-- uses: fields.lua prelude.lua anchor.lua acks.lua fleet.lua
 --
 -- KEYS     (built by the caller, newScriptKeys in declare.go; the script
 --          builds the same names from P) leases, running, scheduled, dead,
@@ -127,7 +127,7 @@ if string.find(w, '[%c"\\/]') then wj = cjson.encode(w) end
 -- ID and token), so a fresh task's state is the same string for every
 -- task of a level (and slot pool): joined once per call, in JS1, and
 -- found again by the ack (see fast_acks) without parsing it.
-local JS_W = '","w":' .. wj .. ',"tk":"' .. tok .. '","stt":"' .. nows .. '"'
+local JS_W = '","' .. F_WORKER .. '":' .. wj .. ',"' .. F_TOKEN .. '":"' .. tok .. '","' .. F_LEASED_AT .. '":"' .. nows .. '"'
 local JS1 = {}
 -- Slot pools (bands): a task leased by a counted group holds a slot of
 -- that group's pool; one leased by a spare group holds a slot the counted
@@ -338,8 +338,8 @@ end
 -- holding slot pool band (nil: none), the string written by hand and kept
 -- in JS1 under jk.
 local function fresh_state(jk, ls, band)
-  local js = '{"st":"active","l":"' .. ls .. '","al":"' .. ls .. JS_W
-  if band then js = js .. ',"b":"' .. band .. '"}' else js = js .. '}' end
+  local js = '{"' .. F_STATE .. '":"active","' .. F_LEVEL .. '":"' .. ls .. '","' .. F_LEASED_LEVEL .. '":"' .. ls .. JS_W
+  if band then js = js .. ',"' .. F_POOL .. '":"' .. band .. '"}' else js = js .. '}' end
   JS1[jk] = js
   return js
 end
@@ -379,7 +379,7 @@ local function admit(g, from, mk, vals, cps, keep)
         local jk = band and ls .. '|' .. band or ls
         js = JS1[jk] or fresh_state(jk, ls, band)
       else
-        s.st, s.l, s.w, s.tk, s.stt, s.al, s.b = 'active', ls, w, tok, nows, ls, band
+        s[F_STATE], s[F_LEVEL], s[F_WORKER], s[F_TOKEN], s[F_LEASED_AT], s[F_LEASED_LEVEL], s[F_POOL] = 'active', ls, w, tok, nows, ls, band
         js = cjson.encode(s)
       end
       set[ns + 1] = mk[j + 2]; set[ns + 2] = js; ns = ns + 2
@@ -389,10 +389,12 @@ local function admit(g, from, mk, vals, cps, keep)
       if lvl < maxl and not prb0(rec) then rz[nr + 1] = ls; rz[nr + 2] = id; nr = nr + 2 end
       if n == 1 then
         local h = header(rec)
-        first = {id = id, lvl = lvl, rdy = num(s.rdy or (h and h.enq))}
+        first = {id = id, lvl = lvl, ready = num(s[F_READY_AT] or (h and h.enq))}
       end
       -- A preempted task resumes: the preemption feed says where.
-      if raw and num(s.pre) > 0 then feed('resumed', now, 'id', id, 'l', lvl, 'w', w, 'pre', s.pre, 'cps', s.cps or '0') end
+      if raw and num(s[F_PREEMPTIONS]) > 0 then
+        feed('resumed', now, 'id', id, 'l', lvl, 'w', w, 'pre', s[F_PREEMPTIONS], 'cps', s[F_CHECKPOINT_SEQ] or '0')
+      end
       acnt[lvl] = (acnt[lvl] or 0) + 1
       leased[i] = true
       out[no + 1] = id; out[no + 2] = rec; out[no + 3] = js; out[no + 4] = cps[i] or false; no = no + 4
@@ -445,8 +447,8 @@ local function write()
     undo[#undo + 1] = function() band_release(w, b, -k) end
   end
   for l, k in pairs(acnt) do
-    if not pcall(redis.call, 'HINCRBY', P .. 'n', 'a' .. l, k) then return fail('n', 'hash') end
-    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -k) end
+    if not pcall(redis.call, 'HINCRBY', P .. 'n', C_ACTIVE .. l, k) then return fail('n', 'hash') end
+    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', C_ACTIVE .. l, -k) end
   end
   if #rz > 0 then
     rz[#rz + 1] = ANCHOR_SCORE; rz[#rz + 1] = ANCHOR -- keeps the set a skiplist (anchor.go)
@@ -459,7 +461,7 @@ local function write()
   if rv then
     redis.call('ZREM', P .. 'running', rv.victim)
     feed('preempt', now, 'id', first.id, 'l', first.lvl, 'victim', rv.victim, 'vl', rv.level, 'w', w,
-      'wait', math.max(now - first.rdy, 0))
+      'wait', math.max(now - first.ready, 0))
   end
   return nil
 end
