@@ -56,7 +56,9 @@ func luaFieldsFile() string {
 --
 -- Generated from stateFields and counterKinds in fields.go by go
 -- generate (TestLuaGenerated in fields_test.go): edit those, not this
--- file.
+-- file. The loader (lua.go) writes each constant where a script names it,
+-- rather than joining this file:
+` + inlineMark + `
 `)
 	var names []string
 	for _, f := range stateFields {

@@ -62,39 +62,37 @@ local function wrong(key, want)
   if type(t) == 'table' then t = t.ok end
   if t ~= 'none' and t ~= want then return 'CORRUPT ' .. key .. ' is a ' .. t .. ', want a ' .. want end
 end
--- refuse marks the pending tasks of level lvl refused with msg (their
--- list is wrong-typed): their records and locks go. res, all 1s, is made
--- at the first refusal when nil; refuse returns it.
-local function refuse(lvl, msg, res)
-  if not res then
-    res = {}
-    for i = 1, n do res[i] = 1 end
-  end
-  for i = 1, n do
-    local b = 3 + W * (i - 1)
-    if res[i] == 1 and ARGV[b + 2] == 'p' and ARGV[b + 4] == lvl then
-      redis.call('DEL', rec[i])
-      if lock[i] then redis.call('DEL', lock[i]) end
-      res[i] = msg
-    end
-  end
-  return res
-end
 -- push queues the pending tasks (byl: level -> their IDs, in order) with
 -- one RPUSH per level, announcing a level whose list was empty (else an
 -- earlier announcement is still unanswered). A wrong-typed list refuses
 -- the tasks it was to hold: their records and locks go and res names the
 -- list (res, all 1s, is made at the first refusal when nil).
 local function push(byl, order, res)
+  local refused = {} -- level -> why its tasks are refused
   for _, lvl in ipairs(order) do
     local ids, key = byl[lvl], plist(lvl)
     local ok, len = pcall(redis.call, 'RPUSH', key, unpack(ids))
     if not ok then
-      res = refuse(lvl, wrong(key, 'list') or ('CORRUPT ' .. key), res)
+      refused[lvl] = wrong(key, 'list') or ('CORRUPT ' .. key)
     elseif len == #ids then
       redis.call('PUBLISH', ARGV[1] .. 'wake', lvl)
     end
   end
+  if not next(refused) then return res end
+  if not res then
+    res = {}
+    for i = 1, n do res[i] = 1 end
+  end
+  local gone = {} -- the refused tasks' records and locks
+  for i = 1, n do
+    local b = 3 + W * (i - 1)
+    local msg = ARGV[b + 2] == 'p' and refused[ARGV[b + 4]]
+    if res[i] == 1 and msg then
+      gone[#gone + 1] = rec[i]; gone[#gone + 1] = lock[i] -- (no lock: appends nothing)
+      res[i] = msg
+    end
+  end
+  for _, key in ipairs(gone) do redis.call('DEL', key) end
   return res
 end
 -- clear deletes the results earlier tasks with the stored tasks' IDs

@@ -6,7 +6,9 @@
 --
 -- Generated from stateFields and counterKinds in fields.go by go
 -- generate (TestLuaGenerated in fields_test.go): edit those, not this
--- file.
+-- file. The loader (lua.go) writes each constant where a script names it,
+-- rather than joining this file:
+-- inline: its constants are written where they are named
 -- defines: F_STATE F_LEVEL F_ATTEMPT F_PREEMPTIONS F_RECOVERIES
 -- defines: F_CHECKPOINT_SEQ F_READY_AT F_AGED_AT F_PROCESS_AT F_ERROR
 -- defines: F_FINISHED_AT F_WORKER F_TOKEN F_LEASED_AT F_LEASED_LEVEL

@@ -13,7 +13,7 @@
 -- uses: fields.lua
 -- defines: P tkey skey ckey clock typeof guard header hdr_of decode sget
 -- defines: sput num level_of push_pending to_dead band_release feed release
--- defines: set_aside shared make_due promote recover due_reads age_head age
+-- defines: set_aside shared promote recover due_reads age
 --
 -- The data model (schema 2), per task:
 --   t:<id>  STRING, the record, written once at enqueue:
@@ -194,26 +194,25 @@ local function shared()
   return guard('leases', 'zset', 'running', 'zset', 'busy', 'hash', 'n', 'hash', 'dead', 'zset')
 end
 
--- make_due takes one due task (state s, level lvl, l as a number) out of
--- scheduled and makes it pending at the tail of its level, or
--- dead-letters it when l is not a level of the queue (0..top). An ID with
--- neither record nor state only leaves the set.
-local function make_due(id, s, lvl, l, now, top)
-  redis.call('ZREM', P .. 'scheduled', id)
-  if redis.call('EXISTS', tkey(id)) == 0 and not next(s) then return end
-  redis.call('HINCRBY', P .. 'n', C_SCHEDULED .. (s[F_SCHEDULED_LEVEL] or lvl or '0'), -1)
-  s[F_SCHEDULED_LEVEL] = nil
-  if l and l >= 0 and l <= top and l == math.floor(l) then
-    push_pending(id, s, l, now, false)
-  else
-    to_dead(id, s, '0', now, 'malformed record: bad level ' .. tostring(lvl))
-  end
-end
-
 -- promote moves due scheduled and retrying tasks to the tail of their
 -- level. A task whose list or state is corrupt stays scheduled (reported);
 -- one whose level is not a level of the queue is dead-lettered.
 local function promote(ids, now, top, bad)
+  -- make_due takes one due task (state s, level lvl, l as a number) out
+  -- of scheduled and makes it pending at the tail of its level, or
+  -- dead-letters it when l is not a level of the queue (0..top). An ID
+  -- with neither record nor state only leaves the set.
+  local function make_due(id, s, lvl, l)
+    redis.call('ZREM', P .. 'scheduled', id)
+    if redis.call('EXISTS', tkey(id)) == 0 and not next(s) then return end
+    redis.call('HINCRBY', P .. 'n', C_SCHEDULED .. (s[F_SCHEDULED_LEVEL] or lvl or '0'), -1)
+    s[F_SCHEDULED_LEVEL] = nil
+    if l and l >= 0 and l <= top and l == math.floor(l) then
+      push_pending(id, s, l, now, false)
+    else
+      to_dead(id, s, '0', now, 'malformed record: bad level ' .. tostring(lvl))
+    end
+  end
   for _, id in ipairs(ids) do
     local s, e = sget(id)
     local h = hdr_of(id)
@@ -222,7 +221,7 @@ local function promote(ids, now, top, bad)
     local lt = l and typeof(P .. 'p:' .. l)
     if not s then bad[#bad + 1] = e
     elseif lt and lt ~= 'none' and lt ~= 'list' then bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. l .. ' is a ' .. lt .. ', want a list'
-    else make_due(id, s, lvl, l, now, top)
+    else make_due(id, s, lvl, l)
     end
   end
 end
@@ -258,38 +257,37 @@ local function due_reads(now, bad)
   return sch, exp, nil
 end
 
--- age_head looks at the head of list src (level lvl): an ID with no
--- record and no state is dropped (0), a task that waited at least after
--- ms moves to the TAIL of dst (1); otherwise aging stops there (nil). A
--- task's time at its level runs from agd (when it last aged) or rdy (when
--- it last became pending, else its enqueue time).
-local function age_head(src, dst, lvl, now, after)
-  local id = redis.call('LINDEX', src, 0)
-  if not id then return nil end
-  local h = hdr_of(id)
-  local s = sget(id)
-  if not h and redis.call('EXISTS', tkey(id)) == 0 then
-    redis.call('LPOP', src)
-    return 0
-  end
-  if not s then return nil end
-  local since = math.max(num(s[F_READY_AT] or (h and h.enq)), num(s[F_AGED_AT]))
-  if now - since < after then return nil end
-  redis.call('LPOP', src)
-  redis.call('RPUSH', dst, id)
-  s[F_STATE], s[F_LEVEL], s[F_AGED_AT], s[F_READY_AT] = 'pending', tostring(lvl + 1), tostring(now), s[F_READY_AT] or (h and h.enq)
-  sput(id, s)
-  return 1
-end
-
 -- age moves pending tasks that waited at least 'after' ms at a level below
--- 'top' to the tail of the next level up (see age_head), so low priority
--- never starves under a stream of urgent work. Only the heads of the lists
--- are looked at (the longest waiting), at most about 20 per call and at
--- least one per level. A moved task is announced with its new level, so a
--- saturated worker may preempt for it.
+-- 'top' to the tail of the next level up, so low priority never starves
+-- under a stream of urgent work. Only the heads of the lists are looked at
+-- (the longest waiting), at most about 20 per call and at least one per
+-- level. A moved task is announced with its new level, so a saturated
+-- worker may preempt for it.
 local function age(now, after, top, bad)
   if after <= 0 or top < 1 then return end
+  -- age_head looks at the head of list src (level lvl): an ID with no
+  -- record and no state is dropped (0), a task that waited at least after
+  -- ms moves to the tail of dst (1); otherwise aging stops there (nil). A
+  -- task's time at its level runs from agd (when it last aged) or rdy
+  -- (when it last became pending, else its enqueue time).
+  local function age_head(src, dst, lvl)
+    local id = redis.call('LINDEX', src, 0)
+    if not id then return nil end
+    local h = hdr_of(id)
+    local s = sget(id)
+    if not h and redis.call('EXISTS', tkey(id)) == 0 then
+      redis.call('LPOP', src)
+      return 0
+    end
+    if not s then return nil end
+    local since = math.max(num(s[F_READY_AT] or (h and h.enq)), num(s[F_AGED_AT]))
+    if now - since < after then return nil end
+    redis.call('LPOP', src)
+    redis.call('RPUSH', dst, id)
+    s[F_STATE], s[F_LEVEL], s[F_AGED_AT], s[F_READY_AT] = 'pending', tostring(lvl + 1), tostring(now), s[F_READY_AT] or (h and h.enq)
+    sput(id, s)
+    return 1
+  end
   local per = math.max(1, math.floor(20 / top))
   for lvl = top - 1, 0, -1 do
     local src, dst = P .. 'p:' .. lvl, P .. 'p:' .. (lvl + 1)
@@ -297,7 +295,7 @@ local function age(now, after, top, bad)
     local moved = 0
     if g then bad[#bad + 1] = g; per = 0 end
     for _ = 1, per do
-      local got = age_head(src, dst, lvl, now, after)
+      local got = age_head(src, dst, lvl)
       if not got then break end
       moved = moved + got
     end
