@@ -39,13 +39,13 @@ func encodePools(pools []PoolLayout) string {
 // lua/heartbeat.lua, sent as JSON: that file's header documents each
 // field.
 type heartbeatArgs struct {
-	TTL      int64               `json:"ttl"`
-	Capacity int                 `json:"cap"`
-	Lease    int64               `json:"lease"`
-	Age      int64               `json:"age,omitempty"`
-	Top      int                 `json:"top"`
-	Counts   map[string][4]int64 `json:"counts,omitempty"`
-	Pools    string              `json:"pools,omitempty"`
+	TTL      int64                 `json:"ttl"`
+	Capacity int                   `json:"cap"`
+	Lease    int64                 `json:"lease"`
+	Age      int64                 `json:"age,omitempty"`
+	Top      int                   `json:"top"`
+	Counts   map[string]rateCounts `json:"counts,omitempty"`
+	Pools    string                `json:"pools,omitempty"`
 }
 
 // Heartbeat records that hb.Worker is alive with its capacity, extends all

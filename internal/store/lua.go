@@ -3,6 +3,7 @@ package store
 import (
 	"embed"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -30,10 +31,16 @@ func script(name string) *redis.Script { return redis.NewScript(luaSource(name))
 // or a helper named before the files it uses itself: the files are built
 // into the binary, so that is a bug, found at package initialization by
 // any test.
+//
+// A helper whose header has the line inlineMark (lua/fields.lua) is not
+// joined: its constants are written where the script names them, so
+// they cost nothing when it runs (a local each would be an upvalue of
+// every function using it, walked for on every call of the script).
 func luaSource(name string) string {
 	body := luaFile(name)
 	var b strings.Builder
 	seen := map[string]bool{}
+	consts := map[string]string{}
 	for _, h := range luaUses(body) {
 		for _, dep := range luaUses(luaFile(h)) {
 			if !seen[dep] {
@@ -44,9 +51,48 @@ func luaSource(name string) string {
 			panic(fmt.Sprintf("store: lua/%s names %s twice", name, h))
 		}
 		seen[h] = true
+		if src := luaFile(h); strings.Contains(luaHeader(src), inlineMark) {
+			for _, m := range luaConst.FindAllStringSubmatch(src, -1) {
+				consts[m[1]] = m[2]
+			}
+			continue
+		}
 		b.WriteString(luaFile(h))
 	}
 	b.WriteString(body)
+	if len(consts) == 0 {
+		return b.String()
+	}
+	return luaInlineName.ReplaceAllStringFunc(b.String(), func(n string) string {
+		v, ok := consts[n]
+		if !ok {
+			panic(fmt.Sprintf("store: lua/%s names %s, which no inlined file defines", name, n))
+		}
+		return v
+	})
+}
+
+// inlineMark is the header line of a helper whose constants luaSource
+// writes into the scripts instead of joining the file.
+const inlineMark = "-- inline: its constants are written where they are named"
+
+var (
+	// luaConst is one constant of an inlined file: local NAME = 'literal'.
+	luaConst = regexp.MustCompile(`(?m)^local ([A-Z][A-Z_]*) = ('[^'\\\n]*')`)
+	// luaInlineName is a name an inlined file may define: F_<NAME> or
+	// C_<NAME>.
+	luaInlineName = regexp.MustCompile(`\b[FC]_[A-Z][A-Z_]*\b`)
+)
+
+// luaHeader returns the leading comment lines of src.
+func luaHeader(src string) string {
+	var b strings.Builder
+	for line := range strings.Lines(src) {
+		if s := strings.TrimSpace(line); s != "" && !strings.HasPrefix(s, "--") {
+			break
+		}
+		b.WriteString(line)
+	}
 	return b.String()
 }
 

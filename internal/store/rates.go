@@ -37,17 +37,40 @@ type Rates struct {
 	SLABreaches float64
 }
 
+// rateKinds are the outcomes a worker counts, defined once: the order of
+// a heartbeat's counts (rateCounts), and the letter (key) that ends a rate
+// bucket's field. lua/buckets.lua's RATE_KINDS is generated from it (go
+// generate; TestLuaGenerated).
+var rateKinds = [...]struct {
+	key   byte
+	name  string
+	count func(LevelCounts) int64
+	rate  func(*Rates) *float64
+}{
+	{'d', "processed", func(c LevelCounts) int64 { return c.Processed }, func(r *Rates) *float64 { return &r.Processed }},
+	{'f', "failed", func(c LevelCounts) int64 { return c.Failed }, func(r *Rates) *float64 { return &r.Failed }},
+	{'x', "preempted", func(c LevelCounts) int64 { return c.Preempted }, func(r *Rates) *float64 { return &r.Preempted }},
+	{'s', "SLA breaches", func(c LevelCounts) int64 { return c.SLABreaches }, func(r *Rates) *float64 { return &r.SLABreaches }},
+}
+
+// rateCounts are one level's or pool's counts in a heartbeat, one per
+// kind of rateKinds, in its order.
+type rateCounts [len(rateKinds)]int64
+
 // encodeCounts returns the non-zero counts for add_counts (lua/counts.lua),
 // by level ("<level>") and by pool ("P<name>", names that are not
-// ValidPoolName left out): processed, failed, preempted and SLA breaches,
-// in that order; nil when none.
-func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) map[string][4]int64 {
-	var out map[string][4]int64
+// ValidPoolName left out); nil when none.
+func encodeCounts(m map[int]LevelCounts, pools map[string]LevelCounts) map[string]rateCounts {
+	var out map[string]rateCounts
 	put := func(key string, c LevelCounts) {
 		if out == nil {
-			out = map[string][4]int64{}
+			out = map[string]rateCounts{}
 		}
-		out[key] = [4]int64{max(c.Processed, 0), max(c.Failed, 0), max(c.Preempted, 0), max(c.SLABreaches, 0)}
+		var rc rateCounts
+		for i, k := range rateKinds {
+			rc[i] = max(k.count(c), 0)
+		}
+		out[key] = rc
 	}
 	for l, c := range m {
 		if !c.IsZero() && l >= 0 {
@@ -85,16 +108,12 @@ func parseRates(raw []any, levels int) ([]Rates, map[string]Rates) {
 	return out, pools
 }
 
-// add adds r to the rate of kind (d, f, x or s).
+// add adds r to the rate of kind (a key of rateKinds).
 func (rs *Rates) add(kind byte, r float64) {
-	switch kind {
-	case 'd':
-		rs.Processed += r
-	case 'f':
-		rs.Failed += r
-	case 'x':
-		rs.Preempted += r
-	case 's':
-		rs.SLABreaches += r
+	for _, k := range rateKinds {
+		if k.key == kind {
+			*k.rate(rs) += r
+			return
+		}
 	}
 }

@@ -41,7 +41,8 @@ func encodeBody(t *Task) (string, error) {
 }
 
 // state is a task's mutable state (the s:<id> key), all strings as the
-// scripts write them.
+// scripts write them: one field per key of stateFields (fields.go), which
+// says what each holds (TestStateFields).
 type state struct {
 	St  string `json:"st,omitempty"`
 	L   string `json:"l,omitempty"`
@@ -60,6 +61,8 @@ type state struct {
 	Al  string `json:"al,omitempty"`
 	Rs  string `json:"rs,omitempty"`
 	Dl  string `json:"dl,omitempty"`
+	B   string `json:"b,omitempty"`
+	Sl  string `json:"sl,omitempty"`
 }
 
 // decodeTask builds a Task from its three keys' values (record, state,

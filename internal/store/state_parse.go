@@ -60,8 +60,8 @@ func quoted(s string) (val, rest string, ok bool) {
 	return s[1 : 1+end], s[2+end:], true
 }
 
-// set assigns the field named exactly by its JSON key and reports whether
-// there is one.
+// set assigns the field named exactly by its JSON key (stateFields in
+// fields.go) and reports whether there is one.
 func (s *state) set(k, v string) bool {
 	switch k {
 	case "st":
@@ -98,6 +98,10 @@ func (s *state) set(k, v string) bool {
 		s.Rs = v
 	case "dl":
 		s.Dl = v
+	case "b":
+		s.B = v
+	case "sl":
+		s.Sl = v
 	default:
 		return false
 	}

@@ -2,8 +2,8 @@
 -- without retention), run by the lease script too for the acks a lease
 -- call carries.
 --
--- uses: prelude.lua
--- defines: BYTE_RBRACE corrupt fast_acks
+-- uses: fields.lua prelude.lua
+-- defines: BYTE_RBRACE FRESH FRESH_POOL corrupt fresh_entry lease_fields fast_acks
 --
 -- fast_acks(base, stride, nops) reads op i's ID and token at
 -- ARGV[base + stride*(i-1) + 1] and + 2, and its keys t:<id>, s:<id>,
@@ -27,9 +27,47 @@
 
 local BYTE_RBRACE = 125 -- '}': the end of a fresh task's state
 
+-- The patterns of a fresh task's state as the lease writes it (see
+-- fresh_state in lease.lua): its fields up to the lease's start, then the
+-- slot pool, if any, after them.
+local FRESH = '^{"' .. F_STATE .. '":"active","' .. F_LEVEL .. '":"%d+","' .. F_LEASED_LEVEL .. '":"(%d+)","' ..
+  F_WORKER .. '":"([^"\\]*)","' .. F_TOKEN .. '":"([^"\\]*)","' .. F_LEASED_AT .. '":"%d+"()'
+local FRESH_POOL = '^,"' .. F_POOL .. '":"(%d+)"}$'
+
 local function corrupt(suffix, want)
   local k = P .. suffix
   return redis.error_reply('CORRUPT ' .. k .. ' is a ' .. typeof(k) .. ', want a ' .. want)
+end
+
+-- fresh_entry reads a state as the lease wrote it for a fresh task (the
+-- common case): one anchored match reads the fields needed, the optional
+-- slot pool after them. Such a task has no checkpoint: a save adds cps to
+-- the state, and a task that had one has more fields. It returns {al, w,
+-- tk, b, 0} (the last: how many acks end such a lease), or nil for any
+-- other state.
+local function fresh_entry(raw)
+  local al, w, tk, e = string.match(raw, FRESH)
+  if not al then return nil end
+  if string.byte(raw, e) == BYTE_RBRACE then return {al, w, tk, nil, 0} end
+  local b = string.match(raw, FRESH_POOL, e)
+  if not b then return nil end
+  return {al, w, tk, b, 0}
+end
+
+-- lease_fields reads any other state's token, worker, leased level and
+-- slot pool; nil when it is not a JSON object.
+local function lease_fields(raw)
+  local s
+  if not string.find(raw, '\\', 1, true) then
+    -- No escapes: read the fields needed without a JSON decode.
+    local function field(k) return string.match(raw, '"' .. k .. '":"([^"]*)"') end
+    s = {[F_TOKEN] = field(F_TOKEN), [F_WORKER] = field(F_WORKER), [F_LEASED_LEVEL] = field(F_LEASED_LEVEL),
+      [F_POOL] = field(F_POOL)}
+  else
+    s = decode(raw)
+  end
+  if s then return s[F_TOKEN], s[F_WORKER], s[F_LEASED_LEVEL], s[F_POOL] end
+  return nil
 end
 
 local function fast_acks(base, stride, nops)
@@ -51,40 +89,20 @@ local function fast_acks(base, stride, nops)
   end
   for i = 1, nops do
     local raw = raws[i]
-    -- The state as the lease wrote it for a fresh task (the common case):
-    -- one anchored match reads the fields needed, the optional slot pool
-    -- after them, into locals (no table). Such a task has no checkpoint: a
-    -- save adds cps to the state, and a task that had one has more fields.
-    -- The tasks of one lease call at one level share that string (and
-    -- Lua strings are interned), so it is matched once per call: seen
-    -- keeps what it read, and how many acks it ends (their counts are
-    -- settled once, after the loop).
-    local al, w, tk, b, fresh
+    -- The tasks of one lease call at one level share their fresh state
+    -- (and Lua strings are interned), so it is matched once per call:
+    -- seen keeps what fresh_entry read, and how many acks it ends (their
+    -- counts are settled once, after the loop).
     local ent = raw and seen[raw]
-    if ent then
-      al, w, tk, b, fresh = ent[1], ent[2], ent[3], ent[4], true
-    elseif raw then
-      local e
-      al, w, tk, e = string.match(raw, '^{"st":"active","l":"%d+","al":"(%d+)","w":"([^"\\]*)","tk":"([^"\\]*)","stt":"%d+"()')
-      if al then
-        fresh = true
-        if string.byte(raw, e) ~= BYTE_RBRACE then
-          b = string.match(raw, '^,"b":"(%d+)"}$', e)
-          if not b then al, w, tk, fresh = nil, nil, nil, false end
-        end
-        if fresh then ent = {al, w, tk, b, 0}; seen[raw] = ent end
-      end
+    if raw and not ent then
+      ent = fresh_entry(raw)
+      seen[raw] = ent
     end
-    if not al and raw then
-      local s
-      if not string.find(raw, '\\', 1, true) then
-        -- No escapes: read the fields needed without a JSON decode.
-        s = {tk = string.match(raw, '"tk":"([^"]*)"'), w = string.match(raw, '"w":"([^"]*)"'),
-          al = string.match(raw, '"al":"([^"]*)"'), b = string.match(raw, '"b":"([^"]*)"')}
-      else
-        s = decode(raw)
-      end
-      if s then tk, w, al, b = s.tk, s.w, s.al, s.b end
+    local al, w, tk, b
+    if ent then
+      al, w, tk, b = ent[1], ent[2], ent[3], ent[4]
+    elseif raw then
+      tk, w, al, b = lease_fields(raw)
     end
     if not raw and typeof(sk[i]) ~= 'none' then
       res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
@@ -95,13 +113,9 @@ local function fast_acks(base, stride, nops)
       res[i] = 1
       nrm = nrm + 1
       rm[nrm] = ids[i]
-      if ent then
-        ent[5] = ent[5] + 1
-      else
-        unwind(w, b, al, 1)
-      end
+      if ent then ent[5] = ent[5] + 1 else unwind(w, b, al, 1) end
       dels[nd + 1] = KEYS[kb + 3 * i - 2]; dels[nd + 2] = sk[i]; nd = nd + 2
-      if not fresh then nd = nd + 1; dels[nd] = KEYS[kb + 3 * i] end
+      if not ent then nd = nd + 1; dels[nd] = KEYS[kb + 3 * i] end
     end
   end
   if nrm == 0 then return res end
@@ -121,9 +135,9 @@ local function fast_acks(base, stride, nops)
     if n <= 0 then left[#left + 1] = w end
   end
   for l, d in pairs(acnt) do
-    local ok2 = pcall(redis.call, 'HINCRBY', P .. 'n', 'a' .. l, d)
+    local ok2 = pcall(redis.call, 'HINCRBY', P .. 'n', C_ACTIVE .. l, d)
     if not ok2 then return fail('n', 'hash') end
-    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', 'a' .. l, -d) end
+    undo[#undo + 1] = function() redis.call('HINCRBY', P .. 'n', C_ACTIVE .. l, -d) end
   end
   local ok3 = pcall(redis.call, 'ZREM', P .. 'running', unpack(rm))
   if not ok3 then return fail('running', 'zset') end

@@ -1,7 +1,7 @@
 -- checkpoint.lua: saves checkpoint bytes under a valid lease and extends
 -- the lease, since saving is a sign of life (Store.SaveCheckpoint).
 --
--- uses: prelude.lua
+-- uses: fields.lua prelude.lua
 --
 -- KEYS[1]  the task's state s:<id> (STRING)
 -- KEYS[2]  its checkpoint c:<id> (STRING)
@@ -25,12 +25,12 @@
 local id = ARGV[2]
 local s, e = sget(id)
 if not s then return redis.error_reply(e) end
-if s.tk ~= ARGV[3] then return redis.error_reply('LEASE_LOST') end
+if s[F_TOKEN] ~= ARGV[3] then return redis.error_reply('LEASE_LOST') end
 local g = guard('leases', 'zset')
 if g then return redis.error_reply(g) end
 local now = clock(ARGV[5])
-local seq = num(s.cps) + 1
-s.cps = tostring(seq)
+local seq = num(s[F_CHECKPOINT_SEQ]) + 1
+s[F_CHECKPOINT_SEQ] = tostring(seq)
 redis.call('SET', ckey(id), ARGV[4])
 sput(id, s)
 redis.call('ZADD', P .. 'leases', 'XX', now + tonumber(ARGV[6]), id)

@@ -4,7 +4,7 @@
 -- dead that is in the dead set is touched, so it cannot race a worker or a
 -- second admin.
 --
--- uses: prelude.lua
+-- uses: fields.lua prelude.lua
 --
 -- KEYS     the task's s:<id>, t:<id>, c:<id>, x:<id>, xs:<id> (STRINGs),
 --          dead (ZSET), n (HASH), p:0..p:<max level> (LISTs), then with
@@ -37,7 +37,7 @@ if not next(s) and redis.call('EXISTS', tkey(id)) == 0 then
   if indead then redis.call('ZREM', P .. 'dead', id) end
   return {0}
 end
-if s.st ~= 'dead' or not indead then return {-1, s.st or 'pending'} end
+if s[F_STATE] ~= 'dead' or not indead then return {-1, s[F_STATE] or 'pending'} end
 local g = guard('n', 'hash', 'dead', 'zset')
 if g then return redis.error_reply(g) end
 local raw = level_of(s, hdr_of(id))
@@ -52,8 +52,8 @@ if mode == 'requeue' then
   if g then return redis.error_reply(g) end
 end
 redis.call('ZREM', P .. 'dead', id)
-if tonumber(redis.call('HINCRBY', P .. 'n', 'd' .. counted, -1)) < 0 then
-  redis.call('HSET', P .. 'n', 'd' .. counted, 0)
+if tonumber(redis.call('HINCRBY', P .. 'n', C_DEAD .. counted, -1)) < 0 then
+  redis.call('HSET', P .. 'n', C_DEAD .. counted, 0)
 end
 if mode == 'delete' then
   redis.call('DEL', tkey(id), skey(id), ckey(id), P .. 'x:' .. id, P .. 'xs:' .. id)
@@ -61,7 +61,7 @@ if mode == 'delete' then
   if ARGV[7] == '1' and redis.call('GET', lock) == id then redis.call('DEL', lock) end
   return {1, counted}
 end
-s.att, s.fin = nil, nil
+s[F_ATTEMPT], s[F_FINISHED_AT] = nil, nil
 if ARGV[6] == '1' then redis.call('DEL', ckey(id)) end
 push_pending(id, s, lvl, now, false)
 return {1, lvl}

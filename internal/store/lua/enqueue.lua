@@ -4,7 +4,9 @@
 -- caller's) and, only when its list was empty, PUBLISH. A write that fails on a wrong-typed key is undone and
 -- reported as CORRUPT. A scheduled task is announced with the message "s"
 -- when it is the earliest due, so that idle workers learn its due time at
--- once rather than at their next poll.
+-- once rather than at their next poll. Its state's fields are named by
+-- fields.lua, joined in first:
+-- uses: fields.lua
 --
 -- Two options ride in ARGV[9], a JSON object, only when set. "u", the
 -- uniqueness lock's time to live in ms (the Unique option): the task is
@@ -108,9 +110,10 @@ if not scheduled then
   return decided(1)
 end
 local due = now + delay
-redis.call('SET', KEYS[3], cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
+redis.call('SET', KEYS[3], cjson.encode({[F_STATE] = 'scheduled', [F_PROCESS_AT] = tostring(due),
+  [F_SCHEDULED_LEVEL] = lvl, [F_LEVEL] = lvl}))
 redis.call('ZADD', KEYS[2], due, id)
-redis.call('HINCRBY', KEYS[4], 's' .. lvl, 1)
+redis.call('HINCRBY', KEYS[4], C_SCHEDULED .. lvl, 1)
 local first = redis.call('ZRANGE', KEYS[2], 0, 0)
 if first[1] == id then redis.call('PUBLISH', P .. 'wake', 's') end
 if resKey then redis.call('DEL', resKey) end

@@ -7,6 +7,8 @@
 -- holds it too. Each stored task whose ID was the caller's deletes
 -- res:<id>, the result an earlier task with the same ID left (as
 -- enqueue.lua does), with one DEL of them all; a generated ID is new.
+-- Its state's fields are named by fields.lua, joined in first:
+-- uses: fields.lua
 --
 -- KEYS[1..] the pending lists p:0 .. p:<L-1> (LISTs, L = ARGV[3]), then
 --          per task, in order: its record t:<id> (STRING), for a
@@ -66,24 +68,31 @@ end
 -- the tasks it was to hold: their records and locks go and res names the
 -- list (res, all 1s, is made at the first refusal when nil).
 local function push(byl, order, res)
+  local refused = {} -- level -> why its tasks are refused
   for _, lvl in ipairs(order) do
     local ids, key = byl[lvl], plist(lvl)
     local ok, len = pcall(redis.call, 'RPUSH', key, unpack(ids))
     if not ok then
-      local msg = wrong(key, 'list') or ('CORRUPT ' .. key)
-      if not res then res = {}; for i = 1, n do res[i] = 1 end end
-      for i = 1, n do
-        local b = 3 + W * (i - 1)
-        if res[i] == 1 and ARGV[b + 2] == 'p' and ARGV[b + 4] == lvl then
-          redis.call('DEL', rec[i])
-          if lock[i] then redis.call('DEL', lock[i]) end
-          res[i] = msg
-        end
-      end
+      refused[lvl] = wrong(key, 'list') or ('CORRUPT ' .. key)
     elseif len == #ids then
       redis.call('PUBLISH', ARGV[1] .. 'wake', lvl)
     end
   end
+  if not next(refused) then return res end
+  if not res then
+    res = {}
+    for i = 1, n do res[i] = 1 end
+  end
+  local gone = {} -- the refused tasks' records and locks
+  for i = 1, n do
+    local b = 3 + W * (i - 1)
+    local msg = ARGV[b + 2] == 'p' and refused[ARGV[b + 4]]
+    if res[i] == 1 and msg then
+      gone[#gone + 1] = rec[i]; gone[#gone + 1] = lock[i] -- (no lock: appends nothing)
+      res[i] = msg
+    end
+  end
+  for _, key in ipairs(gone) do redis.call('DEL', key) end
   return res
 end
 -- clear deletes the results earlier tasks with the stored tasks' IDs
@@ -140,9 +149,10 @@ for i = 1, n do
   else
     res[i] = 1
     local due = now + wait
-    redis.call('SET', st[i], cjson.encode({st = 'scheduled', pat = tostring(due), sl = lvl, l = lvl}))
+    redis.call('SET', st[i], cjson.encode({[F_STATE] = 'scheduled', [F_PROCESS_AT] = tostring(due),
+      [F_SCHEDULED_LEVEL] = lvl, [F_LEVEL] = lvl}))
     redis.call('ZADD', sched, due, id)
-    redis.call('HINCRBY', cnt, 's' .. lvl, 1)
+    redis.call('HINCRBY', cnt, C_SCHEDULED .. lvl, 1)
     local first = redis.call('ZRANGE', sched, 0, 0)
     if first[1] == id then redis.call('PUBLISH', ARGV[1] .. 'wake', 's') end
   end

@@ -5,7 +5,7 @@
 -- batch of acks costs one MGET, one DEL, one ZREM per set and one HINCRBY
 -- per counter.
 --
--- uses: prelude.lua acks.lua
+-- uses: fields.lua prelude.lua acks.lua
 --
 -- KEYS     (newScriptKeys in declare.go; the script builds the same names
 --          from P) leases, running, scheduled, dead, done, alive (ZSETs),
@@ -50,12 +50,12 @@ for i = 1, nops do
   local b = 3 + 6 * (i - 1)
   local id, tok, mode, a, reason, rsp = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local s = decode(raws[i])
-  local lvl = s and s.al
+  local lvl = s and s[F_LEASED_LEVEL]
   local lt = 'none'
   if mode == 'requeue' and lvl then lt = typeof(P .. 'p:' .. lvl) end
   if not raws[i] and typeof(sk[i]) ~= 'none' then
     res[i] = 'CORRUPT ' .. sk[i] .. ' is a ' .. typeof(sk[i]) .. ', want a string'
-  elseif not s or s.tk ~= tok or ended[id] then
+  elseif not s or s[F_TOKEN] ~= tok or ended[id] then
     res[i] = 'L'
   elseif lt ~= 'none' and lt ~= 'list' then
     res[i] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
@@ -63,32 +63,33 @@ for i = 1, nops do
     res[i] = 1
     ended[id] = true
     lrm[#lrm + 1] = id
-    if s.w then busy[s.w] = (busy[s.w] or 0) - 1 end
-    if s.w and s.b then bands[s.w .. '|' .. s.b] = (bands[s.w .. '|' .. s.b] or 0) - 1 end
+    if s[F_WORKER] then busy[s[F_WORKER]] = (busy[s[F_WORKER]] or 0) - 1 end
+    if s[F_WORKER] and s[F_POOL] then bands[s[F_WORKER] .. '|' .. s[F_POOL]] = (bands[s[F_WORKER] .. '|' .. s[F_POOL]] or 0) - 1 end
     if lvl then acnt[lvl] = (acnt[lvl] or 0) - 1 end
-    local ow, ostt = s.w, s.stt
-    s.w, s.tk, s.stt, s.al, s.b = nil, nil, nil, nil, nil
-    if mode ~= 'ack' and rsp ~= '' then s.rs = rsp end
+    local ow, ostt = s[F_WORKER], s[F_LEASED_AT]
+    s[F_WORKER], s[F_TOKEN], s[F_LEASED_AT], s[F_LEASED_LEVEL], s[F_POOL] = nil, nil, nil, nil, nil
+    if mode ~= 'ack' and rsp ~= '' then s[F_RUN_SPANS] = rsp end
     if mode == 'ack' then
-      s.st, s.fin = 'done', tostring(now)
+      s[F_STATE], s[F_FINISHED_AT] = 'done', tostring(now)
       sput(id, s)
       dels[#dels + 1] = ckey(id)
       redis.call('ZADD', P .. 'done', now + ret, id)
     elseif mode == 'retry' then
       local due = now + tonumber(a)
-      s.att, s.st, s.err, s.pat, s.sl = tostring(num(s.att) + 1), 'retry', reason, tostring(due), lvl or '0'
+      s[F_ATTEMPT], s[F_STATE], s[F_ERROR], s[F_PROCESS_AT], s[F_SCHEDULED_LEVEL] =
+        tostring(num(s[F_ATTEMPT]) + 1), 'retry', reason, tostring(due), lvl or '0'
       sput(id, s)
       redis.call('ZADD', P .. 'scheduled', due, id)
-      redis.call('HINCRBY', P .. 'n', 's' .. (lvl or '0'), 1)
+      redis.call('HINCRBY', P .. 'n', C_SCHEDULED .. (lvl or '0'), 1)
       retried[id] = true
     elseif mode == 'dead' then
-      s.att = tostring(num(s.att) + 1)
+      s[F_ATTEMPT] = tostring(num(s[F_ATTEMPT]) + 1)
       to_dead(id, s, lvl or level_of(s, hdr_of(id)), now, reason)
     else
       if a == 'preempted' then
-        s.pre = tostring(num(s.pre) + 1)
+        s[F_PREEMPTIONS] = tostring(num(s[F_PREEMPTIONS]) + 1)
         feed('gave_way', now, 'id', id, 'l', lvl or '0', 'w', ow or '', 'ran', math.max(now - num(ostt), 0),
-          'cps', s.cps or '0')
+          'cps', s[F_CHECKPOINT_SEQ] or '0')
       end
       if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
     end
@@ -105,7 +106,7 @@ if #lrm > 0 then
   for f, d in pairs(bands) do
     if redis.call('HINCRBY', P .. 'busy', f, d) <= 0 then redis.call('HDEL', P .. 'busy', f) end
   end
-  for l, d in pairs(acnt) do redis.call('HINCRBY', P .. 'n', 'a' .. l, d) end
+  for l, d in pairs(acnt) do redis.call('HINCRBY', P .. 'n', C_ACTIVE .. l, d) end
   if #dels > 0 then redis.call('DEL', unpack(dels)) end
 end
 if next(retried) then

@@ -11,7 +11,7 @@
 -- (see counts.lua) and returns the paused levels, read with the schema
 -- version in one command.
 --
--- uses: prelude.lua buckets.lua counts.lua
+-- uses: fields.lua prelude.lua buckets.lua counts.lua
 --
 -- KEYS     (newScriptKeys in declare.go; the script builds the same names
 --          from P) alive (ZSET), v, paused, cnt (STRINGs; cnt a schema 1
@@ -82,7 +82,7 @@ if #ARGV >= 6 then
   local dl = now + opt.lease
   for i = 6, #ARGV, 2 do
     local s = decode(raws[(i - 4) / 2])
-    if s and s.tk == ARGV[i + 1] then
+    if s and s[F_TOKEN] == ARGV[i + 1] then
       ext[#ext + 1] = dl; ext[#ext + 1] = ARGV[i]; mine[ARGV[i]] = true
     else
       lost[#lost + 1] = ARGV[i]

@@ -5,7 +5,7 @@
 -- the new value, which the worker applies without another read; a resumed
 -- level is also announced so idle workers lease from it).
 --
--- uses: prelude.lua
+-- uses: fields.lua prelude.lua
 --
 -- KEYS[1]  paused (STRING)
 -- KEYS[2]  absent, a key no one writes: while the queue's slot migrates,

@@ -9,6 +9,8 @@
 -- migrates Redis refuses the whole script before it runs, so the keys the
 -- helpers find as they run (IDs popped, promoted, recovered) are local
 -- whenever a script runs (see scriptKeys in declare.go).
+--
+-- uses: fields.lua
 -- defines: P tkey skey ckey clock typeof guard header hdr_of decode sget
 -- defines: sput num level_of push_pending to_dead band_release feed release
 -- defines: set_aside shared promote recover due_reads age
@@ -17,11 +19,11 @@
 --   t:<id>  STRING, the record, written once at enqueue:
 --           "2|<level>|<preemptible 0/1>|<enqueued ms>|" then what only Go
 --           reads (see record.go). Scripts read the header, never the payload.
---   s:<id>  STRING, the mutable state as a JSON object of strings (st state,
---           l level, att, pre, rec, cps, rdy, agd, pat, err, fin, w worker,
---           tk token, stt lease start, al leased level, b slot pool, rs run
---           spans, sl scheduled level). It exists only once the task left
---           its first pending state, so a fresh pending task is one key.
+--   s:<id>  STRING, the mutable state as a JSON object of strings, its
+--           fields named in fields.lua (F_STATE, F_TOKEN, ...; their keys
+--           and meanings are stateFields in fields.go). It exists only once
+--           the task left its first pending state, so a fresh pending task
+--           is one key.
 --   c:<id>  STRING, the checkpoint, only while one is saved.
 --   x:<id>, xs:<id>  a record or state of the wrong type, set aside.
 --
@@ -30,7 +32,8 @@
 -- victims), scheduled (id -> due), dead, done (id -> expiry), alive
 -- (worker -> alive-until); HASHes busy (worker, and worker|pool -> leases),
 -- cap (worker -> "<capacity>@<heartbeat ms>[@<slot pools>]", written by
--- heartbeat.lua), n (a<l>/s<l>/d<l> -> active, scheduled, dead per level),
+-- heartbeat.lua), n (C_ACTIVE/C_SCHEDULED/C_DEAD .. <level> -> active,
+-- scheduled, dead per level; see fields.lua),
 -- r:<bucket> (rates, see buckets.lua); STRINGs v (the schema), paused
 -- (",<level>:<w|p>,...", see pause.lua), shape (levels, names and classes,
 -- see shape.lua), res:<id> (a task's result, see result.lua), u:<digest>
@@ -79,12 +82,13 @@ local function guard(...)
   return nil
 end
 
--- header parses a record's header: level, preemptible, enqueued ms.
+-- header parses a record's header: level, preemptible (prb), enqueued ms
+-- (enq).
 local function header(blob)
   if not blob then return nil end
   local v, l, prb, enq = string.match(blob, '^(%d+)|(%d+)|([01])|(%d+)|')
   if v ~= '2' then return nil end
-  return {l = l, prb = prb, enq = enq}
+  return {level = l, prb = prb, enq = enq}
 end
 
 local function hdr_of(id)
@@ -115,8 +119,8 @@ local function num(v) return tonumber(v or '') or 0 end
 
 -- level returns the task's current level: its state's, else its record's.
 local function level_of(s, h)
-  if s.l then return s.l end
-  if h then return h.l end
+  if s[F_LEVEL] then return s[F_LEVEL] end
+  if h then return h.level end
   return nil
 end
 
@@ -124,7 +128,7 @@ end
 -- announces it when the list was empty (else an earlier announcement of
 -- that level is still unanswered: waking workers again gains nothing).
 local function push_pending(id, s, lvl, now, head)
-  s.st, s.l, s.rdy = 'pending', tostring(lvl), tostring(now)
+  s[F_STATE], s[F_LEVEL], s[F_READY_AT] = 'pending', tostring(lvl), tostring(now)
   sput(id, s)
   local n
   if head then n = redis.call('LPUSH', P .. 'p:' .. lvl, id) else n = redis.call('RPUSH', P .. 'p:' .. lvl, id) end
@@ -132,11 +136,11 @@ local function push_pending(id, s, lvl, now, head)
 end
 
 local function to_dead(id, s, lvl, now, reason)
-  s.st, s.err, s.fin = 'dead', reason, tostring(now)
-  s.w, s.tk, s.stt, s.al = nil, nil, nil, nil
+  s[F_STATE], s[F_ERROR], s[F_FINISHED_AT] = 'dead', reason, tostring(now)
+  s[F_WORKER], s[F_TOKEN], s[F_LEASED_AT], s[F_LEASED_LEVEL] = nil, nil, nil, nil
   sput(id, s)
   redis.call('ZADD', P .. 'dead', now, id)
-  redis.call('HINCRBY', P .. 'n', 'd' .. (lvl or '0'), 1)
+  redis.call('HINCRBY', P .. 'n', C_DEAD .. (lvl or '0'), 1)
 end
 
 -- band_release takes d off the busy count of worker w's slot pool b
@@ -157,17 +161,17 @@ end
 -- release ends a lease (one task; batches do it themselves) and returns
 -- the level it was leased from.
 local function release(id, s)
-  local w, lvl = s.w, s.al
+  local w, lvl = s[F_WORKER], s[F_LEASED_LEVEL]
   redis.call('ZREM', P .. 'leases', id)
   redis.call('ZREM', P .. 'running', id)
   if w and w ~= '' then
     if redis.call('HINCRBY', P .. 'busy', w, -1) <= 0 and not redis.call('ZSCORE', P .. 'alive', w) then
       redis.call('HDEL', P .. 'busy', w)
     end
-    band_release(w, s.b, -1)
+    band_release(w, s[F_POOL], -1)
   end
-  if lvl then redis.call('HINCRBY', P .. 'n', 'a' .. lvl, -1) end
-  s.w, s.tk, s.stt, s.al, s.b = nil, nil, nil, nil, nil
+  if lvl then redis.call('HINCRBY', P .. 'n', C_ACTIVE .. lvl, -1) end
+  s[F_WORKER], s[F_TOKEN], s[F_LEASED_AT], s[F_LEASED_LEVEL], s[F_POOL] = nil, nil, nil, nil, nil
   return lvl
 end
 
@@ -180,9 +184,9 @@ local function set_aside(id, now, why, ls)
   if typeof(skey(id)) ~= 'string' and typeof(skey(id)) ~= 'none' then
     redis.call('RENAME', skey(id), P .. 'xs:' .. id)
   end
-  redis.call('SET', skey(id), cjson.encode({st = 'dead', err = why, fin = tostring(now), l = ls}))
+  redis.call('SET', skey(id), cjson.encode({[F_STATE] = 'dead', [F_ERROR] = why, [F_FINISHED_AT] = tostring(now), [F_LEVEL] = ls}))
   redis.call('ZADD', P .. 'dead', now, id)
-  redis.call('HINCRBY', P .. 'n', 'd' .. ls, 1)
+  redis.call('HINCRBY', P .. 'n', C_DEAD .. ls, 1)
 end
 
 -- shared is the guard of the keys every lease transition writes.
@@ -194,6 +198,21 @@ end
 -- level. A task whose list or state is corrupt stays scheduled (reported);
 -- one whose level is not a level of the queue is dead-lettered.
 local function promote(ids, now, top, bad)
+  -- make_due takes one due task (state s, level lvl, l as a number) out
+  -- of scheduled and makes it pending at the tail of its level, or
+  -- dead-letters it when l is not a level of the queue (0..top). An ID
+  -- with neither record nor state only leaves the set.
+  local function make_due(id, s, lvl, l)
+    redis.call('ZREM', P .. 'scheduled', id)
+    if redis.call('EXISTS', tkey(id)) == 0 and not next(s) then return end
+    redis.call('HINCRBY', P .. 'n', C_SCHEDULED .. (s[F_SCHEDULED_LEVEL] or lvl or '0'), -1)
+    s[F_SCHEDULED_LEVEL] = nil
+    if l and l >= 0 and l <= top and l == math.floor(l) then
+      push_pending(id, s, l, now, false)
+    else
+      to_dead(id, s, '0', now, 'malformed record: bad level ' .. tostring(lvl))
+    end
+  end
   for _, id in ipairs(ids) do
     local s, e = sget(id)
     local h = hdr_of(id)
@@ -202,17 +221,7 @@ local function promote(ids, now, top, bad)
     local lt = l and typeof(P .. 'p:' .. l)
     if not s then bad[#bad + 1] = e
     elseif lt and lt ~= 'none' and lt ~= 'list' then bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. l .. ' is a ' .. lt .. ', want a list'
-    else
-      redis.call('ZREM', P .. 'scheduled', id)
-      if redis.call('EXISTS', tkey(id)) == 1 or next(s) then
-        redis.call('HINCRBY', P .. 'n', 's' .. (s.sl or lvl or '0'), -1)
-        s.sl = nil
-        if l and l >= 0 and l <= top and l == math.floor(l) then
-          push_pending(id, s, l, now, false)
-        else
-          to_dead(id, s, '0', now, 'malformed record: bad level ' .. tostring(lvl))
-        end
-      end
+    else make_due(id, s, lvl, l)
     end
   end
 end
@@ -222,20 +231,18 @@ end
 local function recover(ids, now, bad)
   for _, id in ipairs(ids) do
     local s, e = sget(id)
+    local lvl = s and s[F_TOKEN] and (s[F_LEASED_LEVEL] or level_of(s, hdr_of(id)))
+    local lt = lvl and typeof(P .. 'p:' .. lvl)
     if not s then
       bad[#bad + 1] = e
-    elseif not s.tk then
+    elseif not s[F_TOKEN] then
       redis.call('ZREM', P .. 'leases', id) -- no lease left behind the set's back
+    elseif lt and lt ~= 'none' and lt ~= 'list' then
+      bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
     else
-      local lvl = s.al or level_of(s, hdr_of(id))
-      local lt = lvl and typeof(P .. 'p:' .. lvl)
-      if lt and lt ~= 'none' and lt ~= 'list' then
-        bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
-      else
-        release(id, s)
-        s.rec = tostring(num(s.rec) + 1)
-        if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
-      end
+      release(id, s)
+      s[F_RECOVERIES] = tostring(num(s[F_RECOVERIES]) + 1)
+      if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
     end
   end
 end
@@ -251,14 +258,36 @@ local function due_reads(now, bad)
 end
 
 -- age moves pending tasks that waited at least 'after' ms at a level below
--- 'top' to the TAIL of the next level up, so low priority never starves
+-- 'top' to the tail of the next level up, so low priority never starves
 -- under a stream of urgent work. Only the heads of the lists are looked at
 -- (the longest waiting), at most about 20 per call and at least one per
--- level. A task's time at its level runs from agd (when it last aged) or
--- rdy (when it last became pending, else its enqueue time). A moved task is
--- announced with its new level, so a saturated worker may preempt for it.
+-- level. A moved task is announced with its new level, so a saturated
+-- worker may preempt for it.
 local function age(now, after, top, bad)
   if after <= 0 or top < 1 then return end
+  -- age_head looks at the head of list src (level lvl): an ID with no
+  -- record and no state is dropped (0), a task that waited at least after
+  -- ms moves to the tail of dst (1); otherwise aging stops there (nil). A
+  -- task's time at its level runs from agd (when it last aged) or rdy
+  -- (when it last became pending, else its enqueue time).
+  local function age_head(src, dst, lvl)
+    local id = redis.call('LINDEX', src, 0)
+    if not id then return nil end
+    local h = hdr_of(id)
+    local s = sget(id)
+    if not h and redis.call('EXISTS', tkey(id)) == 0 then
+      redis.call('LPOP', src)
+      return 0
+    end
+    if not s then return nil end
+    local since = math.max(num(s[F_READY_AT] or (h and h.enq)), num(s[F_AGED_AT]))
+    if now - since < after then return nil end
+    redis.call('LPOP', src)
+    redis.call('RPUSH', dst, id)
+    s[F_STATE], s[F_LEVEL], s[F_AGED_AT], s[F_READY_AT] = 'pending', tostring(lvl + 1), tostring(now), s[F_READY_AT] or (h and h.enq)
+    sput(id, s)
+    return 1
+  end
   local per = math.max(1, math.floor(20 / top))
   for lvl = top - 1, 0, -1 do
     local src, dst = P .. 'p:' .. lvl, P .. 'p:' .. (lvl + 1)
@@ -266,23 +295,9 @@ local function age(now, after, top, bad)
     local moved = 0
     if g then bad[#bad + 1] = g; per = 0 end
     for _ = 1, per do
-      local id = redis.call('LINDEX', src, 0)
-      if not id then break end
-      local h = hdr_of(id)
-      local s = sget(id)
-      if not h and redis.call('EXISTS', tkey(id)) == 0 then
-        redis.call('LPOP', src)
-      elseif not s then
-        break
-      else
-        local since = math.max(num(s.rdy or (h and h.enq)), num(s.agd))
-        if now - since < after then break end
-        redis.call('LPOP', src)
-        redis.call('RPUSH', dst, id)
-        s.st, s.l, s.agd, s.rdy = 'pending', tostring(lvl + 1), tostring(now), s.rdy or (h and h.enq)
-        sput(id, s)
-        moved = moved + 1
-      end
+      local got = age_head(src, dst, lvl)
+      if not got then break end
+      moved = moved + got
     end
     if moved > 0 then redis.call('PUBLISH', P .. 'wake', lvl + 1) end
   end

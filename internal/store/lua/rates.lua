@@ -1,7 +1,7 @@
 -- rates.lua: read_rates, which sums the last RATE_BUCKETS complete rate
 -- buckets (see buckets.lua); part of stats.lua.
 --
--- uses: prelude.lua buckets.lua
+-- uses: fields.lua prelude.lua buckets.lua
 -- defines: read_rates
 --
 -- read_rates(now) returns {field, total, ...} over the buckets (parseRates

@@ -2,7 +2,7 @@
 -- reservation named it as the victim (which takes it out) but the caller
 -- did not preempt it after all (Store.Rejoin). Fenced by the lease token.
 --
--- uses: prelude.lua
+-- uses: fields.lua prelude.lua
 --
 -- KEYS[1]  the task's state s:<id> (STRING)
 -- KEYS[2]  its record t:<id> (STRING, read)
@@ -21,9 +21,9 @@
 -- P).
 
 local s = sget(ARGV[2])
-local al = s and tonumber(s.al)
-if not s or s.tk ~= ARGV[3] or not al or al >= tonumber(ARGV[4]) then return 0 end
+local al = s and tonumber(s[F_LEASED_LEVEL])
+if not s or s[F_TOKEN] ~= ARGV[3] or not al or al >= tonumber(ARGV[4]) then return 0 end
 local h = hdr_of(ARGV[2])
 if (h and h.prb == '0') or guard('running', 'zset') then return 0 end
-redis.call('ZADD', P .. 'running', s.al, ARGV[2])
+redis.call('ZADD', P .. 'running', s[F_LEASED_LEVEL], ARGV[2])
 return 1

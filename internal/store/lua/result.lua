@@ -20,13 +20,16 @@
 --
 -- Keys it touches. Declared in KEYS: s:<id> (read), res:<id> (written).
 -- Built from the prefix: none.
+--
+-- The state's fields are named by fields.lua, joined in first:
+-- uses: fields.lua
 
 local ok, raw = pcall(redis.call, 'GET', KEYS[1])
 if not ok then return redis.error_reply('CORRUPT ' .. KEYS[1] .. ' is not a string') end
 if not raw then return redis.error_reply('LEASE_LOST') end
 local dok, s = pcall(cjson.decode, raw)
 if not dok or type(s) ~= 'table' then return redis.error_reply('CORRUPT ' .. KEYS[1] .. ' is not a JSON object') end
-if s.tk ~= ARGV[1] then return redis.error_reply('LEASE_LOST') end
+if s[F_TOKEN] ~= ARGV[1] then return redis.error_reply('LEASE_LOST') end
 
 local now
 if ARGV[4] ~= '' then

@@ -2,7 +2,7 @@
 -- (Store.Stats): the lists' lengths, the head's ready time, the counters
 -- in n, live workers, the paused levels and the rate buckets.
 --
--- uses: prelude.lua buckets.lua rates.lua
+-- uses: fields.lua prelude.lua buckets.lua rates.lua
 --
 -- KEYS     n (HASH; KEYS[1]), alive (ZSET), paused (STRING), p:0..p:<max
 --          level> (LISTs), then
@@ -37,12 +37,12 @@ for l = 0, n - 1 do
     if head then
       local s = decode(redis.call('GET', skey(head))) or {}
       local h = hdr_of(head) or {}
-      rdy = num(s.rdy or h.enq)
+      rdy = num(s[F_READY_AT] or h.enq)
     end
   elseif t ~= 'none' then
     len = 0 -- a wrong-typed list: nothing pending there can be leased
   end
-  local a, s, d = unpack(redis.call('HMGET', KEYS[1], 'a' .. l, 's' .. l, 'd' .. l))
+  local a, s, d = unpack(redis.call('HMGET', KEYS[1], C_ACTIVE .. l, C_SCHEDULED .. l, C_DEAD .. l))
   out[#out + 1] = {len, num(a), num(s), num(d), rdy}
 end
 out[#out + 1] = redis.call('ZCOUNT', P .. 'alive', now, '+inf')

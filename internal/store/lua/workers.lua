@@ -1,7 +1,7 @@
 -- workers.lua: reads the live workers with their capacity and busy counts
 -- in one round trip (Store.Workers).
 --
--- uses: prelude.lua
+-- uses: fields.lua prelude.lua
 --
 -- KEYS[1]  alive (ZSET)
 -- KEYS[2]  cap (HASH)
