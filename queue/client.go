@@ -108,6 +108,17 @@ func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (*TaskInf
 	return taskInfo(&st.Info), nil
 }
 
+// Check reports whether Enqueue would accept t with opts, without
+// enqueueing it or calling Redis: its options resolved against the
+// queue's levels, level names and classes, its MaxRetries and Timeout not
+// negative, its payload within MaxPayloadBytes. The error is the one
+// Enqueue would return (ErrInvalidLevel, ErrInvalidTask,
+// ErrPayloadTooLarge, ...). runtime.New checks its periodic tasks so.
+func (c *Client) Check(t *Task, opts ...Option) error {
+	var rec store.Task
+	return c.s.Check(t.record(&rec), storeOptions(t.options(opts))...)
+}
+
 // EnqueueBatch enqueues tasks, each with its options and then opts, in
 // one script call per 256 tasks, all sent in one pipeline. It returns the
 // stored records in order; a task that failed leaves a nil entry, and the

@@ -46,20 +46,8 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*enqWait, 
 	}
 	w := &enqWait{nt: *t}
 	nt := &w.nt
-	for _, o := range opts {
-		if err := o(c, nt); err != nil {
-			return nil, err
-		}
-	}
-	if nt.MaxRetries < 0 || nt.Timeout < 0 {
-		return nil, fmt.Errorf("%w: negative MaxRetries %d or Timeout %v",
-			ErrInvalidTask, nt.MaxRetries, nt.Timeout)
-	}
-	if nt.Level < 0 || nt.Level >= c.cfg.Levels {
-		return nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
-	}
-	if limit := c.cfg.MaxPayloadBytes; limit >= 0 && len(nt.Payload) > limit {
-		return nil, fmt.Errorf("%w: %d bytes, over the queue's MaxPayloadBytes of %d", ErrPayloadTooLarge, len(nt.Payload), limit)
+	if err := c.resolve(nt, opts); err != nil {
+		return nil, err
 	}
 	nt.clearResult = nt.ID != "" // a generated ID has no earlier result
 	if nt.ID == "" {
@@ -91,6 +79,37 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*enqWait, 
 	nt.State, nt.EnqueuedAt, nt.ReadyAt, nt.OriginalLevel, nt.AgedAt = state, now, now, nt.Level, time.Time{}
 	w.id, w.body, w.now = nt.ID, body, now.UnixMilli()
 	return w, nil
+}
+
+// Check reports whether Enqueue would accept t with opts: its options
+// resolved against the queue's levels and classes, its retries, timeout
+// and payload within bounds. It writes nothing and calls no server.
+func (c *Store) Check(t *Task, opts ...Option) error {
+	if t == nil || t.Type == "" {
+		return fmt.Errorf("%w: a task needs a type", ErrInvalidTask)
+	}
+	nt := *t
+	return c.resolve(&nt, opts)
+}
+
+// resolve applies opts to nt and checks what the queue's config bounds.
+func (c *Store) resolve(nt *Task, opts []Option) error {
+	for _, o := range opts {
+		if err := o(c, nt); err != nil {
+			return err
+		}
+	}
+	if nt.MaxRetries < 0 || nt.Timeout < 0 {
+		return fmt.Errorf("%w: negative MaxRetries %d or Timeout %v",
+			ErrInvalidTask, nt.MaxRetries, nt.Timeout)
+	}
+	if nt.Level < 0 || nt.Level >= c.cfg.Levels {
+		return fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
+	}
+	if limit := c.cfg.MaxPayloadBytes; limit >= 0 && len(nt.Payload) > limit {
+		return fmt.Errorf("%w: %d bytes, over the queue's MaxPayloadBytes of %d", ErrPayloadTooLarge, len(nt.Payload), limit)
+	}
+	return nil
 }
 
 // enqueueCall returns the KEYS and ARGV of enqueue.lua for w: only the
