@@ -18,7 +18,7 @@ import (
 // disabled or one whose urgent task waits for its own victim will never
 // take it. So the deference is bounded: once the urgent work that was
 // pending when the fleet first refused is still pending FleetDeferral later,
-// the worker reserves regardless of the fleet (engine.ReserveRequest's
+// the worker reserves regardless of the fleet (store.ReserveRequest's
 // IgnoreFleet) and preempts its own victim.
 //
 // The bound is kept per episode, not per refusal: the fleet may refuse many

@@ -3,13 +3,14 @@
 // priority lists, highest level first, and preempts running lower-priority
 // tasks when urgent work arrives and no worker in the fleet is free.
 //
-// The main flow (see Example):
+// The main flow, as Example runs it on miniredis (doc_test.go checks that
+// every line below is a line of Example):
 //
-//	q, _ := queue.New(rdb, queue.Config{Name: "default"})
+//	q, err := queue.New(rdb, queue.Config{Name: "default"})
 //	mux := handlers.NewMux()
-//	mux.HandleFunc("import", func(ctx context.Context, t *store.Task) error {
-//		state, _, _ := checkpoint.Load[Progress](ctx)
-//		for state.Row < total {
+//	mux.HandleFunc("import", func(ctx context.Context, t *queue.TaskInfo) error {
+//		state, _, err := checkpoint.Load[progress](ctx) // zero on the first run
+//		for state.Row < 3 {
 //			if ctx.Err() != nil { // preempted or shutting down
 //				_ = checkpoint.Save(ctx, state) // still allowed after cancel
 //				return context.Cause(ctx)
@@ -18,8 +19,11 @@
 //		}
 //		return nil
 //	})
-//	rt, _ := runtime.New(q, mux, runtime.Config{Concurrency: 8})
-//	_ = rt.Run(ctx) // blocks; on ctx end, preempts and requeues every task
+//	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 8, Logger: zap.NewNop()})
+//	go func() { stopped <- rt.Run(ctx) }() // blocks; on ctx end, requeues every running task
+//
+// Example_result stores and reads a task's result, ExamplePeriodic
+// enqueues on a schedule and Example_handlerLogger logs from a handler.
 //
 // # Leasing
 //
