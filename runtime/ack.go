@@ -33,7 +33,7 @@ func (r *Runtime) ack(rn *run) error {
 		if answeredErr(err) {
 			// The lease call or flush that carried it reached Redis: the
 			// first call to do so after an outage ends it.
-			r.redisAnswered()
+			r.redis.answered()
 		}
 		if err == nil || errors.Is(err, queue.ErrLeaseLost) {
 			return err

@@ -73,7 +73,7 @@ func (r *Runtime) dispatch() {
 			wait = min(wait, max(time.Until(out.next), time.Millisecond))
 		}
 		answered := out.ok
-		down, ready := r.outage.down(), !time.Now().Before(notBefore)
+		down, ready := r.redis.down(), !time.Now().Before(notBefore)
 		frees := r.frees()
 		forcePoll := false // look for urgent work after the wait, whatever ends it
 		if slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
@@ -137,10 +137,10 @@ func (r *Runtime) dispatch() {
 		}
 		switch {
 		case err != nil:
-			r.redisFailed(err) // (a lease call or probe did already)
+			r.redis.failed(err) // (a lease call or probe did already)
 			lvl := zap.WarnLevel
-			if r.outage.down() {
-				elapsed := r.outage.elapsed()
+			if r.redis.down() {
+				elapsed := r.redis.elapsed()
 				wait = bo.nextIn(elapsed)
 				if elapsed < fastProbe && warned {
 					lvl = zap.DebugLevel // the quick tries of an outage's first seconds: said once

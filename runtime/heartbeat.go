@@ -29,18 +29,18 @@ func (r *Runtime) heartbeatLoop() {
 		case <-r.baseCtx.Done():
 			return
 		case <-tick.C:
-		case <-r.outage.endedCh():
+		case <-r.redis.endedCh():
 			if !missed {
 				continue
 			}
 		}
-		if r.outage.down() {
+		if r.redis.down() {
 			missed = true
 			continue
 		}
 		sent := time.Now()
 		err := r.heartbeat(r.baseCtx)
-		r.redisCalled(err, sent)
+		r.redis.called(err, sent)
 		if missed = err != nil; missed {
 			switch {
 			case !errors.Is(err, queue.ErrShapeMismatch):

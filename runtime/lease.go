@@ -70,7 +70,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 		cancel()
 		// A stale failure (another call succeeded since this one was sent)
 		// leaves no error to back off for: the dispatcher asks again.
-		stale := r.redisCalled(err, sent)
+		stale := r.redis.called(err, sent)
 		var tasks []*store.Task
 		if err == nil {
 			r.killMalformed(res)

@@ -135,7 +135,7 @@ func (r *Runtime) runSchedule(s *schedule) {
 // next tick is due; then the tick is skipped.
 func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 	log := r.log.With(zap.String("schedule", s.Name), zap.Time("tick", tick))
-	if !r.outage.down() { // else no read: the probe is the one attempt
+	if !r.redis.down() { // else no read: the probe is the one attempt
 		r.checkSpec(s, log)
 	}
 	until := s.next(tick)
@@ -145,7 +145,7 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 		// While an outage lasts, wait for the dispatcher's probe to find
 		// Redis, or for the next tick, before a try: the probe is the
 		// worker's one connection attempt per backoff.
-		if ended := r.outage.endedCh(); r.outage.down() {
+		if ended := r.redis.endedCh(); r.redis.down() {
 			select {
 			case <-r.baseCtx.Done():
 				return
@@ -166,7 +166,7 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 		cancel()
 		switch {
 		case err == nil:
-			r.redisAnswered()
+			r.redis.answered()
 			if s.skipped > 0 {
 				log.Info("periodic ticks resumed", zap.Int("skipped", s.skipped))
 			}
@@ -195,7 +195,7 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 			log.Error("periodic task not enqueued", zap.Error(err))
 			return
 		}
-		r.redisCalled(err, sent) // an outage begins, or a stale failure
+		r.redis.called(err, sent) // an outage begins, or a stale failure
 		wait := b.next()
 		if r.baseCtx.Err() != nil || !time.Now().Add(wait).Before(until) {
 			log.Warn("periodic tick skipped: not enqueued before the next was due", zap.Error(err))

@@ -49,7 +49,7 @@ func (r *Runtime) poolAutoscaleLoop(every time.Duration) {
 // autoscalePools resizes each pool whose Interval has passed since it was
 // last looked at.
 func (r *Runtime) autoscalePools(ctx context.Context, now time.Time) error {
-	if r.outage.down() {
+	if r.redis.down() {
 		return nil // no backlog to read; the dispatcher's probe tries Redis
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -57,7 +57,7 @@ type Runtime struct {
 	// kick wakes it: Redis answered again, or the wake-up subscription
 	// came back, after wake-ups may have been lost (lookNow).
 	pollNow   atomic.Bool
-	outage    redisOutage   // whether Redis answers (outage.go)
+	redis     *redisWatch   // whether Redis answers (outage.go)
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
 	wakeMask  atomic.Uint64 // every level (below 64) announced since then, bit per level
 	// deferral is the episode of bounded deference to the fleet the
@@ -185,6 +185,10 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		leaseIdle: make(chan func()),
 		stopLease: make(chan struct{}),
 	}
+	r.redis = &redisWatch{log: r.log, onDown: r.signal, onBack: func() {
+		r.lookNow()
+		go r.checkSubscription() // the commands may reach another server now
+	}}
 	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
 	r.checkName = eng.CheckChannel(cfg.WorkerID)
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
@@ -239,8 +243,9 @@ func (r *Runtime) Start(ctx context.Context) error {
 	}
 	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
+	r.redis.ctx = r.baseCtx
 	if err := r.heartbeat(ctx); err != nil {
-		r.redisFailed(err) // the dispatcher probes before it leases
+		r.redis.failed(err) // the dispatcher probes before it leases
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
 	sub := r.eng.Redis().Subscribe(r.baseCtx, r.subChannels()...)

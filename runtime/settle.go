@@ -138,7 +138,7 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 		sent := time.Now()
 		err := fn(ctx)
 		cancel()
-		stale := r.redisCalled(err, sent)
+		stale := r.redis.called(err, sent)
 		wait := bo.next()
 		if stale {
 			wait = 0 // Redis answered another call since this one was sent
@@ -170,7 +170,7 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			rn.log.Warn("the queue's cluster slot is migrating; retrying "+what, zap.Error(err))
 			moving = true
 		}
-		if !r.outage.down() || r.dispatchCtx.Err() != nil {
+		if !r.redis.down() || r.dispatchCtx.Err() != nil {
 			time.Sleep(wait) // else the next round's awaitRedis waits for the probe
 		}
 	}
@@ -183,8 +183,8 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 // not once the dispatcher stopped (a handler that outlived Shutdown):
 // then nothing probes, and the caller tries on its own backoff.
 func (r *Runtime) awaitRedis(bound time.Time) bool {
-	ended := r.outage.endedCh() // before down(): closed if it ends after
-	if !r.outage.down() || r.dispatchCtx.Err() != nil {
+	ended := r.redis.endedCh() // before down(): closed if it ends after
+	if !r.redis.down() || r.dispatchCtx.Err() != nil {
 		return false
 	}
 	timer := time.NewTimer(time.Until(bound))

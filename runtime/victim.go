@@ -252,7 +252,7 @@ func (r *Runtime) rejoin(t *store.Task) {
 			sent := time.Now()
 			err := r.eng.Rejoin(ctx, t)
 			cancel()
-			stale := r.redisCalled(err, sent)
+			stale := r.redis.called(err, sent)
 			if err == nil || r.baseCtx.Err() != nil || !r.holds(t) {
 				if err == nil && logged {
 					r.log.Info("task back in the fleet's running set", zap.String("task_id", t.ID))

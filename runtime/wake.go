@@ -69,9 +69,9 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 		}
 		lost = true
 		if !errors.Is(err, errSubElsewhere) { // Redis answers the commands
-			r.redisFailed(err)
+			r.redis.failed(err)
 		}
-		return r.waitRedis(bo.next())
+		return r.redis.waitRedis(r.baseCtx, bo.next())
 	}
 	if startErr != nil && !failed(startErr) { // (Start logged it)
 		return
@@ -180,30 +180,6 @@ func (r *Runtime) publishCheck(ctx context.Context) error {
 // the worker's commands reach: its check message reached no subscriber.
 var errSubElsewhere = errors.New("overtake: the wake-up subscription is not on the server the commands reach " +
 	"(an old primary after a failover?)")
-
-// waitRedis waits for d and then for the end of any outage; false if the
-// runtime stopped meanwhile. The whole of d, even if an outage ends first:
-// a subscription whose own failure began the outage (a connection closed
-// on SUBSCRIBE while commands get through) would otherwise come back at
-// every probe that ends it, with no backoff between. After a real outage
-// d is short: the subscription failed once, as it began.
-func (r *Runtime) waitRedis(d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-r.baseCtx.Done():
-		return false
-	case <-timer.C:
-	}
-	for r.outage.down() {
-		select {
-		case <-r.baseCtx.Done():
-			return false
-		case <-r.outage.endedCh():
-		}
-	}
-	return true
-}
 
 // wake turns one wake-up message into a dispatcher signal.
 func (r *Runtime) wake(payload string) {
