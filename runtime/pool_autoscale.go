@@ -99,7 +99,7 @@ func (r *Runtime) autoscalePools(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	r.signal() // lease into new slots now
-	if err := r.heartbeat(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := r.beats.beat(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		r.log.Warn("could not report the new capacity; the next heartbeat will", zap.Error(err))
 	}
 	return nil

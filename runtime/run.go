@@ -13,6 +13,7 @@ import (
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/tasklog"
 	"github.com/overtake/overtake/internal/telemetry"
+	"github.com/overtake/overtake/queue"
 )
 
 // run is one leased task held by this worker: running, winding down after
@@ -136,5 +137,37 @@ func (r *Runtime) freeSlot(rn *run) {
 				break
 			}
 		}
+	}
+}
+
+// heldLeases snapshots the held runs' tasks, and the capacity to report
+// to the fleet: none while draining (the heartbeater's leaseHolder).
+func (r *Runtime) heldLeases() ([]*store.Task, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	leases := make([]*store.Task, 0, len(r.runs))
+	for _, rn := range r.runs {
+		leases = append(leases, rn.t)
+	}
+	if r.draining {
+		return leases, 0
+	}
+	return leases, r.Concurrency()
+}
+
+// leaseLost cancels the run of task id with queue.ErrLeaseLost if it holds
+// the lease of token (the task may have been requeued and leased here
+// again since the heartbeat's snapshot). A run whose handler returned is
+// not cancelled: its outcome may just have landed (an ack carried by a
+// lease call), else its transition gets queue.ErrLeaseLost by itself.
+func (r *Runtime) leaseLost(id, token string) {
+	r.mu.Lock()
+	rn := r.runs[id]
+	ending := rn != nil && rn.ending
+	r.mu.Unlock()
+	if rn != nil && rn.t.Token == token && !ending {
+		// r.log, not rn.log: the dispatcher may be setting that up.
+		r.log.Error("lease lost; cancelling the task", telemetry.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
+		rn.cancel(queue.ErrLeaseLost)
 	}
 }

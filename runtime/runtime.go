@@ -65,7 +65,8 @@ type Runtime struct {
 	deferral fleetDeferral
 
 	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
-	outcomes outcomeCounts                           // for the fleet's rates, see rates.go
+	outcomes *outcomeCounts                          // for the fleet's rates, see rates.go
+	beats    *heartbeater                            // heartbeat.go
 
 	baseCtx context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
 	// The wake-up subscription, its check channel's name, whether an ACL
@@ -192,6 +193,9 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
 	r.checkName = eng.CheckChannel(cfg.WorkerID)
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
+	r.outcomes = newOutcomeCounts(r.pools, r.poolOf)
+	r.beats = &heartbeater{eng: eng, worker: cfg.WorkerID, interval: cfg.HeartbeatInterval, log: r.log,
+		held: r, counts: r.outcomes, redis: r.redis}
 	r.schedules, _ = parseSchedules(cfg.Periodic) // validated above
 	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
@@ -244,7 +248,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
 	r.redis.ctx = r.baseCtx
-	if err := r.heartbeat(ctx); err != nil {
+	if err := r.beats.beat(ctx); err != nil {
 		r.redis.failed(err) // the dispatcher probes before it leases
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
@@ -257,10 +261,10 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if err != nil {
 		r.log.Warn("wake-up subscription not confirmed; relying on the fallback poll until it is", zap.Error(err))
 	}
-	r.loops.Add(3)
+	r.loops.Add(2)
 	r.dispatchWG.Add(1)
 	go r.listen(sub, err)
-	go r.heartbeatLoop()
+	r.beats.start(r.baseCtx)
 	go r.dispatch()
 	fields := []zap.Field{zap.Int("concurrency", r.Concurrency())}
 	if a := r.cfg.Autoscale; a != nil {

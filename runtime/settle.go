@@ -45,7 +45,7 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		if failed {
 			r.stats.failed.Add(1)
 		}
-		r.count(t.Level, func(c *store.LevelCounts) {
+		r.outcomes.count(t.Level, func(c *store.LevelCounts) {
 			c.Processed++
 			if failed {
 				c.Failed++

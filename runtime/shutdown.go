@@ -61,7 +61,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		if err := r.heartbeat(ctx); err != nil {
+		if err := r.beats.beat(ctx); err != nil {
 			r.log.Warn("could not report shutdown to the fleet", zap.Error(err))
 		}
 	}()
@@ -122,18 +122,10 @@ func (r *Runtime) preemptAll() {
 func (r *Runtime) teardown(ctx context.Context) {
 	r.stopAll()
 	r.loops.Wait()
+	r.beats.stop()
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if counts, pools := r.takeCounts(); len(counts) > 0 {
-		// The outcomes since the last heartbeat, for the fleet's rates.
-		if _, err := r.eng.Heartbeat(dctx, store.Heartbeat{Worker: r.cfg.WorkerID, TTL: time.Second, Counts: counts,
-			PoolCounts: pools, Pools: r.poolLayout()}); err != nil {
-			r.log.Warn("could not report the last outcomes for the fleet's rates", zap.Error(err))
-		}
-	}
-	if derr := r.eng.Deregister(dctx, r.cfg.WorkerID); derr != nil {
-		r.log.Warn("deregister failed", zap.Error(derr))
-	}
+	r.beats.farewell(dctx)
 	r.pool.Release()
 	if uerr := r.unregisterCc(); uerr != nil {
 		r.log.Warn("unregister concurrency gauge", zap.Error(uerr))

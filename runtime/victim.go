@@ -187,7 +187,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 	r.mu.Unlock()
 
 	r.stats.preempted.Add(1)
-	r.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
+	r.outcomes.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
 	r.obs.preempted(v, urgent, r.cfg.GracePeriod)
 	v.cancel(cause)
 	if immediate {
