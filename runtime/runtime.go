@@ -106,7 +106,7 @@ type Runtime struct {
 
 	stats counters
 
-	schedules []*schedule // Config.Periodic, parsed (periodic.go)
+	sched *scheduler // Config.Periodic (periodic.go)
 }
 
 // counters are cumulative figures, exposed by Stats.
@@ -196,7 +196,9 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	r.outcomes = newOutcomeCounts(r.pools, r.poolOf)
 	r.beats = &heartbeater{eng: eng, worker: cfg.WorkerID, interval: cfg.HeartbeatInterval, log: r.log,
 		held: r, counts: r.outcomes, redis: r.redis}
-	r.schedules, _ = parseSchedules(cfg.Periodic) // validated above
+	schedules, _ := parseSchedules(cfg.Periodic) // validated above
+	r.sched = &scheduler{q: q, eng: eng, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
+		halt: r.stopLease, schedules: schedules}
 	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
 	var err error
@@ -275,10 +277,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.loops.Add(1)
 		go r.poolAutoscaleLoop(every)
 	}
-	r.loops.Add(len(r.schedules))
-	for _, s := range r.schedules {
-		go r.runSchedule(s)
-	}
+	r.sched.start(r.baseCtx)
 	r.log.Info("runtime started", fields...)
 	return nil
 }

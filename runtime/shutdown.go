@@ -123,6 +123,7 @@ func (r *Runtime) teardown(ctx context.Context) {
 	r.stopAll()
 	r.loops.Wait()
 	r.beats.stop()
+	r.sched.stop()
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	r.beats.farewell(dctx)
