@@ -106,13 +106,13 @@ type Runtime struct {
 
 	stats counters
 
-	sched *scheduler // Config.Periodic (periodic.go)
+	sched  *scheduler  // Config.Periodic (periodic.go)
+	scaler *autoscaler // the pools' sizes (pool_autoscale.go)
 }
 
 // counters are cumulative figures, exposed by Stats.
 type counters struct {
 	processed, failed, dead, preempted, reserved, stuck atomic.Int64
-	scaledUp, scaledDown                                atomic.Int64
 	slaBreaches                                         atomic.Int64
 	deferred, overrides                                 atomic.Int64
 }
@@ -199,6 +199,8 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	schedules, _ := parseSchedules(cfg.Periodic) // validated above
 	r.sched = &scheduler{q: q, eng: eng, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
 		halt: r.stopLease, schedules: schedules}
+	r.scaler = newAutoscaler(r.pools, &autoscaler{depths: q.Depths, log: r.log, redis: r.redis, halt: r.stopLease,
+		slots: r, report: r.beats.beat})
 	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
 	var err error
@@ -216,7 +218,7 @@ func (r *Runtime) Stats() RunStats {
 	s := &r.stats
 	return RunStats{Processed: s.processed.Load(), Failed: s.failed.Load(), Dead: s.dead.Load(),
 		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load(),
-		ScaledUp: s.scaledUp.Load(), ScaledDown: s.scaledDown.Load(), SLABreaches: s.slaBreaches.Load(),
+		ScaledUp: r.scaler.scaledUp.Load(), ScaledDown: r.scaler.scaledDown.Load(), SLABreaches: s.slaBreaches.Load(),
 		FleetDeferrals: s.deferred.Load(), FleetOverrides: s.overrides.Load()}
 }
 
@@ -273,10 +275,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		fields = append(fields, zap.Int("autoscale_min", a.Min), zap.Int("autoscale_max", a.Max),
 			zap.Duration("autoscale_interval", a.Interval))
 	}
-	if ok, every := r.poolsAutoscale(); ok {
-		r.loops.Add(1)
-		go r.poolAutoscaleLoop(every)
-	}
+	r.scaler.start(r.baseCtx)
 	r.sched.start(r.baseCtx)
 	r.log.Info("runtime started", fields...)
 	return nil

@@ -124,6 +124,7 @@ func (r *Runtime) teardown(ctx context.Context) {
 	r.loops.Wait()
 	r.beats.stop()
 	r.sched.stop()
+	r.scaler.stop()
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	r.beats.farewell(dctx)
