@@ -305,3 +305,13 @@ func (r *Runtime) startWaiting() {
 		r.start(rn, true)
 	}
 }
+
+// announced records a wake-up: a task of level l became pending (isLevel
+// false: the message named no level). A paused level's is not worth a
+// look; the dispatcher is woken either way (the wake listener's waker).
+func (r *Runtime) announced(l int, isLevel bool) {
+	if isLevel && !r.isPaused(l) {
+		r.raiseWake(int64(l))
+	}
+	r.signal()
+}

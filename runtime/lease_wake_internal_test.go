@@ -88,7 +88,7 @@ func TestWakeDuringLeaseInFlight(t *testing.T) {
 	rt, err := New(q, mux, Config{Concurrency: 2, PollInterval: time.Minute})
 	require.NoError(t, err)
 	woke := make(chan struct{}, 4)
-	rt.onWake = func() { woke <- struct{}{} }
+	rt.wakes.onWake = func() { woke <- struct{}{} }
 	ctx := context.Background()
 	require.NoError(t, rt.Start(ctx))
 	t.Cleanup(func() {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/panjf2000/ants/v2"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/handlers"
@@ -68,15 +67,9 @@ type Runtime struct {
 	outcomes *outcomeCounts                          // for the fleet's rates, see rates.go
 	beats    *heartbeater                            // heartbeat.go
 
-	baseCtx context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
-	// The wake-up subscription, its check channel's name, whether an ACL
-	// refused that channel and whether checkSubscription closed it
-	// (wake.go).
-	sub          atomic.Pointer[redis.PubSub]
-	checkName    string
-	noCheck      atomic.Bool
-	subElsewhere atomic.Bool
-	stopLease    chan struct{} // closed when leasing stops
+	baseCtx   context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
+	wakes     *wakeListener   // the wake-up subscription (wake.go)
+	stopLease chan struct{}   // closed when leasing stops
 	// dispatchCtx ends once the dispatcher stopped (after it sent the
 	// acks queued for its lease calls); early counts the runs whose slot
 	// was freed before their ack landed (ack.go; changed under mu).
@@ -97,7 +90,6 @@ type Runtime struct {
 	backlog   bool // the last lease call that ended filled every slot it asked for
 	leaseOut  leaseOutcome
 	leaseDone chan struct{}  // a lease call ended (buffered, 1)
-	onWake    func()         // tests only: a wake-up message was turned into a signal
 	tasks     sync.WaitGroup // running handlers
 	handlers  atomic.Int64   // goroutines handed to the pool and not yet returned
 	started   atomic.Bool
@@ -188,10 +180,11 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	}
 	r.redis = &redisWatch{log: r.log, onDown: r.signal, onBack: func() {
 		r.lookNow()
-		go r.checkSubscription() // the commands may reach another server now
+		go r.wakes.checkSubscription(r.baseCtx) // the commands may reach another server now
 	}}
 	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
-	r.checkName = eng.CheckChannel(cfg.WorkerID)
+	r.wakes = &wakeListener{eng: eng, log: r.log, redis: r.redis, to: r, maxBackoff: cfg.MaxRedisBackoff,
+		check: cfg.wakeCheckInterval(), checkName: eng.CheckChannel(cfg.WorkerID)}
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
 	r.outcomes = newOutcomeCounts(r.pools, r.poolOf)
 	r.beats = &heartbeater{eng: eng, worker: cfg.WorkerID, interval: cfg.HeartbeatInterval, log: r.log,
@@ -256,18 +249,9 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.redis.failed(err) // the dispatcher probes before it leases
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
-	sub := r.eng.Redis().Subscribe(r.baseCtx, r.subChannels()...)
-	// Wait for the subscription to be confirmed, so no announcement made
-	// after Start returns is missed.
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = sub.Receive(rctx)
-	cancel()
-	if err != nil {
-		r.log.Warn("wake-up subscription not confirmed; relying on the fallback poll until it is", zap.Error(err))
-	}
-	r.loops.Add(2)
+	r.wakes.start(ctx, r.baseCtx)
+	r.loops.Add(1)
 	r.dispatchWG.Add(1)
-	go r.listen(sub, err)
 	r.beats.start(r.baseCtx)
 	go r.dispatch()
 	fields := []zap.Field{zap.Int("concurrency", r.Concurrency())}

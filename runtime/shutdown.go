@@ -122,6 +122,7 @@ func (r *Runtime) preemptAll() {
 func (r *Runtime) teardown(ctx context.Context) {
 	r.stopAll()
 	r.loops.Wait()
+	r.wakes.stop()
 	r.beats.stop()
 	r.sched.stop()
 	r.scaler.stop()
