@@ -231,7 +231,7 @@ func (r *Runtime) logCorrupt(res *store.LeaseResult) {
 	// The lease call dead-lettered these itself: counted and logged like
 	// any dead letter.
 	for _, sa := range res.SetAside {
-		r.stats.dead.Add(1)
+		r.done.countDead()
 		r.log.Error("task dead-lettered", zap.String("task_id", sa.ID), zap.Int("task_level", sa.Level),
 			zap.String("reason", "its record key holds another type (set aside as x:"+sa.ID+")"), zap.Error(sa.Err))
 	}
@@ -254,7 +254,7 @@ func (r *Runtime) killMalformed(res *store.LeaseResult) {
 		go func() {
 			defer r.tasks.Done()
 			// A record Redis holds that cannot be decoded: corruption.
-			if err := r.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {
+			if err := r.done.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {
 				r.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
 			}
 		}()

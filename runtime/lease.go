@@ -218,3 +218,45 @@ func (r *Runtime) slotFor(level int, frees []int) int {
 	}
 	return p // (not reached: the lease took no more than the free slots)
 }
+
+// carryAck queues rn's ack for the next lease call and frees rn's slot,
+// when it can: rn holds a slot and gives way to nothing, the dispatcher
+// runs, lease calls carry acks (no Config.Retention), and fewer early acks
+// wait than the runtime has slots (each waits in a pool goroutine).
+func (r *Runtime) carryAck(rn *run) (wait func(context.Context) error, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !rn.holdsSlot || rn.givingWay != nil || r.dispatchCtx.Err() != nil || int(r.early.Load()) >= r.maxEarly() {
+		return nil, false
+	}
+	// Queued before the slot is seen free: a lease call that counts the
+	// slot carries the ack.
+	if wait, ok = r.eng.CarryAck(rn.t); !ok {
+		return nil, false
+	}
+	r.freeSlot(rn)
+	rn.early = true
+	r.early.Add(1)
+	r.signal()
+	return wait, true
+}
+
+// maxEarly bounds the runs whose slot was freed before their ack landed:
+// the slots configured now, at most Config.earlyMax. Caller holds mu.
+func (r *Runtime) maxEarly() int {
+	n := 0
+	for p := range r.pools {
+		n += r.sizeOf(p)
+	}
+	return min(n, r.cfg.earlyMax())
+}
+
+// retake makes rn hold its slot again, its carried ack having failed
+// (the completer's ackSlots).
+func (r *Runtime) retake(rn *run) {
+	r.mu.Lock()
+	if !rn.holdsSlot {
+		r.holdSlot(rn)
+	}
+	r.mu.Unlock()
+}

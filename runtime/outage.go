@@ -180,6 +180,27 @@ func (w *redisWatch) called(err error, sent time.Time) (stale bool) {
 	return false
 }
 
+// awaitProbe waits, while an outage lasts and the dispatcher probes,
+// until the probe finds Redis again, but not past bound: a call made
+// meanwhile would only add connection attempts (go-redis's, up to its
+// DialerRetries each) to the probe's one. It reports whether it waited;
+// not once the dispatcher stopped (probing ended; a handler that outlived
+// Shutdown): then nothing probes, and the caller tries on its own backoff.
+func (w *redisWatch) awaitProbe(probing context.Context, bound time.Time) bool {
+	ended := w.endedCh() // before down(): closed if it ends after
+	if !w.down() || probing.Err() != nil {
+		return false
+	}
+	timer := time.NewTimer(time.Until(bound))
+	defer timer.Stop()
+	select {
+	case <-ended:
+	case <-timer.C:
+	case <-probing.Done():
+	}
+	return true
+}
+
 // waitRedis waits for d and then for the end of any outage; false if the
 // runtime stopped meanwhile. The whole of d, even if an outage ends first:
 // a subscription whose own failure began the outage (a connection closed

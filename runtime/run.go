@@ -95,7 +95,7 @@ func (r *Runtime) execute(rn *run) {
 	r.mu.Lock()
 	rn.ending = true
 	r.mu.Unlock()
-	r.settle(ctx, rn, err)
+	r.done.settle(ctx, rn, err)
 	r.finished(rn)
 }
 

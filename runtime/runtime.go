@@ -38,13 +38,6 @@ type Runtime struct {
 	pools    []*slotPool     // the slots by pool (pools.go); one without Config.Pools
 	poolOf   []int           // the pool of each level
 	draining bool            // shutting down: report no capacity to the fleet
-	// unsettled names the tasks whose outcome could not be written during
-	// a shutdown (see Shutdown's error).
-	unsettled []string
-	// shutdownBy is the deadline of Shutdown's context (unix ns) while
-	// Shutdown waits, 0 otherwise (no deadline, or Shutdown returned):
-	// transitions stop retrying by then (finishWithRetry).
-	shutdownBy atomic.Int64
 	// runsCtx is the parent of every run: Shutdown cancels it (cause
 	// handlers.ErrShutdown) to tell every handler at once, those a lease
 	// call still in flight starts included.
@@ -99,14 +92,15 @@ type Runtime struct {
 	stats counters
 
 	sched  *scheduler  // Config.Periodic (periodic.go)
+	done   *completer  // the runs' outcomes (settle.go, ack.go)
 	scaler *autoscaler // the pools' sizes (pool_autoscale.go)
 }
 
 // counters are cumulative figures, exposed by Stats.
 type counters struct {
-	processed, failed, dead, preempted, reserved, stuck atomic.Int64
-	slaBreaches                                         atomic.Int64
-	deferred, overrides                                 atomic.Int64
+	preempted, reserved, stuck atomic.Int64
+	slaBreaches                atomic.Int64
+	deferred, overrides        atomic.Int64
 }
 
 // RunStats are cumulative counts of one runtime since it started.
@@ -187,6 +181,8 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		check: cfg.wakeCheckInterval(), checkName: eng.CheckChannel(cfg.WorkerID)}
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
 	r.outcomes = newOutcomeCounts(r.pools, r.poolOf)
+	r.done = &completer{eng: eng, q: q, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
+		outcomes: r.outcomes, slots: r, dispatched: r.dispatchCtx}
 	r.beats = &heartbeater{eng: eng, worker: cfg.WorkerID, interval: cfg.HeartbeatInterval, log: r.log,
 		held: r, counts: r.outcomes, redis: r.redis}
 	schedules, _ := parseSchedules(cfg.Periodic) // validated above
@@ -200,6 +196,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	if r.obs, err = newObserver(r); err != nil {
 		return nil, err
 	}
+	r.done.obs = r.obs
 	return r, nil
 }
 
@@ -209,7 +206,7 @@ func (r *Runtime) WorkerID() string { return r.cfg.WorkerID }
 // Stats returns the runtime's cumulative counts.
 func (r *Runtime) Stats() RunStats {
 	s := &r.stats
-	return RunStats{Processed: s.processed.Load(), Failed: s.failed.Load(), Dead: s.dead.Load(),
+	return RunStats{Processed: r.done.processed.Load(), Failed: r.done.failed.Load(), Dead: r.done.dead.Load(),
 		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load(),
 		ScaledUp: r.scaler.scaledUp.Load(), ScaledDown: r.scaler.scaledDown.Load(), SLABreaches: s.slaBreaches.Load(),
 		FleetDeferrals: s.deferred.Load(), FleetOverrides: s.overrides.Load()}
@@ -245,6 +242,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
 	r.redis.ctx = r.baseCtx
+	r.done.start(r.baseCtx)
 	if err := r.beats.beat(ctx); err != nil {
 		r.redis.failed(err) // the dispatcher probes before it leases
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))

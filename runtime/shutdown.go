@@ -46,9 +46,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 
 func (r *Runtime) shutdown(ctx context.Context) error {
 	begin := time.Now()
-	if dl, ok := ctx.Deadline(); ok {
-		r.shutdownBy.Store(dl.UnixNano())
-	}
+	r.done.beginShutdown(ctx.Deadline())
 	r.mu.Lock()
 	r.draining = true // from now on every heartbeat reports no capacity
 	r.mu.Unlock()
@@ -93,7 +91,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	if !r.waitTasks(ctx) {
 		// From now on the handlers that return record their outcome under
 		// their lease alone (finishWithRetry): nobody waits for it here.
-		r.shutdownBy.Store(0)
+		r.done.shutdownReturned()
 		err := r.stillRunning(ctx)
 		go func() { // finish stopping once the stuck handlers return
 			r.tasks.Wait()
@@ -104,7 +102,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	}
 	<-reported
 	r.teardown(ctx)
-	return r.unsettledError()
+	return r.done.unsettledError()
 }
 
 // preemptAll tells every handler, those about to start included, to stop
@@ -176,7 +174,7 @@ func (r *Runtime) stillRunning(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("%d task(s) could not be requeued yet (their outcome is still being written); "+
 			"if that fails they are recovered when their lease expires: %v", len(writing), writing))
 	}
-	if uerr := r.unsettledError(); uerr != nil {
+	if uerr := r.done.unsettledError(); uerr != nil {
 		errs = append(errs, uerr)
 	}
 	return joinSemicolon(errs)
@@ -190,32 +188,4 @@ func joinSemicolon(errs []error) error {
 		args[i] = e
 	}
 	return fmt.Errorf(strings.TrimSuffix(format, "; "), args...)
-}
-
-// noteUnsettled records, during a shutdown, a task whose outcome could
-// not be written (Redis unreachable): Shutdown's error names it.
-func (r *Runtime) noteUnsettled(id string, err error) {
-	if r.shutdownBy.Load() == 0 && !r.isDraining() {
-		return
-	}
-	r.mu.Lock()
-	r.unsettled = append(r.unsettled, id+" ("+err.Error()+")")
-	r.mu.Unlock()
-}
-
-func (r *Runtime) isDraining() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.draining
-}
-
-// unsettledError names the tasks whose requeue failed during the shutdown.
-func (r *Runtime) unsettledError() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.unsettled) == 0 {
-		return nil
-	}
-	return fmt.Errorf("overtake: shutdown: %d task(s) could not be requeued; they are recovered when their lease "+
-		"expires: %v", len(r.unsettled), r.unsettled)
 }

@@ -272,7 +272,7 @@ func (r *Runtime) rejoin(t *store.Task) {
 			if stale {
 				wait = 0
 			}
-			if !r.awaitRedis(time.Now().Add(r.q.Config().LeaseDuration)) {
+			if !r.redis.awaitProbe(r.dispatchCtx, time.Now().Add(r.q.Config().LeaseDuration)) {
 				select {
 				case <-r.baseCtx.Done():
 					return
