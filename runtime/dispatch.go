@@ -81,7 +81,7 @@ func (r *Runtime) dispatch() {
 			// any deference to the fleet ends (with one pool; with several,
 			// a saturated pool may still be deferring).
 			if len(frees) == 1 {
-				r.endDeferral()
+				r.preemptor.endDeferral()
 			}
 			if err == nil && !down && ready && (backlog || wokeSince) && r.leaseFree(frees) {
 				leasing++
@@ -114,12 +114,12 @@ func (r *Runtime) dispatch() {
 			if r.reclaim(p, announced, polled) {
 				continue
 			}
-			if !r.canPreempt() {
+			if !r.preemptor.enabled() {
 				continue
 			}
 			var preempted bool
 			var retryAt time.Time
-			preempted, retryAt, err = r.tryPreempt(p, announced)
+			preempted, retryAt, err = r.preemptor.try(r.baseCtx, p, announced)
 			answered = answered || err == nil
 			if err == nil && preempted {
 				r.raiseWake(int64(announced))

@@ -93,7 +93,7 @@ func (r *Runtime) preemptLevel(l int) {
 // with PausePreempt.
 func (r *Runtime) preemptPaused(v *run) {
 	r.outcomes.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
-	r.stats.preempted.Add(1)
+	r.preemptor.counted.preempted.Add(1)
 	v.log.Info("preempting the task: its level was paused")
 	v.cancel(fmt.Errorf("%w: level %d paused", handlers.ErrPreempted, v.t.Level))
 }

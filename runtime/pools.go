@@ -157,8 +157,8 @@ func newPools(c Config, levels int) ([]*slotPool, []int) {
 
 // poolNumber is pool p as the queue numbers slot pools (from 1; 0 without
 // Config.Pools, whose one pool the fleet need not know).
-func (r *Runtime) poolNumber(p int) int {
-	if len(r.pools) == 1 {
+func poolNumber(pools, p int) int {
+	if pools == 1 {
 		return 0
 	}
 	return p + 1

@@ -123,7 +123,7 @@ func (r *Runtime) reclaim(p int, announced int, polled bool) bool {
 		}
 		taken++
 		r.outcomes.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
-		r.stats.preempted.Add(1)
+		r.preemptor.counted.preempted.Add(1)
 		v.log.Info("preempting a task in a borrowed slot: its pool's work arrived", zap.String("slot_pool", pl.name))
 		v.cancel(cause)
 	}

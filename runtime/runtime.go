@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/victim"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -52,9 +53,6 @@ type Runtime struct {
 	redis     *redisWatch   // whether Redis answers (outage.go)
 	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
 	wakeMask  atomic.Uint64 // every level (below 64) announced since then, bit per level
-	// deferral is the episode of bounded deference to the fleet the
-	// dispatcher is in, if any (see deference.go). Dispatcher goroutine only.
-	deferral fleetDeferral
 
 	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
 	outcomes *outcomeCounts                          // for the fleet's rates, see rates.go
@@ -89,18 +87,11 @@ type Runtime struct {
 	shutOnce  sync.Once
 	shutErr   error
 
-	stats counters
-
-	sched  *scheduler  // Config.Periodic (periodic.go)
-	done   *completer  // the runs' outcomes (settle.go, ack.go)
-	scaler *autoscaler // the pools' sizes (pool_autoscale.go)
-}
-
-// counters are cumulative figures, exposed by Stats.
-type counters struct {
-	preempted, reserved, stuck atomic.Int64
-	slaBreaches                atomic.Int64
-	deferred, overrides        atomic.Int64
+	sched *scheduler // Config.Periodic (periodic.go)
+	done  *completer // the runs' outcomes (settle.go, ack.go)
+	// preemptor chooses victims and reserves urgent work (victim.go).
+	preemptor *preemptor
+	scaler    *autoscaler // the pools' sizes (pool_autoscale.go)
 }
 
 // RunStats are cumulative counts of one runtime since it started.
@@ -181,6 +172,11 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		check: cfg.wakeCheckInterval(), checkName: eng.CheckChannel(cfg.WorkerID)}
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
 	r.outcomes = newOutcomeCounts(r.pools, r.poolOf)
+	r.preemptor = &preemptor{eng: eng, q: q, log: r.log, worker: cfg.WorkerID,
+		policy: victim.Policy{Policy: cfg.Preemption}, poolOf: r.poolOf, slots: r}
+	for _, p := range r.pools {
+		r.preemptor.bands = append(r.preemptor.bands, p.levels)
+	}
 	r.done = &completer{eng: eng, q: q, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
 		outcomes: r.outcomes, slots: r, dispatched: r.dispatchCtx}
 	r.beats = &heartbeater{eng: eng, worker: cfg.WorkerID, interval: cfg.HeartbeatInterval, log: r.log,
@@ -205,11 +201,11 @@ func (r *Runtime) WorkerID() string { return r.cfg.WorkerID }
 
 // Stats returns the runtime's cumulative counts.
 func (r *Runtime) Stats() RunStats {
-	s := &r.stats
+	p := &r.preemptor.counted
 	return RunStats{Processed: r.done.processed.Load(), Failed: r.done.failed.Load(), Dead: r.done.dead.Load(),
-		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load(),
-		ScaledUp: r.scaler.scaledUp.Load(), ScaledDown: r.scaler.scaledDown.Load(), SLABreaches: s.slaBreaches.Load(),
-		FleetDeferrals: s.deferred.Load(), FleetOverrides: s.overrides.Load()}
+		Preempted: p.preempted.Load(), Reserved: p.reserved.Load(), Stuck: p.stuck.Load(),
+		ScaledUp: r.scaler.scaledUp.Load(), ScaledDown: r.scaler.scaledDown.Load(), SLABreaches: r.obs.slaBreaches.Load(),
+		FleetDeferrals: p.deferred.Load(), FleetOverrides: p.overrides.Load()}
 }
 
 // Start registers the worker and starts leasing; it returns at once.

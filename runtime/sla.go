@@ -39,7 +39,7 @@ func (o *observer) checkSLA(ctx context.Context, rn *run, wait time.Duration) {
 	if !ok || wait <= sla {
 		return
 	}
-	o.r.stats.slaBreaches.Add(1)
+	o.slaBreaches.Add(1)
 	o.r.outcomes.count(t.OriginalLevel, func(c *store.LevelCounts) { c.SLABreaches++ })
 	o.metrics.RecordSLABreach(ctx, telemetry.Labels{Queue: o.r.q.Name(), Level: t.OriginalLevel,
 		LevelName: o.r.q.LevelName(t.OriginalLevel)})
