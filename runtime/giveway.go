@@ -60,7 +60,7 @@ func (r *Runtime) preempt(victimID string, urgent *run) {
 	// but the fleet check skips the caller's own record. Then, or if the
 	// victim itself finished meanwhile, nothing is preempted: urgent takes
 	// a free slot now, or waits for the first one to free.
-	// urgent.slot is the victim's pool (tryPreempt): it takes a slot there.
+	// urgent.slot is the victim's pool (preemptor.try): it takes a slot there.
 	ending := 0
 	for _, rn := range r.runs {
 		if rn.ending && rn.holdsSlot && rn.slot == urgent.slot {

@@ -22,7 +22,7 @@ import (
 // attempt per backoff, however many loops it runs and whatever go-redis's
 // MaxRetries and DialerRetries.
 // Any call that succeeds ends the outage, whichever loop made it, and
-// every loop resumes at once (redisCalled).
+// every loop resumes at once (redisWatch.called).
 //
 // A failure of a call sent before another call succeeded is stale: the
 // call may have gone out on a connection of the outage that just ended, so

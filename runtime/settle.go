@@ -224,7 +224,7 @@ func (c *completer) finishWithRetry(rn *run, what string, fn func(context.Contex
 			moving = true
 		}
 		if !c.redis.down() || c.dispatched.Err() != nil {
-			time.Sleep(wait) // else the next round's awaitRedis waits for the probe
+			time.Sleep(wait) // else the next round's awaitProbe waits for the probe
 		}
 	}
 }

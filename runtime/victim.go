@@ -72,7 +72,7 @@ func (pr *preemptor) bandOf(l int) int {
 	return pr.poolOf[l]
 }
 
-// tryPreempt follows the protocol: choose a local victim, RESERVE an urgent
+// try follows the protocol: choose a local victim, RESERVE an urgent
 // task above its level (the script refuses while any live worker in the
 // fleet has a free slot or runs a lower eligible victim, for a bounded time:
 // see deference.go), and only if a task was leased cancel the victim. So
