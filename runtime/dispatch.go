@@ -35,7 +35,7 @@ func (r *Runtime) dispatch() {
 	defer r.loops.Done()
 	defer r.dispatchWG.Done()
 	defer r.stopCarrying()
-	defer r.leaseWG.Wait() // the calls in flight launch their tasks first
+	defer r.callers.wait() // the calls in flight launch their tasks first
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	warned := false // "redis unavailable" was said at warn since the last success
 	// notBefore: after a failed call no other goes before it, unless Redis

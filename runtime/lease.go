@@ -63,7 +63,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 	}
 	r.leasing++
 	r.mu.Unlock()
-	r.goLease(func() {
+	r.callers.call(func() {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 		res, err := r.eng.Lease(ctx, req)

@@ -252,9 +252,7 @@ func (r *Runtime) probe() {
 	r.mu.Lock()
 	r.leasing++
 	r.mu.Unlock()
-	r.leaseWG.Add(1)
-	go func() {
-		defer r.leaseWG.Done()
+	r.callers.once(func() {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 		err := reach(ctx, r.eng.Redis())
@@ -276,5 +274,5 @@ func (r *Runtime) probe() {
 		case r.leaseDone <- struct{}{}:
 		default:
 		}
-	}()
+	})
 }

@@ -70,11 +70,7 @@ type Runtime struct {
 	stopAll     context.CancelFunc
 	loops       sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
 	dispatchWG  sync.WaitGroup
-	leaseWG     sync.WaitGroup // lease calls in flight and their callers (lease.go)
-	// leaseIdle hands a lease call to an idle caller goroutine, and
-	// callers counts those goroutines (leaser.go).
-	leaseIdle chan func()
-	callers   atomic.Int32
+	callers     *leaseCallers // run the lease calls and the probe (leaser.go)
 	// Lease calls in flight and what the ended ones left for the
 	// dispatcher (lease.go); guarded by mu.
 	leasing   int
@@ -160,9 +156,9 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		runs:      make(map[string]*run),
 		kick:      make(chan struct{}, 1),
 		leaseDone: make(chan struct{}, 1),
-		leaseIdle: make(chan func()),
 		stopLease: make(chan struct{}),
 	}
+	r.callers = newLeaseCallers(r.stopLease)
 	r.redis = &redisWatch{log: r.log, onDown: r.signal, onBack: func() {
 		r.lookNow()
 		go r.wakes.checkSubscription(r.baseCtx) // the commands may reach another server now
