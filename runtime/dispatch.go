@@ -14,20 +14,6 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// raiseWake records that a task of level l was announced, keeping the
-// highest level since the dispatcher last looked.
-func (r *Runtime) raiseWake(l int64) {
-	if l >= 0 && l < 64 {
-		r.wakeMask.Or(1 << l)
-	}
-	for {
-		cur := r.wakeLevel.Load()
-		if l <= cur || r.wakeLevel.CompareAndSwap(cur, l) {
-			return
-		}
-	}
-}
-
 // dispatch is the fetch loop: while slots are free it leases as many tasks
 // as there are free slots in one round trip; when none are free and an
 // urgent task was announced, it tries to preempt.
@@ -60,8 +46,7 @@ func (r *Runtime) dispatch() {
 		}
 		r.startWaiting()
 		wait := r.cfg.PollInterval
-		woken := r.wakeLevel.Swap(-1)
-		mask := r.wakeMask.Swap(0)
+		woken, mask := r.inbox.take()
 		// What the lease calls that ended left: an error backs off, and a
 		// queue the last call found drained (no backlog) is not asked
 		// again until something else woke this loop (a wake-up, a freed
@@ -96,10 +81,7 @@ func (r *Runtime) dispatch() {
 			// A call in flight brings tasks for the slots it asked for or
 			// hands them back: no pool counts as saturated until it ends,
 			// and what was announced still counts then.
-			r.wakeMask.Or(mask)
-			if woken >= 0 {
-				r.raiseWake(woken)
-			}
+			r.inbox.keep(woken, mask)
 		}
 		for p := range frees {
 			if err != nil || down || !ready || frees[p] > 0 || leasing > 0 {
@@ -122,8 +104,8 @@ func (r *Runtime) dispatch() {
 			preempted, retryAt, err = r.preemptor.try(r.baseCtx, p, announced)
 			answered = answered || err == nil
 			if err == nil && preempted {
-				r.raiseWake(int64(announced))
-				r.wakeMask.Or(mask)
+				r.inbox.raise(int64(announced))
+				r.inbox.keep(-1, mask)
 				forcePoll, wait = false, 0 // more urgent tasks may wait: try the next victim at once
 				break
 			}
@@ -175,7 +157,7 @@ func (r *Runtime) dispatch() {
 		case !ready:
 			wait = min(wait, max(time.Until(notBefore), time.Millisecond))
 		}
-		if len(r.kick) == 0 && leasing == 0 {
+		if len(r.inbox.kick) == 0 && leasing == 0 {
 			// About to wait: no lease call may come soon to carry the acks
 			// of slots freed early, so they go now (and before any lease).
 			r.flushCarried()
@@ -185,14 +167,14 @@ func (r *Runtime) dispatch() {
 		select {
 		case <-r.stopLease:
 			return
-		case <-r.kick:
+		case <-r.inbox.kick:
 			wokeSince = true
-		case <-r.leaseDone:
+		case <-r.inbox.leaseDone:
 		case <-timer.C:
 			polled, wokeSince = true, true
 		}
 		polled = polled || forcePoll
-		if r.pollNow.Swap(false) { // Redis answered again, or the subscription is back
+		if r.inbox.pollNow.Swap(false) { // Redis answered again, or the subscription is back
 			polled, wokeSince, notBefore = true, true, time.Time{}
 		}
 		if !timer.Stop() {
@@ -311,7 +293,7 @@ func (r *Runtime) startWaiting() {
 // look; the dispatcher is woken either way (the wake listener's waker).
 func (r *Runtime) announced(l int, isLevel bool) {
 	if isLevel && !r.isPaused(l) {
-		r.raiseWake(int64(l))
+		r.inbox.raise(int64(l))
 	}
-	r.signal()
+	r.inbox.signal()
 }

@@ -94,10 +94,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 		if stale {
 			r.lookNow()
 		}
-		select {
-		case r.leaseDone <- struct{}{}:
-		default:
-		}
+		r.inbox.leaseEnded()
 	})
 	return true
 }

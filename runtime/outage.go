@@ -227,10 +227,7 @@ func (w *redisWatch) waitRedis(ctx context.Context, d time.Duration) bool {
 
 // lookNow makes the dispatcher look for work at once, as on its slow
 // poll: urgent work of every level included, whatever its backoff.
-func (r *Runtime) lookNow() {
-	r.pollNow.Store(true)
-	r.signal()
-}
+func (r *Runtime) lookNow() { r.inbox.lookNow() }
 
 // onceCmd is a command that go-redis sends once, never retried on a new
 // connection.
@@ -270,9 +267,6 @@ func (r *Runtime) probe() {
 		if stale {
 			r.lookNow() // Redis answered another call meanwhile
 		}
-		select {
-		case r.leaseDone <- struct{}{}:
-		default:
-		}
+		r.inbox.leaseEnded()
 	})
 }

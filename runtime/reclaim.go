@@ -14,7 +14,7 @@ import (
 )
 
 // announcedIn returns the highest level of pool p's band announced since
-// the dispatcher last looked (woken, mask: see raiseWake), or -1.
+// the dispatcher last looked (woken, mask: see inbox.raise), or -1.
 func (r *Runtime) announcedIn(p int, woken int64, mask uint64) int {
 	band := r.pools[p].levels
 	for i := len(band) - 1; i >= 0; i-- {

@@ -45,14 +45,8 @@ type Runtime struct {
 	runsCtx  context.Context
 	stopRuns context.CancelCauseFunc
 
-	kick chan struct{} // a slot freed or a task arrived
-	// pollNow makes the dispatcher look for work as on its slow poll when
-	// kick wakes it: Redis answered again, or the wake-up subscription
-	// came back, after wake-ups may have been lost (lookNow).
-	pollNow   atomic.Bool
-	redis     *redisWatch   // whether Redis answers (outage.go)
-	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
-	wakeMask  atomic.Uint64 // every level (below 64) announced since then, bit per level
+	inbox inbox       // what wakes the dispatcher (inbox.go)
+	redis *redisWatch // whether Redis answers (outage.go)
 
 	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
 	outcomes *outcomeCounts                          // for the fleet's rates, see rates.go
@@ -73,15 +67,14 @@ type Runtime struct {
 	callers     *leaseCallers // run the lease calls and the probe (leaser.go)
 	// Lease calls in flight and what the ended ones left for the
 	// dispatcher (lease.go); guarded by mu.
-	leasing   int
-	backlog   bool // the last lease call that ended filled every slot it asked for
-	leaseOut  leaseOutcome
-	leaseDone chan struct{}  // a lease call ended (buffered, 1)
-	tasks     sync.WaitGroup // running handlers
-	handlers  atomic.Int64   // goroutines handed to the pool and not yet returned
-	started   atomic.Bool
-	shutOnce  sync.Once
-	shutErr   error
+	leasing  int
+	backlog  bool // the last lease call that ended filled every slot it asked for
+	leaseOut leaseOutcome
+	tasks    sync.WaitGroup // running handlers
+	handlers atomic.Int64   // goroutines handed to the pool and not yet returned
+	started  atomic.Bool
+	shutOnce sync.Once
+	shutErr  error
 
 	sched *scheduler // Config.Periodic (periodic.go)
 	done  *completer // the runs' outcomes (settle.go, ack.go)
@@ -154,11 +147,10 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		q: q, eng: eng, h: handlers.Recover()(h), cfg: cfg,
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
-		kick:      make(chan struct{}, 1),
-		leaseDone: make(chan struct{}, 1),
 		stopLease: make(chan struct{}),
 	}
 	r.callers = newLeaseCallers(r.stopLease)
+	r.inbox.init()
 	r.redis = &redisWatch{log: r.log, onDown: r.signal, onBack: func() {
 		r.lookNow()
 		go r.wakes.checkSubscription(r.baseCtx) // the commands may reach another server now
@@ -182,7 +174,6 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		halt: r.stopLease, schedules: schedules}
 	r.scaler = newAutoscaler(r.pools, &autoscaler{depths: q.Depths, log: r.log, redis: r.redis, halt: r.stopLease,
 		slots: r, report: r.beats.beat})
-	r.wakeLevel.Store(-1)
 	r.capacity.Store(int64(cfg.Concurrency))
 	var err error
 	if r.obs, err = newObserver(r); err != nil {
@@ -268,12 +259,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 }
 
 // signal wakes the dispatcher without blocking.
-func (r *Runtime) signal() {
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-}
+func (r *Runtime) signal() { r.inbox.signal() }
 
 // zapAntsLogger routes ants' messages to zap.
 type zapAntsLogger struct{ l *zap.Logger }
