@@ -15,9 +15,10 @@ func TestDocFlowIsExample(t *testing.T) {
 	require.NoError(t, err)
 	example, err := os.ReadFile("example_test.go")
 	require.NoError(t, err)
-	body := string(example)
-	body = body[strings.Index(body, "func Example() {"):]
-	body = body[:strings.Index(body, "\n}\n")]
+	_, body, ok := strings.Cut(string(example), "func Example() {")
+	require.True(t, ok, "example_test.go has no Example")
+	body, _, ok = strings.Cut(body, "\n}\n")
+	require.True(t, ok, "Example has no end")
 	lines := map[string]bool{}
 	for _, l := range strings.Split(body, "\n") {
 		lines[strings.TrimSpace(l)] = true
