@@ -32,7 +32,7 @@ func handlerLines(logs *observer.ObservedLogs, msg string) []map[string]any {
 // span_id of the run's process span.
 func TestHandlerLoggerCarriesTaskFields(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newTracedWorker(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		spans := make(chan trace.SpanContext, 2)
 		mux := handlers.NewMux()
 		mux.HandleFunc("bill", func(ctx context.Context, tk *queue.TaskInfo) error {

@@ -11,15 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/overtake/overtake/checkpoint"
@@ -35,66 +31,9 @@ import (
 // attributes with the SDK's in-memory span recorder, metrics with a manual
 // reader, log fields with zap's observer.
 
-// tracedWorker is one queue whose producer and workers share a recording tracer
-// provider, a manually read meter provider and an observed logger.
-type tracedWorker struct {
-	q      *queue.Client
-	tp     *sdktrace.TracerProvider
-	rec    *tracetest.SpanRecorder
-	reader *sdkmetric.ManualReader
-	mp     *sdkmetric.MeterProvider
-	logs   *observer.ObservedLogs
-	log    *zap.Logger
-}
-
-func newTracedWorker(t *testing.T, b testredis.Backend, cfg queue.Config) *tracedWorker {
-	t.Helper()
-	o := &tracedWorker{rec: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	o.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.rec))
-	o.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))
-	t.Cleanup(func() {
-		_ = o.tp.Shutdown(context.Background())
-		_ = o.mp.Shutdown(context.Background())
-	})
-	core, logs := observer.New(zapcore.DebugLevel)
-	o.log, o.logs = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core())), logs
-	cfg.Namespace = b.Prefix
-	if cfg.Name == "" {
-		cfg.Name = "jobs"
-	}
-	cfg.TracerProvider = o.tp
-	var err error
-	o.q, err = queue.New(b.Client, cfg)
-	require.NoError(t, err)
-	return o
-}
-
-// start starts a runtime observed by the rig; it is shut down at cleanup,
-// before the providers.
-func (o *tracedWorker) start(t *testing.T, ctx context.Context, h handlers.Handler, cfg runtime.Config) *runtime.Runtime {
-	t.Helper()
-	cfg.TracerProvider, cfg.MeterProvider, cfg.Logger = o.tp, o.mp, o.log
-	rt, err := runtime.New(o.q, h, cfg)
-	require.NoError(t, err)
-	require.NoError(t, rt.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Shutdown(sctx)
-	})
-	return rt
-}
-
-func (o *tracedWorker) enqueue(t *testing.T, typ string, level int, opts ...queue.Option) string {
-	t.Helper()
-	tk, err := o.q.Enqueue(context.Background(), queue.NewTask(typ, nil), append([]queue.Option{queue.Level(level)}, opts...)...)
-	require.NoError(t, err)
-	return tk.ID
-}
-
 // spans waits until n ended spans named "<op> jobs" concern task id, and
 // returns them in the order they ended.
-func (o *tracedWorker) spans(t *testing.T, op, id string, n int) []sdktrace.ReadOnlySpan {
+func (o *testBundle) spans(t *testing.T, op, id string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	var out []sdktrace.ReadOnlySpan
 	require.Eventually(t, func() bool {
@@ -141,7 +80,7 @@ func spanEvent(t *testing.T, s sdktrace.ReadOnlySpan, name string) map[attribute
 }
 
 // metrics collects the rig's metrics by name.
-func (o *tracedWorker) metrics(t *testing.T) map[string]metricdata.Aggregation {
+func (o *testBundle) metrics(t *testing.T) map[string]metricdata.Aggregation {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, o.reader.Collect(context.Background(), &rm))
@@ -188,7 +127,7 @@ func metricCount(t *testing.T, agg metricdata.Aggregation, level int) int64 {
 
 // requireTaskLogs checks that every log line about a task carries its ID,
 // type, level and trace ID, and returns the lines about task id.
-func (o *tracedWorker) requireTaskLogs(t *testing.T, id string, traceID trace.TraceID) []observer.LoggedEntry {
+func (o *testBundle) requireTaskLogs(t *testing.T, id string, traceID trace.TraceID) []observer.LoggedEntry {
 	t.Helper()
 	var mine []observer.LoggedEntry
 	for _, e := range o.logs.All() {
@@ -215,7 +154,7 @@ func (o *tracedWorker) requireTaskLogs(t *testing.T, id string, traceID trace.Tr
 // linked to the preempted run, with resumed and the checkpoint's sequence.
 func TestObservePreemption(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newTracedWorker(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		type progress struct{ Step int }
 		lowStarted, urgentRan := make(chan progress, 2), make(chan struct{}, 1)
 		mux := handlers.NewMux()
@@ -346,7 +285,7 @@ func TestObservePreemption(t *testing.T) {
 // span has the error status, the exception and the retry event.
 func TestObserveRetry(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newTracedWorker(t, b, queue.Config{Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+		o := setupBundle(t, b, withQueue(queue.Config{Backoff: func(int) time.Duration { return 10 * time.Millisecond }}), withTracing())
 		var runs atomic.Int32
 		done := make(chan struct{})
 		mux := handlers.NewMux()
@@ -394,7 +333,7 @@ func TestObserveRetry(t *testing.T) {
 // A stored result is an event of the run that stored it, and a log line.
 func TestObserveResult(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newTracedWorker(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		mux := handlers.NewMux()
 		mux.HandleFunc("report", func(ctx context.Context, _ *queue.TaskInfo) error {
 			return handlers.SetResult(ctx, []byte(`{"rows":1200}`))
@@ -411,7 +350,7 @@ func TestObserveResult(t *testing.T) {
 // A panic and dead-lettering show in the span's status and events.
 func TestObservePanicAndDead(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newTracedWorker(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		mux := handlers.NewMux()
 		mux.HandleFunc("panics", func(ctx context.Context, tk *queue.TaskInfo) error { panic("boom") })
 		mux.HandleFunc("hopeless", func(ctx context.Context, tk *queue.TaskInfo) error {
@@ -456,7 +395,7 @@ func TestObservePanicAndDead(t *testing.T) {
 // even when the runtime's own context carries a span.
 func TestObserveShutdownAndParent(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newTracedWorker(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		started := make(chan int, 2)
 		var runs atomic.Int32
 		mux := handlers.NewMux()
@@ -495,7 +434,7 @@ func TestObserveShutdownAndParent(t *testing.T) {
 // its log lines carry that span's trace ID.
 func TestObserveUntracedProducer(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newTracedWorker(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		producer, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "jobs", TracerProvider: noop.NewTracerProvider()})
 		require.NoError(t, err)
 		done := make(chan struct{})

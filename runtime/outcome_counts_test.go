@@ -26,7 +26,7 @@ func TestOutcomeCountsAgree(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		var offset atomic.Int64 // the queue's clock runs ahead by this
 		clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-		o := newTracedWorker(t, b, queue.Config{Clock: clock})
+		o := setupBundle(t, b, withQueue(queue.Config{Clock: clock}), withTracing())
 		ctx := context.Background()
 		mux := handlers.NewMux()
 		mux.HandleFunc("ok", func(context.Context, *queue.TaskInfo) error { return nil })

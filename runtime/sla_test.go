@@ -36,11 +36,11 @@ func (c *slaClock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 // slaRun enqueues tasks at the given levels (IDs as keys), lets the clock run
 // on by wait, starts a runtime with sla and waits until every task ran.
 func slaRun(t *testing.T, b testredis.Backend, qcfg queue.Config, levels map[string]int,
-	wait time.Duration, sla map[int]time.Duration) (*tracedWorker, *runtime.Runtime) {
+	wait time.Duration, sla map[int]time.Duration) (*testBundle, *runtime.Runtime) {
 	t.Helper()
 	clk := newSLAClock()
 	qcfg.Clock = clk.Now
-	o := newTracedWorker(t, b, qcfg)
+	o := setupBundle(t, b, withQueue(qcfg), withTracing())
 	for id, l := range levels {
 		o.enqueue(t, "job", l, queue.ID(id))
 	}
