@@ -17,13 +17,11 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
-// setup returns a queue client with its own namespace on backend b.
+// setup returns the queue of a test bundle (setupBundle) with cfg, on its
+// own namespace on backend b.
 func setup(t *testing.T, b testredis.Backend, cfg queue.Config) *queue.Client {
 	t.Helper()
-	cfg.Namespace = b.Prefix
-	q, err := queue.New(b.Client, cfg)
-	require.NoError(t, err)
-	return q
+	return setupBundle(t, b, withQueue(cfg)).q
 }
 
 // startRuntime starts a runtime and shuts it down at cleanup.
