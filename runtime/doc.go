@@ -32,6 +32,18 @@
 // script publishes, with a slow fallback poll (PollInterval); it never polls
 // Redis in a loop. A heartbeat extends every lease of the worker in one call.
 //
+// # Services
+//
+// Inside, a Runtime is a few services, each a type with one start and one
+// stop: the heartbeater (heartbeat.go) extends every lease, the completer
+// (settle.go, ack.go) writes each run's outcome and retries it while Redis
+// is away, the wake listener (wake.go) keeps the subscription, the
+// preemptor (victim.go, deference.go) chooses victims and reserves urgent
+// work, the scheduler (periodic.go) enqueues periodic ticks and the
+// autoscaler (pool_autoscale.go) sizes the pools, around the dispatcher
+// (dispatch.go, lease.go) and the slots it fills. docs/design.md, "The
+// worker's services", draws them.
+//
 // # Preemption
 //
 // When every slot is busy and a task above the lowest preemptible running
