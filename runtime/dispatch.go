@@ -219,12 +219,9 @@ func (r *Runtime) logCorrupt(res *store.LeaseResult) {
 	}
 }
 
-// poolRoom is how many more handlers the pool can start without blocking,
-// not counting the runs that only wait for their early ack (ack.go): the
-// pool has room of its own for those.
-func (r *Runtime) poolRoom() int {
-	return r.cfg.poolSize() - int(r.handlers.Load()-r.early.Load())
-}
+// poolRoom is how many more handlers the pool can start without blocking
+// (workers.room).
+func (r *Runtime) poolRoom() int { return r.workers.room() }
 
 // killMalformed dead-letters leased records that could not be decoded, off
 // the dispatcher goroutine (a Redis outage would hold it for a lease
@@ -232,14 +229,12 @@ func (r *Runtime) poolRoom() int {
 func (r *Runtime) killMalformed(res *store.LeaseResult) {
 	for _, m := range res.Malformed {
 		rn := &run{t: m.Task, log: r.log.With(zap.String("task_id", m.Task.ID))}
-		r.tasks.Add(1)
-		go func() {
-			defer r.tasks.Done()
+		r.workers.track(func() {
 			// A record Redis holds that cannot be decoded: corruption.
 			if err := r.done.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {
 				r.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
 			}
-		}()
+		})
 	}
 }
 
@@ -258,13 +253,9 @@ func (r *Runtime) start(rn *run, takeSlot bool) {
 		r.holdSlot(rn)
 	}
 	r.mu.Unlock()
-	r.tasks.Add(1)
-	r.handlers.Add(1)
-	if err := r.pool.Submit(func() { r.execute(rn) }); err != nil {
-		r.handlers.Add(-1)
+	if err := r.workers.submit(func() { r.execute(rn) }); err != nil {
 		// The pool is closed only after every task returned, so this means
 		// a bug; the lease expires and recovery runs the task elsewhere.
-		r.tasks.Done()
 		rn.log.Error("pool refused task", zap.Error(err))
 		r.finished(rn)
 	}

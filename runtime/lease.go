@@ -145,11 +145,7 @@ func (r *Runtime) launch(tasks []*store.Task, asked []int, ended func(*leaseOutc
 	ended(&r.leaseOut)
 	r.mu.Unlock()
 	for _, rn := range runs {
-		r.tasks.Add(1)
-		r.handlers.Add(1)
-		if err := r.pool.Submit(func() { r.startLeased(rn) }); err != nil {
-			r.handlers.Add(-1)
-			r.tasks.Done()
+		if err := r.workers.submit(func() { r.startLeased(rn) }); err != nil {
 			// The pool is closed only after every task returned, so this
 			// means a bug; the lease expires and recovery runs the task
 			// elsewhere.
@@ -223,7 +219,7 @@ func (r *Runtime) slotFor(level int, frees []int) int {
 func (r *Runtime) carryAck(rn *run) (wait func(context.Context) error, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !rn.holdsSlot || rn.givingWay != nil || r.dispatchCtx.Err() != nil || int(r.early.Load()) >= r.maxEarly() {
+	if !rn.holdsSlot || rn.givingWay != nil || r.dispatchCtx.Err() != nil || int(r.workers.early.Load()) >= r.maxEarly() {
 		return nil, false
 	}
 	// Queued before the slot is seen free: a lease call that counts the
@@ -233,7 +229,7 @@ func (r *Runtime) carryAck(rn *run) (wait func(context.Context) error, ok bool) 
 	}
 	r.freeSlot(rn)
 	rn.early = true
-	r.early.Add(1)
+	r.workers.early.Add(1)
 	r.signal()
 	return wait, true
 }

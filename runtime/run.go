@@ -82,8 +82,7 @@ func (r *Runtime) prepare(rn *run) {
 
 // execute runs the handler for rn in a pool goroutine and settles the task.
 func (r *Runtime) execute(rn *run) {
-	defer r.tasks.Done()
-	defer r.handlers.Add(-1)
+	defer r.workers.done()
 	// The handler's logger (handlers.Logger): the run's, with the attempt.
 	ctx := tasklog.NewContext(rn.ctx, rn.log.WithLazy(zap.Int(telemetry.FieldAttempt, rn.t.Attempt)))
 	var cancelTimeout context.CancelFunc = func() {}
@@ -114,7 +113,7 @@ func (r *Runtime) finished(rn *run) {
 	r.freeSlot(rn)
 	if rn.early {
 		rn.early = false
-		r.early.Add(-1)
+		r.workers.early.Add(-1)
 	}
 	r.mu.Unlock()
 	r.signal()

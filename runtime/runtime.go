@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/panjf2000/ants/v2"
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/handlers"
@@ -28,7 +27,7 @@ type Runtime struct {
 	log *zap.Logger
 	obs *observer
 
-	pool *ants.Pool
+	workers workers // the handlers' ants pool (workers.go)
 
 	capacity     atomic.Int64 // current concurrency: Config.Concurrency, or the autoscaler's choice
 	unregisterCc func() error // the concurrency gauge
@@ -56,13 +55,11 @@ type Runtime struct {
 	wakes     *wakeListener   // the wake-up subscription (wake.go)
 	stopLease chan struct{}   // closed when leasing stops
 	// dispatchCtx ends once the dispatcher stopped (after it sent the
-	// acks queued for its lease calls); early counts the runs whose slot
-	// was freed before their ack landed (ack.go; changed under mu).
+	// acks queued for its lease calls).
 	dispatchCtx context.Context
 	endDispatch context.CancelFunc
-	early       atomic.Int64
 	stopAll     context.CancelFunc
-	loops       sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
+	loops       sync.WaitGroup // the dispatcher and the rejoins it starts (giveway.go)
 	dispatchWG  sync.WaitGroup
 	callers     *leaseCallers // run the lease calls and the probe (leaser.go)
 	// Lease calls in flight and what the ended ones left for the
@@ -70,8 +67,6 @@ type Runtime struct {
 	leasing  int
 	backlog  bool // the last lease call that ended filled every slot it asked for
 	leaseOut leaseOutcome
-	tasks    sync.WaitGroup // running handlers
-	handlers atomic.Int64   // goroutines handed to the pool and not yet returned
 	started  atomic.Bool
 	shutOnce sync.Once
 	shutErr  error
@@ -205,20 +200,19 @@ func (r *Runtime) Start(ctx context.Context) error {
 	// Concurrency (or Autoscale.Max) workers plus room for victims winding
 	// down (StartImmediately) and for handlers stuck past their grace; see
 	// poolSize.
-	pool, err := ants.NewPool(r.cfg.poolSize()+r.cfg.earlyMax(), ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{r.cfg.Logger}))
+	err := r.workers.start(r.cfg.poolSize(), r.cfg.earlyMax(), r.cfg.Logger)
 	if err != nil {
 		r.started.Store(false)
-		return fmt.Errorf("overtake: pool: %w", err)
+		return err
 	}
-	r.pool = pool
 	if err := r.obs.register(); err != nil {
-		pool.Release()
+		r.workers.release()
 		r.started.Store(false)
 		return err
 	}
 	if r.unregisterCc, err = r.obs.metrics.RegisterConcurrency(r.capacity.Load, r.q.Name()); err != nil {
 		r.obs.close()
-		pool.Release()
+		r.workers.release()
 		r.started.Store(false)
 		return err
 	}
@@ -260,10 +254,3 @@ func (r *Runtime) Run(ctx context.Context) error {
 
 // signal wakes the dispatcher without blocking.
 func (r *Runtime) signal() { r.inbox.signal() }
-
-// zapAntsLogger routes ants' messages to zap.
-type zapAntsLogger struct{ l *zap.Logger }
-
-func (z zapAntsLogger) Printf(format string, args ...any) {
-	z.l.Warn(fmt.Sprintf(format, args...))
-}

@@ -84,17 +84,17 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	}
 	if r.cfg.DrainTimeout > 0 {
 		dctx, cancel := context.WithDeadline(ctx, begin.Add(r.cfg.DrainTimeout))
-		r.waitTasks(dctx)
+		r.workers.wait(dctx)
 		cancel()
 		r.preemptAll()
 	}
-	if !r.waitTasks(ctx) {
+	if !r.workers.wait(ctx) {
 		// From now on the handlers that return record their outcome under
 		// their lease alone (finishWithRetry): nobody waits for it here.
 		r.done.shutdownReturned()
 		err := r.stillRunning(ctx)
 		go func() { // finish stopping once the stuck handlers return
-			r.tasks.Wait()
+			r.workers.tasks.Wait()
 			<-reported
 			r.teardown(context.Background())
 		}()
@@ -127,24 +127,12 @@ func (r *Runtime) teardown(ctx context.Context) {
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	r.beats.farewell(dctx)
-	r.pool.Release()
+	r.workers.release()
 	if uerr := r.unregisterCc(); uerr != nil {
 		r.log.Warn("unregister concurrency gauge", zap.Error(uerr))
 	}
 	r.obs.close()
 	r.log.Info("runtime stopped", zap.Any("stats", r.Stats()))
-}
-
-// waitTasks waits for every handler to return; false if ctx ended first.
-func (r *Runtime) waitTasks(ctx context.Context) bool {
-	done := make(chan struct{})
-	go func() { r.tasks.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // stillRunning names the tasks whose handlers ignored the shutdown past
