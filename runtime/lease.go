@@ -163,7 +163,7 @@ func (r *Runtime) startLeased(rn *run) {
 	r.mu.Lock()
 	rn.running = true
 	rn.started = time.Now()
-	paused := rn.givingWay == nil && r.pauseMode(rn.t.Level) == queue.PausePreempt
+	paused := rn.givingWay == nil && r.paused.mode(rn.t.Level) == queue.PausePreempt
 	if paused {
 		rn.givingWay = &preemption{}
 	}

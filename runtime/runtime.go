@@ -47,9 +47,9 @@ type Runtime struct {
 	inbox inbox       // what wakes the dispatcher (inbox.go)
 	redis *redisWatch // whether Redis answers (outage.go)
 
-	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
-	outcomes *outcomeCounts                          // for the fleet's rates, see rates.go
-	beats    *heartbeater                            // heartbeat.go
+	paused   pausedSet      // paused levels, see pause.go
+	outcomes *outcomeCounts // for the fleet's rates, see rates.go
+	beats    *heartbeater   // heartbeat.go
 
 	baseCtx   context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
 	wakes     *wakeListener   // the wake-up subscription (wake.go)
