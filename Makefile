@@ -29,7 +29,7 @@ test/short: ## quick go test -short, miniredis only
 GOLANGCI_VERSION ?= v2.15.0
 GOLANGCI = $(shell $(GO) env GOPATH)/bin/golangci-lint-$(GOLANGCI_VERSION)
 
-lint: $(GOLANGCI) ## gofmt, vet, tidy, golangci-lint (layering rules too), luacheck of the Lua scripts, exported names (<= 210), comments name only what exists, producer binary size (<= 12 MB)
+lint: $(GOLANGCI) ## gofmt, vet, tidy, golangci-lint (layering rules too), luacheck of the Lua scripts, exported names and struct fields (scripts/exported), no alias of an internal type, comments name only what exists, producer binary size (<= 12 MB)
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@command -v luacheck >/dev/null || { echo "luacheck not installed (Debian package lua-check)"; exit 1; }
 	luacheck --formatter plain internal/store/lua

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"github.com/overtake/overtake/internal/ckpt"
+	"github.com/overtake/overtake/internal/mirror"
 
 	"github.com/overtake/overtake/internal/store"
 
@@ -111,7 +112,7 @@ func BenchmarkSaveCheckpoint1KiB(b *testing.B) {
 		if err != nil || len(res.Tasks) != 1 {
 			b.Fatalf("lease: %v", err)
 		}
-		h := ckpt.New(store.Of(q), &res.Tasks[0].Info, res.Tasks[0].Token)
+		h := ckpt.New(store.Of(q), mirror.TaskInfo(&res.Tasks[0].Info), res.Tasks[0].Token)
 		data := make([]byte, 1024)
 		b.ReportAllocs()
 		for b.Loop() {

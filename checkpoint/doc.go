@@ -6,10 +6,10 @@
 // The main flow, inside a handler (the runtime puts the run's checkpoint
 // in ctx; in tests, checkpointtest.Saver.Context does):
 //
-//	type progress struct{ Row int }
+//	type rowProgress struct{ Row int }
 //
 //	func export(ctx context.Context, t *queue.TaskInfo) error {
-//		p, _, err := checkpoint.Load[progress](ctx) // zero value on the first run
+//		p, _, err := checkpoint.Load[rowProgress](ctx) // zero value on the first run
 //		if err != nil {
 //			return err
 //		}

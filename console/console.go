@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -60,7 +59,6 @@ const HeaderToken = "X-Overtake-Token"
 // live streams.
 type Console struct {
 	q    *queue.Client
-	st   *store.Store // q's storage layer: the lease of a running task (worker, deadline)
 	opts Options
 	log  *zap.Logger
 	mux  *http.ServeMux
@@ -110,7 +108,7 @@ func New(q *queue.Client, opts Options) (*Console, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Console{q: q, st: store.Of(q), opts: opts, log: opts.Logger, tmpl: tmpl, host: hosts, ctx: ctx, cancel: cancel,
+	c := &Console{q: q, opts: opts, log: opts.Logger, tmpl: tmpl, host: hosts, ctx: ctx, cancel: cancel,
 		hist: newHistory(q.Levels(), int(opts.History/opts.SampleInterval)+1), stopped: make(chan struct{})}
 	c.routes()
 	return c, nil

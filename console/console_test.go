@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/console"
-	"github.com/overtake/overtake/internal/store"
+	"github.com/overtake/overtake/internal/testworker"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -139,15 +139,14 @@ func TestNewOptions(t *testing.T) {
 	require.ErrorContains(t, err, "Token")
 }
 
-// The running page and the task page show the lease that queue's types
-// leave out: the worker holding a running task and its lease deadline,
-// read through the storage layer.
+// The running page and the task page show the lease that TaskInfo leaves
+// out: the worker holding a running task and its lease deadline
+// (queue.TaskDetail).
 func TestRunningShowsTheLease(t *testing.T) {
 	e := newEnv(t, nil, console.Options{})
 	id := e.enqueue("render", "{}", 1)
-	res, err := store.Of(e.q).Lease(e.ctx, store.LeaseRequest{Worker: "w-render-7", Count: 1})
+	_, err := testworker.New(e.q, "w-render-7").LeaseOne(e.ctx, 0)
 	require.NoError(t, err)
-	require.Len(t, res.Tasks, 1)
 	_, body := e.get("/running")
 	require.Contains(t, body, id)
 	require.Contains(t, body, `<td class="mono">w-render-7</td>`)
@@ -163,16 +162,15 @@ func TestTaskPageShowsResult(t *testing.T) {
 	id := e.enqueue("report", "{}", 1)
 	_, body := e.get("/task?id=" + url.QueryEscape(id))
 	require.Contains(t, body, "<dt>Result</dt><dd>none stored</dd>")
-	st := store.Of(e.q)
-	res, err := st.Lease(e.ctx, store.LeaseRequest{Worker: "w", Count: 1})
+	w := testworker.New(e.q, "w")
+	leased, err := w.LeaseOne(e.ctx, 0)
 	require.NoError(t, err)
-	require.Len(t, res.Tasks, 1)
-	require.NoError(t, st.SaveResult(e.ctx, &res.Tasks[0].Info, res.Tasks[0].Token, []byte(`{"rows":1200,"note":"`+xss+`"}`)))
+	require.NoError(t, w.SaveResult(e.ctx, leased, []byte(`{"rows":1200,"note":"`+xss+`"}`)))
 	_, body = e.get("/task?id=" + url.QueryEscape(id))
 	require.Contains(t, body, `<pre class="result">{&#34;rows&#34;:1200,&#34;note&#34;:&#34;&lt;script&gt;`)
 	require.Contains(t, body, `<pre class="payload">`)
 
-	require.NoError(t, st.Ack(e.ctx, res.Tasks[0]))
+	require.NoError(t, w.Ack(e.ctx, leased))
 	code, body := e.get("/task?id=" + url.QueryEscape(id))
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "The task completed and its record was deleted; its result is retained for 23h59m more.")

@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -56,7 +55,7 @@ func (c *Console) deadView(ctx context.Context, q url.Values) (any, error) {
 
 // taskData is the task page.
 type taskData struct {
-	T           *store.Task // with its lease, which the page shows
+	T           *queue.TaskDetail // with its lease, which the page shows
 	Ref         taskRef
 	Level       string
 	Original    string
@@ -77,7 +76,7 @@ func (c *Console) taskView(ctx context.Context, q url.Values) (any, error) {
 	if len(id) > 512 {
 		return nil, badRequest("id is %d bytes long; task IDs this console shows are at most 512", len(id))
 	}
-	t, err := c.st.Inspect(ctx, id)
+	t, err := c.q.InspectDetail(ctx, id)
 	if t == nil {
 		return nil, err
 	}

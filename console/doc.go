@@ -25,7 +25,9 @@
 // Mount it in a server of your own:
 //
 //	c, err := console.New(q, console.Options{})
-//	if err != nil { ... }
+//	if err != nil {
+//		return err
+//	}
 //	defer c.Close()
 //	mux.Handle("/console/", http.StripPrefix("/console", c))
 //

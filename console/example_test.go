@@ -28,25 +28,36 @@ func Example() {
 		panic(err)
 	}
 
+	err = serve(q, func(url string) error {
+		res, err := http.Get(url + "/console/")
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		fmt.Println(res.Status)
+		fmt.Println(strings.Contains(string(body), "<title>queue · jobs · overtake console</title>"))
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// 200 OK
+	// true
+	// <nil>
+}
+
+// serve mounts the console of q on a server of its own, as the package
+// doc shows, and calls visit with the server's URL.
+func serve(q *queue.Client, visit func(url string) error) error {
+	mux := http.NewServeMux()
 	c, err := console.New(q, console.Options{})
 	if err != nil {
-		panic(err)
+		return err
 	}
 	defer c.Close()
-	mux := http.NewServeMux()
 	mux.Handle("/console/", http.StripPrefix("/console", c))
 
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	res, err := http.Get(srv.URL + "/console/")
-	if err != nil {
-		panic(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	_ = res.Body.Close()
-	fmt.Println(res.Status)
-	fmt.Println(strings.Contains(string(body), "<title>queue · jobs · overtake console</title>"))
-	// Output:
-	// 200 OK
-	// true
+	return visit(srv.URL)
 }

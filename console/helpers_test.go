@@ -1,7 +1,7 @@
 package console_test
 
 import (
-	"github.com/overtake/overtake/internal/store"
+	"github.com/overtake/overtake/internal/testworker"
 
 	"context"
 	"io"
@@ -92,10 +92,10 @@ func (e *env) enqueue(typ, payload string, level int, opts ...queue.Option) stri
 func (e *env) kill(typ, payload, reason string) string {
 	e.t.Helper()
 	id := e.enqueue(typ, payload, 2)
-	res, err := store.Of(e.q).Lease(e.ctx, store.LeaseRequest{Worker: "w", Count: 1})
+	w := testworker.New(e.q, "w")
+	leased, err := w.LeaseOne(e.ctx, 0)
 	require.NoError(e.t, err)
-	require.Len(e.t, res.Tasks, 1)
-	require.Equal(e.t, id, res.Tasks[0].ID)
-	require.NoError(e.t, store.Of(e.q).DeadLetter(e.ctx, res.Tasks[0], reason))
+	require.Equal(e.t, id, leased.ID)
+	require.NoError(e.t, w.DeadLetter(e.ctx, leased, reason))
 	return id
 }

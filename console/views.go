@@ -94,7 +94,7 @@ func (c *Console) runningView(ctx context.Context, q url.Values) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts, total, err := c.st.Running(ctx, off, pageSize)
+	ts, total, err := c.q.RunningDetails(ctx, off, pageSize)
 	if err != nil {
 		return nil, err
 	}

@@ -17,10 +17,11 @@ func ExamplePolicy_Validate() {
 // A policy is plain configuration (runtime.Config.Preemption); zero fields
 // take their defaults.
 func ExamplePolicy() {
-	p := preempt.Policy{
+	policy := preempt.Policy{
 		MinRunTime:     2 * time.Second, // let short tasks finish
 		NeverPreempted: []int{0},        // level 0 always runs to completion
-	}.WithDefaults()
+	}
+	p := policy.WithDefaults() // what runtime.New does with Config{Preemption: policy}
 	fmt.Println(p.MinRunTime, p.MinLevelGap, p.MaxPreemptions, p.Validate())
 	// Output: 2s 1 3 <nil>
 }

@@ -75,8 +75,9 @@ type Policy struct {
 
 	// FleetDeferral bounds how long a saturated worker defers to the
 	// fleet: while another live worker has a free slot, or runs a lower
-	// eligible victim, the worker does not preempt (that worker should
-	// take the urgent task, or give way first). Past the bound, counted
+	// eligible victim (or one of the victim's level preempted fewer
+	// times), the worker does not preempt (that worker should take the
+	// urgent task, or give way first). Past the bound, counted
 	// from the first refusal, it preempts its own victim anyway, so a
 	// worker that was killed (its record lives on until its liveness
 	// expires), drains, never preempts or waits for its own victim cannot

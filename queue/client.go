@@ -38,7 +38,7 @@ const shapeTimeout = 5 * time.Second
 // Pause or Resume, and the runtime's first lease and heartbeat: those fail
 // with the same errors until the shapes agree.
 func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
-	s, err := store.New(rdb, cfg)
+	s, err := store.New(rdb, store.Config(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 // task is not dead-lettered, and ErrMalformedRecord when the record has no
 // usable level (DeleteDead it instead). Nothing changes on failure.
 func (c *Client) RequeueDead(ctx context.Context, id string, opts RequeueDeadOptions) error {
-	return c.s.RequeueDead(ctx, id, opts)
+	return c.s.RequeueDead(ctx, id, store.RequeueDeadOptions(opts))
 }
 
 // DeleteDead deletes dead-lettered task id, its record and its result. It
@@ -69,7 +69,7 @@ func (c *Client) DeleteDead(ctx context.Context, id string) error {
 
 // Config returns the client's configuration with defaults filled in.
 func (c *Client) Config() Config {
-	return c.s.Config()
+	return Config(c.s.Config())
 }
 
 // Name returns the queue's name.
@@ -101,11 +101,11 @@ func (c *Client) LevelByName(name string) (int, error) {
 // record's Headers, so every run of the task joins the producer's trace.
 func (c *Client) Enqueue(ctx context.Context, t *Task, opts ...Option) (*TaskInfo, error) {
 	var rec store.Task
-	st, err := c.s.Enqueue(ctx, t.record(&rec), t.options(opts)...)
+	st, err := c.s.Enqueue(ctx, t.record(&rec), storeOptions(t.options(opts))...)
 	if err != nil {
 		return nil, err
 	}
-	return &st.Info, nil
+	return taskInfo(&st.Info), nil
 }
 
 // EnqueueBatch enqueues tasks, each with its options and then opts, in
@@ -117,20 +117,22 @@ func (c *Client) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option
 	for i, t := range tasks {
 		recs[i] = t.record(&slab[i])
 	}
-	out, err := c.s.EnqueueEach(ctx, recs, func(i int) []Option { return tasks[i].options(opts) })
-	return infos(out), err
+	out, err := c.s.EnqueueEach(ctx, recs, func(i int) []store.Option { return storeOptions(tasks[i].options(opts)) })
+	return taskInfos(out), err
 }
 
 // Preemptions returns up to count feed events newer than after (a Seq; ""
 // for the newest count), oldest first.
 func (c *Client) Preemptions(ctx context.Context, after string, count int64) ([]FeedEvent, error) {
-	return c.s.Preemptions(ctx, after, count)
+	evs, err := c.s.Preemptions(ctx, after, count)
+	return mirrorSlice[FeedEvent](evs), err
 }
 
 // Stats returns the depth, in-flight, scheduled and dead counts per level
 // in one round trip.
 func (c *Client) Stats(ctx context.Context) (*Stats, error) {
-	return c.s.Stats(ctx)
+	st, err := c.s.Stats(ctx)
+	return stats(st), err
 }
 
 // Depths returns the pending count per level in one round trip.
@@ -153,7 +155,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (*TaskInfo, error) {
 	if t == nil {
 		return nil, err
 	}
-	return &t.Info, err
+	return taskInfo(&t.Info), err
 }
 
 // DeadTasks returns up to count dead-lettered tasks, oldest first, from
@@ -161,7 +163,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (*TaskInfo, error) {
 // read.
 func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*TaskInfo, error) {
 	ts, err := c.s.DeadTasks(ctx, offset, count)
-	return infos(ts), err
+	return taskInfos(ts), err
 }
 
 // Pause stops every worker of the fleet from leasing tasks at level (or at
@@ -175,7 +177,7 @@ func (c *Client) DeadTasks(ctx context.Context, offset, count int64) ([]*TaskInf
 // Redis restarts (with persistence), until Resume. Pausing a paused level
 // again changes its mode.
 func (c *Client) Pause(ctx context.Context, level int, mode PauseMode) error {
-	return c.s.Pause(ctx, level, mode)
+	return c.s.Pause(ctx, level, store.PauseMode(mode))
 }
 
 // Resume lets workers lease from level (or every level with AllLevels)
@@ -187,7 +189,15 @@ func (c *Client) Resume(ctx context.Context, level int) error {
 // Paused returns the paused levels and their modes; levels that are not
 // paused are absent.
 func (c *Client) Paused(ctx context.Context) (map[int]PauseMode, error) {
-	return c.s.Paused(ctx)
+	m, err := c.s.Paused(ctx)
+	if m == nil {
+		return nil, err
+	}
+	out := make(map[int]PauseMode, len(m))
+	for l, mode := range m {
+		out[l] = PauseMode(mode)
+	}
+	return out, err
 }
 
 // Running returns up to count leased tasks, from offset in the order of
@@ -197,7 +207,7 @@ func (c *Client) Paused(ctx context.Context) (map[int]PauseMode, error) {
 // is left out.
 func (c *Client) Running(ctx context.Context, offset, count int64) ([]*TaskInfo, int64, error) {
 	ts, n, err := c.s.Running(ctx, offset, count)
-	return infos(ts), n, err
+	return taskInfos(ts), n, err
 }
 
 // PendingPage returns up to count IDs waiting at level from offset (0 is
@@ -211,12 +221,13 @@ func (c *Client) PendingPage(ctx context.Context, level int, offset, count int64
 // returned with what could be read.
 func (c *Client) Tasks(ctx context.Context, ids []string) ([]*TaskInfo, error) {
 	ts, err := c.s.Tasks(ctx, ids)
-	return infos(ts), err
+	return taskInfos(ts), err
 }
 
 // Workers returns the live workers (at most 1000), by ID.
 func (c *Client) Workers(ctx context.Context) ([]WorkerInfo, error) {
-	return c.s.Workers(ctx)
+	ws, err := c.s.Workers(ctx)
+	return mirrorSlice[WorkerInfo](ws), err
 }
 
 // Redis returns the underlying Redis client.
@@ -230,19 +241,4 @@ func (c *Client) Redis() redis.UniversalClient {
 // checked client does not check again.
 func (c *Client) ShapeChecked() bool {
 	return c.s.ShapeChecked()
-}
-
-// infos returns the Info of each record, nil for a nil one (and nil for
-// nil ts).
-func infos(ts []*store.Task) []*TaskInfo {
-	if ts == nil {
-		return nil
-	}
-	out := make([]*TaskInfo, len(ts))
-	for i, t := range ts {
-		if t != nil {
-			out[i] = &t.Info
-		}
-	}
-	return out
 }

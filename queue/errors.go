@@ -53,3 +53,8 @@ var ErrInvalidConfig = store.ErrInvalidConfig
 // that fewer replicas than asked confirmed in time; it was done on the
 // primary.
 var ErrNotReplicated = store.ErrNotReplicated
+
+// ErrNoQueue is returned by ReadShape for a queue without a stored shape:
+// no producer or worker has opened it (or only a version of Overtake that
+// recorded no shapes did, see InUse).
+var ErrNoQueue = store.ErrNoQueue

@@ -28,25 +28,29 @@ func Example() {
 	defer stop()
 	ctx := context.Background()
 
+	payload := []byte(`{"to":"ada@example.com"}`)
 	q, err := queue.New(rdb, queue.Config{Name: "default"}) // levels low, normal, high
 	if err != nil {
 		panic(err)
 	}
-	t, err := q.Enqueue(ctx, queue.NewTask("email", []byte(`{"to":"ada@example.com"}`)),
-		queue.LevelNamed("high"), queue.ID("welcome-ada"))
+	t, err := q.Enqueue(ctx, queue.NewTask("email", payload), queue.LevelNamed("high"))
 	if err != nil {
 		panic(err)
 	}
-	info, err := q.Inspect(ctx, t.ID)
+	info, err := q.Inspect(ctx, t.ID) // state, level, attempts, checkpoint, last error
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(info.ID, info.Type, q.LevelName(info.Level), info.State, info.MaxRetries)
+	fmt.Println(info.Type, q.LevelName(info.Level), info.State, info.Attempt, info.MaxRetries)
 
-	_, err = q.Enqueue(ctx, queue.NewTask("email", nil), queue.ID("welcome-ada"))
+	// An ID of one's own makes an enqueue safe to repeat.
+	_, err = q.Enqueue(ctx, queue.NewTask("email", payload), queue.ID("welcome-ada"))
+	fmt.Println(err)
+	_, err = q.Enqueue(ctx, queue.NewTask("email", payload), queue.ID("welcome-ada"))
 	fmt.Println(errors.Is(err, queue.ErrDuplicateTask))
 	// Output:
-	// welcome-ada email high pending 25
+	// email high pending 0 25
+	// <nil>
 	// true
 }
 

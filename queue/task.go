@@ -47,3 +47,7 @@ func (t *Task) options(opts []Option) []Option {
 	}
 	return append(t.opts[:len(t.opts):len(t.opts)], opts...)
 }
+
+// DefaultMaxRetries is the retry budget of a task enqueued without
+// MaxRetries.
+const DefaultMaxRetries = 25

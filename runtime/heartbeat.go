@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
@@ -111,7 +112,7 @@ func (h *heartbeater) send(ctx context.Context, leases []*store.Task, capacity i
 		h.counts.restore(counts, poolCounts)
 		return err
 	}
-	h.held.setPaused(reply.Paused)
+	h.held.setPaused(mirror.PauseModes(reply.Paused))
 	sent := make(map[string]string, len(leases))
 	for _, t := range leases {
 		sent[t.ID] = t.Token

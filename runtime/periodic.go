@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
 
+	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
@@ -189,7 +190,7 @@ func (sc *scheduler) enqueueTick(ctx context.Context, s *schedule, tick time.Tim
 		}
 		ectx, cancel := context.WithTimeout(ctx, sc.q.Config().LeaseDuration)
 		sent := time.Now()
-		info, err := sc.q.Enqueue(ectx, s.Task, store.Tick(s.Name, s.Spec, tick))
+		info, err := sc.q.Enqueue(ectx, s.Task, mirror.Option(store.Tick(s.Name, s.Spec, tick)))
 		cancel()
 		switch {
 		case err == nil:

@@ -71,7 +71,7 @@ func TestPreemptResumeCyclesKeepLease(t *testing.T) {
 		// Over more than a lease duration, the running task keeps its lease.
 		require.Never(t, func() bool {
 			cur, err := store.Of(q).Inspect(context.Background(), lowID)
-			return err != nil || cur.State != queue.StateActive || cur.Token != token
+			return err != nil || cur.State != store.StateActive || cur.Token != token
 		}, 1500*time.Millisecond, 50*time.Millisecond, "the resumed run lost its lease")
 	})
 }

@@ -85,7 +85,7 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 			"a task started in the stuck victim's slot")
 		rec, err := store.Of(qa).Inspect(context.Background(), victimID)
 		require.NoError(t, err)
-		require.Equal(t, queue.StateActive, rec.State)
+		require.Equal(t, store.StateActive, rec.State)
 		require.Equal(t, "A", rec.Worker)
 		require.True(t, rec.LeaseDeadline.After(time.Now()), "stuck victim's lease was not extended: %v", rec.LeaseDeadline)
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/internal/ckpt"
+	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/tasklog"
 	"github.com/overtake/overtake/internal/telemetry"
@@ -68,9 +69,9 @@ func (r *Runtime) bareRun(t *store.Task) *run {
 func (r *Runtime) prepare(rn *run) {
 	t := rn.t
 	rn.log = r.obs.taskLogger(t)
-	rn.cp = ckpt.New(r.eng, &t.Info, t.Token,
+	rn.cp = ckpt.New(r.eng, mirror.TaskInfo(&t.Info), t.Token,
 		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
-		ckpt.WithResults(r.eng, r.q.Config().MaxResultBytes),
+		ckpt.WithResults(mirror.Results{Store: r.eng}, r.q.Config().MaxResultBytes),
 		ckpt.WithOnResult(func(size int) { r.obs.resultStored(rn, size) }),
 		ckpt.WithSaveTimeout(r.cfg.GracePeriod),
 		ckpt.WithOnSave(func(size int, seq int64) {
@@ -89,7 +90,7 @@ func (r *Runtime) execute(rn *run) {
 	if rn.t.Timeout > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)
 	}
-	err := r.h.ProcessTask(ctx, &rn.t.Info) // r.h recovers panics (handlers.Recover)
+	err := r.h.ProcessTask(ctx, mirror.TaskInfo(&rn.t.Info)) // r.h recovers panics (handlers.Recover)
 	cancelTimeout()
 	r.mu.Lock()
 	rn.ending = true

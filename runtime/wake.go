@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
@@ -238,7 +239,7 @@ var errSubElsewhere = errors.New("overtake: the wake-up subscription is not on t
 // wake turns one wake-up message into a dispatcher signal.
 func (w *wakeListener) wake(payload string) {
 	if m, ok := w.eng.PausedFromMessage(payload); ok { // the paused levels changed
-		w.to.setPaused(m)
+		w.to.setPaused(mirror.PauseModes(m))
 		return
 	}
 	l, err := strconv.Atoi(payload)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/overtake/overtake/internal/ckpt"
+	"github.com/overtake/overtake/internal/mirror"
 
 	"github.com/overtake/overtake/internal/store"
 
@@ -124,7 +125,7 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	for i := range data {
 		data[i] = byte('a' + i%26)
 	}
-	h := ckpt.New(store.Of(p.rt), &lr.Tasks[0].Info, lr.Tasks[0].Token)
+	h := ckpt.New(store.Of(p.rt), mirror.TaskInfo(&lr.Tasks[0].Info), lr.Tasks[0].Token)
 	for i := range ops + ops/10 {
 		t0 := time.Now()
 		if err := h.Save(ctx, data); err != nil {
@@ -136,7 +137,7 @@ func (b *bench) checkpointCost(ctx context.Context, ops, workers int, d time.Dur
 	}
 	hs := make([]*ckpt.Handle, workers)
 	for i, t := range lr.Tasks {
-		hs[i] = ckpt.New(store.Of(p.rt), &t.Info, t.Token)
+		hs[i] = ckpt.New(store.Of(p.rt), mirror.TaskInfo(&t.Info), t.Token)
 	}
 	var next atomic.Int64
 	res.parallel, err = hammer(ctx, workers, d, func(ctx context.Context) error {

@@ -60,6 +60,9 @@ func (b *bench) figures(ctx context.Context, t *table) {
 	if slices.Contains(strings.Split(o.only, ","), "cpu") { // only when asked: make bench-cpu
 		b.cpuRows(ctx, t)
 	}
+	if slices.Contains(strings.Split(o.only, ","), "spread") { // only when asked: see spread.go
+		b.spreadRows(ctx, t)
+	}
 }
 
 func (b *bench) checkpointRows(ctx context.Context, t *table) {

@@ -66,7 +66,7 @@ func parseFlags() options {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&o.resumeLong, "resume-long", false,
 		"in figure 6 let each resumed victim run on to be preempted again, instead of finishing and being replaced by a fresh low task")
-	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,idle (default all), and cpu (CPU per task by side, only when named)")
+	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,idle (default all), cpu (CPU per task by side) and spread (preemptions across victims), only when named")
 	flag.DurationVar(&o.runLimit, "run-limit", 2*time.Minute, "bound on one throughput run")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole command")
 	flag.Parse()

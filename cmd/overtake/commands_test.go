@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/overtake/overtake/internal/store"
-
 	"context"
 	"fmt"
 	"regexp"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/internal/testworker"
 	"github.com/overtake/overtake/queue"
 	"github.com/redis/go-redis/v9"
 )
@@ -114,18 +113,19 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		// A worker leases the high task and checkpoints binary state.
 		q := c.client()
 		ctx := context.Background()
-		res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "w1", MinLevel: 2})
-		if err != nil || len(res.Tasks) != 1 {
-			t.Fatalf("lease: %v %v", res, err)
+		w1 := testworker.New(q, "w1")
+		leased, err := w1.LeaseOne(ctx, 2)
+		if err != nil || leased.ID != "mail-1" {
+			t.Fatalf("lease: %v %v", leased, err)
 		}
-		if _, err := store.Of(q).SaveCheckpoint(ctx, "mail-1", res.Tasks[0].Token, []byte{0, 1, 2, 0xff}); err != nil {
+		if _, err := w1.SaveCheckpoint(ctx, leased, []byte{0, 1, 2, 0xff}); err != nil {
 			t.Fatal(err)
 		}
 		out = c.ok("inspect", "mail-1")
 		for _, want := range []string{
 			"id           mail-1", "type         email", "level        high (2)", "state        active",
-			"attempts     0 failed of 3 retries allowed", "preemptible  false", "timeout      30s",
-			"worker       w1", "lease token  " + res.Tasks[0].Token,
+			"attempts     0 failed of at most 4 (the first run and 3 retries)", "preemptible  false", "timeout      30s",
+			"worker       w1", "lease token  " + leased.Token,
 			`payload      24 bytes: "{\"to\":\"ada@example.com\"}"`,
 			"checkpoint   seq 1, 4 bytes, binary: 000102ff",
 		} {
@@ -154,8 +154,7 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		}
 
 		// A result is shown with the task, and after the ack deleted it.
-		st := store.Of(q)
-		if err := st.SaveResult(ctx, &res.Tasks[0].Info, res.Tasks[0].Token, []byte(`{"sent":true}`)); err != nil {
+		if err := w1.SaveResult(ctx, leased, []byte(`{"sent":true}`)); err != nil {
 			t.Fatal(err)
 		}
 		out = c.ok("inspect", "mail-1")
@@ -163,7 +162,7 @@ func TestEnqueueStatsInspect(t *testing.T) {
 			!regexp.MustCompile(`result at\s+\S+ \S+ \S+ \([\d.]+m?s ago\), kept until \S+ \S+ \S+ \(in (24h0m0s|23h59m\d+s)\)`).MatchString(out) {
 			t.Errorf("inspect with a result:\n%s", out)
 		}
-		if err := st.Ack(ctx, res.Tasks[0]); err != nil {
+		if err := w1.Ack(ctx, leased); err != nil {
 			t.Fatal(err)
 		}
 		out = c.ok("inspect", "mail-1")
@@ -201,14 +200,15 @@ func TestDeadCommands(t *testing.T) {
 		for i, reason := range []string{"boom", "bad input\nline two"} {
 			out := c.ok("enqueue", "--type", "job", "--level", "normal", "--payload", `{"i":1}`)
 			ids = append(ids, enqueuedID.FindStringSubmatch(out)[1])
-			res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "w"})
-			if err != nil || len(res.Tasks) != 1 || res.Tasks[0].ID != ids[i] {
-				t.Fatalf("lease: %v %v", res, err)
+			w := testworker.New(q, "w")
+			leased, err := w.LeaseOne(ctx, 0)
+			if err != nil || leased.ID != ids[i] {
+				t.Fatalf("lease: %v %v", leased, err)
 			}
-			if _, err := store.Of(q).SaveCheckpoint(ctx, ids[i], res.Tasks[0].Token, []byte(`{"row":7}`)); err != nil {
+			if _, err := w.SaveCheckpoint(ctx, leased, []byte(`{"row":7}`)); err != nil {
 				t.Fatal(err)
 			}
-			if err := store.Of(q).DeadLetter(ctx, res.Tasks[0], reason); err != nil {
+			if err := w.DeadLetter(ctx, leased, reason); err != nil {
 				t.Fatal(err)
 			}
 		}

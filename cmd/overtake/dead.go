@@ -14,17 +14,17 @@ import (
 
 // deadSynopses are the usage lines of the dead-letter subcommands.
 var deadSynopses = map[string]string{
-	"list":    "[--limit N] [--offset N] [flags]",
+	"list":    "[--limit N] [--offset N] [--json] [flags]",
 	"requeue": "[--reset-checkpoint] [flags] ID...",
 	"delete":  "[flags] ID...",
-	"ls":      "[--limit N] [--offset N] [flags]",
+	"ls":      "[--limit N] [--offset N] [--json] [flags]",
 	"rm":      "[flags] ID...",
 }
 
 // cmdDead dispatches the dead-letter subcommands. Flags may come before
 // the subcommand as well as after it ("dead --queue media list").
 func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const synopsis = "list [--limit N] [--offset N] | requeue [--reset-checkpoint] ID... | delete ID..."
+	const synopsis = "list [--limit N] [--offset N] [--json] | requeue [--reset-checkpoint] ID... | delete ID..."
 	if len(args) > 0 {
 		switch args[0] {
 		case "-h", "-help", "--help", "help":
@@ -38,6 +38,7 @@ func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	all.Int64("limit", 0, "")
 	all.Int64("offset", 0, "")
 	all.Bool("reset-checkpoint", false, "")
+	all.Bool("json", false, "")
 	sub, args, err := splitCommand(all, args)
 	switch {
 	case errors.Is(err, errNoCommand):
@@ -52,6 +53,7 @@ func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "list", "ls":
 		limit := fs.Int64("limit", 50, "how many dead tasks to show")
 		offset := fs.Int64("offset", 0, "skip this many, oldest first")
+		asJSON := fs.Bool("json", false, "print JSON for machines")
 		pos, err := parse(fs, args)
 		if err != nil {
 			return err
@@ -62,7 +64,12 @@ func cmdDead(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *limit < 1 || *offset < 0 {
 			return usageErr("--limit must be positive and --offset not negative")
 		}
-		return withQueue(ctx, rf, func(q *queue.Client) error { return deadList(ctx, stdout, q, rf, *offset, *limit) })
+		return withQueue(ctx, rf, func(q *queue.Client) error {
+			if *asJSON {
+				return deadListJSON(ctx, stdout, q, *offset, *limit)
+			}
+			return deadList(ctx, stdout, q, rf, *offset, *limit)
+		})
 	case "requeue", "delete", "rm":
 		reset := false
 		if sub == "requeue" {

@@ -8,10 +8,12 @@
 //	overtake pause [--level L] [--preempt]
 //	overtake resume [--level L]
 //	overtake inspect TASK_ID
-//	overtake dead list | requeue ID... | delete ID...
+//	overtake dead list [--json] | requeue ID... | delete ID...
+//	overtake console [--demo]            # the web console on 127.0.0.1:8090
 //
 // Every command but demo connects with --redis (or REDIS_URL, default
-// redis://127.0.0.1:6379) and takes --namespace and --queue. The levels
+// redis://127.0.0.1:6379) and takes --namespace and --queue (or
+// OVERTAKE_NAMESPACE and OVERTAKE_QUEUE). The levels
 // and classes of the queue are read from Redis, where its first producer
 // or worker recorded them; a command on a queue that has none names the
 // queues it found and exits 1. enqueue creates a queue that holds no data

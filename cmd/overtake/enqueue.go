@@ -32,7 +32,9 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Lookup("max-retries").DefValue = strconv.Itoa(queue.DefaultMaxRetries)
 	timeout := fs.Duration("timeout", 0, "bound on one run of the handler (0: none)")
 	notPreemptible := fs.Bool("not-preemptible", false, "never preempt this task once it runs")
-	class := fs.String("class", "", "logical priority class, mapped to a level by --classes (instead of --level)")
+	unique := fs.Duration("unique", 0, "refuse the task while an equal one (same type and payload) holds the "+
+		"uniqueness lock, else take it for this long or until the task succeeds (queue.Unique; e.g. 1h)")
+	class := fs.String("class", "", "logical priority class, mapped to a level by the queue's classes (instead of --level)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -52,6 +54,8 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageErr("--delay %v: must not be negative", *delay)
 	case *timeout < 0:
 		return usageErr("--timeout %v: must not be negative", *timeout)
+	case set["unique"] && *unique < time.Millisecond:
+		return usageErr("--unique %v: must be at least 1ms", *unique)
 	}
 	body, err := readPayload(*payload, *payloadFile)
 	if err != nil {
@@ -98,6 +102,9 @@ func cmdEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *notPreemptible {
 		opts = append(opts, queue.Preemptible(false))
+	}
+	if *unique > 0 {
+		opts = append(opts, queue.Unique(*unique))
 	}
 	t, err := q.Enqueue(ctx, queue.NewTask(*typ, body), opts...)
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/internal/testworker"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -26,11 +26,12 @@ func TestFlagsBeforeOrAfterSubcommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "w"})
-		if err != nil || len(res.Tasks) != 1 {
-			t.Fatalf("lease: %v %v", res, err)
+		w := testworker.New(q, "w")
+		leased, err := w.LeaseOne(ctx, 0)
+		if err != nil {
+			t.Fatalf("lease: %v", err)
 		}
-		if err := store.Of(q).DeadLetter(ctx, res.Tasks[0], "corrupt image"); err != nil {
+		if err := w.DeadLetter(ctx, leased, "corrupt image"); err != nil {
 			t.Fatal(err)
 		}
 		conn := []string{"--redis", "redis://" + b.Addr, "--namespace", b.Prefix}
@@ -66,7 +67,7 @@ func TestFlagsBeforeCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--limit", "5", "dead", "list"}, "flag --limit before the command: only --classes, --levels"},
+		{[]string{"--limit", "5", "dead", "list"}, "flag --limit before the command: only --namespace, --queue"},
 		{[]string{"--queue"}, "flag --queue needs a value"},
 		{[]string{"--queue", "media"}, "no command given"},
 		{[]string{"dead", "--queue", "media"}, "a subcommand is required"},

@@ -12,7 +12,7 @@ import (
 // "enqueue -h" shows --max-retries' default once.
 func TestHelpTexts(t *testing.T) {
 	_, errOut, code := runCLI(t, "dead", "list", "-h")
-	if code != 0 || !strings.Contains(errOut, "Usage: overtake dead list [--limit N] [--offset N] [flags]\n") ||
+	if code != 0 || !strings.Contains(errOut, "Usage: overtake dead list [--limit N] [--offset N] [--json] [flags]\n") ||
 		strings.Contains(errOut, "list list") {
 		t.Errorf("dead list -h: exit %d\n%s", code, errOut)
 	}

@@ -14,7 +14,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -38,13 +37,12 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeFn()
-	st := store.Of(q) // Inspect with the lease: worker, token, deadline, run spans
 	var errs []error
 	for i, id := range pos {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		t, err := st.Inspect(ctx, id)
+		t, err := q.InspectDetail(ctx, id) // with the lease: worker, token, deadline, run spans
 		switch {
 		case errors.Is(err, queue.ErrMalformedRecord) && t != nil:
 			fmt.Fprintf(stdout, "WARNING: %v\n", err)
@@ -57,14 +55,13 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			errs = append(errs, err)
 			continue
 		}
-		writeTask(ctx, stdout, q, st, t, q.Config().Clock())
+		writeTask(ctx, stdout, q, t, q.Config().Clock())
 	}
 	return errors.Join(errs...)
 }
 
-// writeTask prints t, read from st (q's store), field by field; now
-// measures ages.
-func writeTask(ctx context.Context, w io.Writer, q *queue.Client, st *store.Store, t *store.Task, now time.Time) {
+// writeTask prints t, a task of q, field by field; now measures ages.
+func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.TaskDetail, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, a...)) }
 	row("id", "%s", t.ID)
@@ -82,17 +79,15 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, st *store.Stor
 	}
 	state := string(t.State)
 	if t.State == queue.StatePending {
-		if ids, err := st.Pending(ctx, t.Level); err == nil {
-			if i := slices.Index(ids, t.ID); i >= 0 {
-				state += fmt.Sprintf(" (position %d of %d in %s)", i+1, len(ids), q.LevelName(t.Level))
-			}
+		if pos, n := position(ctx, q, t.Level, t.ID); pos > 0 {
+			state += fmt.Sprintf(" (position %d of %d in %s)", pos, n, q.LevelName(t.Level))
 		}
 	}
 	row("state", "%s", state)
 	if t.Class != "" {
 		row("class", "%s", t.Class)
 	}
-	row("attempts", "%d failed of %d retries allowed", t.Attempt, t.MaxRetries)
+	row("attempts", "%s", attemptsText(t.Attempt, t.MaxRetries))
 	row("preemptible", "%t", !t.NotPreemptible)
 	row("preemptions", "%d", t.Preemptions)
 	row("recoveries", "%d", t.Recoveries)
@@ -132,13 +127,35 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, st *store.Stor
 
 // writeResult prints the result rows of t: the result the handler stored
 // (handlers.SetResult), when, and until when it is kept.
-func writeResult(row func(k, format string, a ...any), t *store.Task, now time.Time) {
+func writeResult(row func(k, format string, a ...any), t *queue.TaskDetail, now time.Time) {
 	if t.ResultAt.IsZero() {
 		row("result", "none")
 		return
 	}
 	row("result", "%s", preview(t.Result))
 	row("result at", "%s, kept until %s", stamp(t.ResultAt, now), stamp(t.ResultExpiresAt, now))
+}
+
+// positionPage is how many IDs position reads per round trip, the most
+// PendingPage returns.
+const positionPage = 1000
+
+// position returns the place of task id in the pending list of level,
+// from 1 at the head, and the list's length; 0 when it is not there (or
+// the list cannot be read).
+func position(ctx context.Context, q *queue.Client, level int, id string) (pos, n int64) {
+	for off := int64(0); ; off += positionPage {
+		ids, total, err := q.PendingPage(ctx, level, off, positionPage)
+		if err != nil {
+			return 0, 0
+		}
+		if i := slices.Index(ids, id); i >= 0 {
+			return off + int64(i) + 1, total
+		}
+		if len(ids) < positionPage || off+positionPage >= total {
+			return 0, total
+		}
+	}
 }
 
 // stamp formats a time with its distance from now.

@@ -84,10 +84,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case err == nil, errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "overtake %s: %s\n", name, mask(strings.TrimPrefix(err.Error(), "overtake: ")))
+			fmt.Fprintf(stderr, "overtake %s: %s\n", name, message(err))
 			return 2
 		default:
-			fmt.Fprintf(stderr, "overtake %s: %s\n", name, mask(strings.TrimPrefix(err.Error(), "overtake: ")))
+			fmt.Fprintf(stderr, "overtake %s: %s\n", name, message(err))
 			return 1
 		}
 	}
@@ -102,10 +102,11 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, "\nEvery command but demo connects to Redis with --redis, or $REDIS_URL (default "+defaultRedisURL+");\n")
-	fmt.Fprint(w, "a password not in the URL comes from $REDIS_PASSWORD. Passwords are never printed.\n")
+	fmt.Fprint(w, "\nEvery command but demo connects to Redis with --redis, or $"+envRedisURL+" (default "+defaultRedisURL+");\n")
+	fmt.Fprint(w, "a password not in the URL comes from $"+envRedisPassword+". Passwords are never printed.\n")
+	fmt.Fprint(w, "--queue and --namespace default to $"+envQueue+" and $"+envNamespace+".\n")
 	fmt.Fprint(w, "The levels and classes of a queue are read from Redis (overtake queues lists them).\n")
-	fmt.Fprint(w, "The connection and queue flags (--redis, --namespace, --queue, --levels, --classes)\n")
+	fmt.Fprint(w, "The connection and queue flags (--redis, --redis-ca, --namespace, --queue)\n")
 	fmt.Fprint(w, "may come before or after the command and its subcommand.\n")
 	fmt.Fprint(w, "Run 'overtake <command> -h' for the flags of a command.\n")
 }
@@ -114,10 +115,7 @@ func usage(w io.Writer) {
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("overtake "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: overtake %s %s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
-	}
+	fs.Usage = usageFunc(stderr, fs, name, synopsis)
 	return fs
 }
 
@@ -189,7 +187,11 @@ func isBoolFlag(f *flag.Flag) bool {
 // flagNames lists the flags of fs: "--a, --b".
 func flagNames(fs *flag.FlagSet) string {
 	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+	fs.VisitAll(func(f *flag.Flag) {
+		if !hiddenFlags[f.Name] {
+			names = append(names, "--"+f.Name)
+		}
+	})
 	return strings.Join(names, ", ")
 }
 

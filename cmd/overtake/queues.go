@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -54,14 +53,14 @@ func cmdQueues(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer func() { _ = rdb.Close() }()
-	names, err := store.Queues(ctx, rdb, rf.namespace)
+	names, err := queue.Queues(ctx, rdb, rf.namespace)
 	if err != nil {
 		return err
 	}
 	rows := make([]queueRow, 0, len(names))
 	for _, name := range names {
 		row, err := readQueue(ctx, rdb, rf.namespace, name)
-		if store.ShapeRefused(err) || errors.Is(err, store.ErrInvalidConfig) {
+		if refused(err) {
 			// One corrupt queue must not hide the others.
 			row = queueRow{Queue: name, Error: err.Error()}
 		} else if err != nil {
@@ -77,9 +76,17 @@ func cmdQueues(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return writeQueues(stdout, rf.namespace, rows)
 }
 
+// refused reports whether err says a queue cannot be read as it is (its
+// shape or a key is corrupt, of another schema, or a config of its shape
+// is not valid), not that Redis could not be asked.
+func refused(err error) bool {
+	return errors.Is(err, queue.ErrShapeMismatch) || errors.Is(err, queue.ErrSchema) ||
+		errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrInvalidConfig)
+}
+
 // readQueue returns the row of queue name of namespace ns.
 func readQueue(ctx context.Context, rdb redis.UniversalClient, ns, name string) (queueRow, error) {
-	sh, err := store.ReadShape(ctx, rdb, ns, name)
+	sh, err := queue.ReadShape(ctx, rdb, ns, name)
 	if err != nil {
 		return queueRow{}, err
 	}

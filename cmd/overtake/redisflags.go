@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/queue"
 	"github.com/redis/go-redis/v9"
 )
@@ -26,6 +25,8 @@ const (
 	envRedisURL      = "REDIS_URL"
 	envRedisPassword = "REDIS_PASSWORD"
 	envRedisCA       = "REDIS_CA"
+	envNamespace     = "OVERTAKE_NAMESPACE"
+	envQueue         = "OVERTAKE_QUEUE"
 	defaultRedisURL  = "redis://127.0.0.1:6379"
 )
 
@@ -56,8 +57,9 @@ func addRedisFlags(fs *flag.FlagSet) *redisFlags {
 	fs.Lookup("redis").DefValue = maskURL(def) // -h must not show a password
 	fs.StringVar(&f.ca, "redis-ca", os.Getenv(envRedisCA), "PEM file of the CA that signed a rediss:// server's "+
 		"certificate, when it is not one the system trusts; defaults to $"+envRedisCA)
-	fs.StringVar(&f.namespace, "namespace", queue.Config{}.WithDefaults().Namespace, "key namespace of the queue")
-	fs.StringVar(&f.queue, "queue", queue.Config{}.WithDefaults().Name, "queue name")
+	fs.StringVar(&f.namespace, "namespace", envOr(envNamespace, queue.Config{}.WithDefaults().Namespace),
+		"key namespace of the queue; defaults to $"+envNamespace)
+	fs.StringVar(&f.queue, "queue", envOr(envQueue, queue.Config{}.WithDefaults().Name), "queue name; defaults to $"+envQueue)
 	fs.StringVar(&f.levels, "levels", "", "deprecated: the levels are read from Redis. Given, a count (3 = low,normal,high) "+
 		"or level names lowest first (\"bulk,std,urgent,page\") that must match them, or that record the shape of a queue "+
 		"in use that Redis has no shape of (opened only by older versions)")
@@ -158,11 +160,11 @@ func (f *redisFlags) open(ctx context.Context) (q *queue.Client, closeFn func(),
 // holds, overridden by --levels and --classes (see open).
 func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient) (queue.Config, error) {
 	cfg := queue.Config{Namespace: f.namespace, Name: f.queue}
-	sh, err := store.ReadShape(ctx, rdb, f.namespace, f.queue)
+	sh, err := queue.ReadShape(ctx, rdb, f.namespace, f.queue)
 	switch {
 	case err == nil:
 		cfg = sh.Apply(cfg)
-	case !errors.Is(err, store.ErrNoQueue):
+	case !errors.Is(err, queue.ErrNoQueue):
 		return cfg, err
 	default:
 		// No shape: record one only for a name never used, by enqueue (a
@@ -170,7 +172,7 @@ func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient)
 		// (opened by a version recording no shapes) whose levels --levels
 		// gives: guessing them would break its workers, and a mistyped
 		// --queue would leave a phantom queue.
-		used, err := store.QueueHasData(ctx, rdb, f.namespace, f.queue)
+		used, err := queue.InUse(ctx, rdb, f.namespace, f.queue)
 		switch {
 		case err != nil:
 			return cfg, err
@@ -187,7 +189,7 @@ func (f *redisFlags) queueConfig(ctx context.Context, rdb redis.UniversalClient)
 // noQueue is the error of a queue that Redis holds no shape of: it names
 // the queues of the namespace that it does hold.
 func (f *redisFlags) noQueue(ctx context.Context, rdb redis.UniversalClient) error {
-	names, err := store.Queues(ctx, rdb, f.namespace)
+	names, err := queue.Queues(ctx, rdb, f.namespace)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 )
@@ -112,7 +111,7 @@ func TestCLIRecordsNoShapeOfQueueInUse(t *testing.T) {
 		}
 		noShape := func(name string, after []string) {
 			t.Helper()
-			if _, err := store.ReadShape(ctx, b.Client, b.Prefix, name); !errors.Is(err, store.ErrNoQueue) {
+			if _, err := queue.ReadShape(ctx, b.Client, b.Prefix, name); !errors.Is(err, queue.ErrNoQueue) {
 				t.Errorf("after %q: queue %q has a shape (%v)", after, name, err)
 			}
 		}
@@ -135,12 +134,12 @@ func TestCLIRecordsNoShapeOfQueueInUse(t *testing.T) {
 		}
 
 		c.ok("stats", "--queue", "five", "--levels", "5")
-		sh, err := store.ReadShape(ctx, b.Client, b.Prefix, "five")
+		sh, err := queue.ReadShape(ctx, b.Client, b.Prefix, "five")
 		if err != nil || len(sh.LevelNames) != 5 {
 			t.Errorf("--levels 5 recorded %v (%v)", sh, err)
 		}
 		c.ok("enqueue", "--type", "x", "--queue", "new")
-		if _, err := store.ReadShape(ctx, b.Client, b.Prefix, "new"); err != nil {
+		if _, err := queue.ReadShape(ctx, b.Client, b.Prefix, "new"); err != nil {
 			t.Errorf("enqueue on a name never used: %v", err)
 		}
 	})

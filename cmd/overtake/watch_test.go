@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/overtake/overtake/internal/store"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/internal/testworker"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -116,11 +115,12 @@ func seedWatch(t *testing.T, b testredis.Backend, q *queue.Client) {
 	if err := q.Pause(ctx, 1, queue.PauseWait); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Of(q).Heartbeat(ctx, store.Heartbeat{Worker: "w-live", Capacity: 4}); err != nil {
+	live := testworker.New(q, "w-live")
+	if err := live.Heartbeat(ctx, 4, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := store.Of(q).Lease(ctx, store.LeaseRequest{Worker: "w-live", MinLevel: 2}); err != nil || len(res.Tasks) != 1 {
-		t.Fatalf("lease: %v %v", res, err)
+	if _, err := live.LeaseOne(ctx, 2); err != nil {
+		t.Fatalf("lease: %v", err)
 	}
 	now, err := b.Client.Time(ctx).Result()
 	if err != nil {
@@ -132,11 +132,10 @@ func seedWatch(t *testing.T, b testredis.Backend, q *queue.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = store.Of(qc).Heartbeat(ctx, store.Heartbeat{Worker: "w-rates", Capacity: 2, TTL: 10 * time.Minute,
-		Counts: map[int]store.LevelCounts{
-			2: {Processed: 120, Failed: 6, SLABreaches: 3},
-			0: {Processed: 30, Preempted: 15},
-		}})
+	err = testworker.New(qc, "w-rates").Heartbeat(ctx, 2, 10*time.Minute, map[int]testworker.Counts{
+		2: {Processed: 120, Failed: 6, SLABreaches: 3},
+		0: {Processed: 30, Preempted: 15},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

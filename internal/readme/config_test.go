@@ -14,9 +14,9 @@ import (
 
 // configStructs are the structs docs/configuration.md documents: the
 // heading of each one's section, and the package directory and type that
-// declare it (queue.Config is an alias of internal/store's Config).
+// declare it.
 var configStructs = []struct{ heading, dir, typ string }{
-	{"queue.Config", "internal/store", "Config"},
+	{"queue.Config", "queue", "Config"},
 	{"runtime.Config", "runtime", "Config"},
 	{"runtime.Pool", "runtime", "Pool"},
 	{"runtime.Autoscale", "runtime", "Autoscale"},

@@ -85,8 +85,10 @@ var goBlock = regexp.MustCompile("(?s)\n```go\n(.*?)\n```")
 // it declares, so a snippet need not use all it shows) in a package that
 // exists only in a go build -overlay. A block that starts with "func " or
 // a comment followed by one holds top-level declarations (a test function,
-// the handler it tests) and is compiled as it is; their names must be
-// unique across the docs. Its test functions (a name that starts with
+// the handler it tests) and is compiled as it is; one that starts with
+// "import" is such declarations with the imports they use, compiled as a
+// file of its own in the same package. Their names must be unique across
+// the docs. Its test functions (a name that starts with
 // "Test", one *testing.T parameter) also run, as subtests of the one test
 // of the overlay package.
 func TestREADMESnippetsCompile(t *testing.T) {
@@ -102,6 +104,7 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		t.Fatal(err)
 	}
 	src, where, tests := prelude, []string{}, []string{}
+	files := map[string]string{} // the blocks that are files of their own
 	for _, file := range append([]string{filepath.Join(root, "README.md")}, docs...) {
 		text, err := os.ReadFile(file)
 		if err != nil {
@@ -115,6 +118,11 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		for i, b := range blocks {
 			n := len(where) + 1
 			where = append(where, fmt.Sprintf("snippet%d: %s, Go block %d", n, rel, i+1))
+			if hasImports(b[1]) {
+				files[fmt.Sprintf("snippet%d.go", n)] = "package snippets\n\n// " + where[n-1] + "\n\n" + b[1] + "\n"
+				tests = append(tests, testFuncs(t, where[n-1], b[1])...)
+				continue
+			}
 			if topLevel(b[1]) {
 				src += "\n// " + where[n-1] + "\n" + b[1] + "\n"
 				tests = append(tests, testFuncs(t, where[n-1], b[1])...)
@@ -133,6 +141,9 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		overlay[filepath.Join(dir, name)] = p
 	}
 	add("snippets.go", src)
+	for name, src := range files {
+		add(name, src)
+	}
 	runner := "package snippets\n\nimport \"testing\"\n\nfunc TestDocSnippets(t *testing.T) {\n\t_ = t\n"
 	for _, name := range tests {
 		runner += fmt.Sprintf("\tt.Run(%q, %s)\n", name, name)
@@ -189,6 +200,17 @@ func topLevel(body string) bool {
 	for _, line := range strings.Split(body, "\n") {
 		if !strings.HasPrefix(line, "//") {
 			return strings.HasPrefix(line, "func ")
+		}
+	}
+	return false
+}
+
+// hasImports reports whether a snippet is a file's declarations with its
+// imports: its first line that is not a comment starts with "import".
+func hasImports(body string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, "//") {
+			return strings.HasPrefix(line, "import ")
 		}
 	}
 	return false

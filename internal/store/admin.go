@@ -38,7 +38,9 @@ func (c *Store) RequeueDead(ctx context.Context, id string, opts RequeueDeadOpti
 
 // DeleteDead deletes dead-lettered task id: its record, its state, its
 // checkpoint, then its result (SaveResult), so the task is gone for
-// Inspect. It fails with ErrTaskNotFound when there is no record and
+// Inspect. A unique task's lock (Unique) is released with it while it
+// still names the task, as asynq does: the task is gone, so an equal one
+// may be enqueued again. RequeueDead keeps the lock. It fails with ErrTaskNotFound when there is no record and
 // ErrNotDead when the task is not dead-lettered; nothing changes then. If
 // only deleting the result fails (the error says so), the task is gone
 // and the result expires with its retention.
@@ -56,9 +58,20 @@ func (c *Store) deadAdmin(ctx context.Context, id, mode, reset string) error {
 	if id == "" {
 		return wrapf(fmt.Errorf("%w: empty ID", ErrInvalidTask), "%s dead", mode)
 	}
-	raw, err := c.run(ctx, deadAdminScript, c.keys.declare([]string{c.keys.state(id), c.keys.task(id),
-		c.keys.checkpoint(id), c.keys.prefix + "x:" + id, c.keys.prefix + "xs:" + id}, c.sk.deadAdmin...),
-		c.keys.prefix, id, c.scriptNow(), mode, c.cfg.Levels, reset).Slice()
+	ks := append([]string{c.keys.state(id), c.keys.task(id), c.keys.checkpoint(id), c.keys.prefix + "x:" + id,
+		c.keys.prefix + "xs:" + id}, c.sk.deadAdmin...)
+	lock := "0"
+	if mode == "delete" {
+		u, err := c.uniqueLockOf(ctx, id)
+		if err != nil {
+			return wrapf(err, "%s dead %s", mode, id)
+		}
+		if u != "" {
+			ks, lock = append(ks, u), "1"
+		}
+	}
+	raw, err := c.run(ctx, deadAdminScript, c.keys.declare(ks),
+		c.keys.prefix, id, c.scriptNow(), mode, c.cfg.Levels, reset, lock).Slice()
 	if err != nil {
 		return wrapf(scriptErr(err), "%s dead %s", mode, id)
 	}

@@ -33,6 +33,7 @@ type Store struct {
 	enqs       groupCommit[*enqWait] // concurrent Enqueues share calls
 	sweep      sweeper
 	shape      shapeCheck // the shape matched the stored one (CheckShape)
+	replicas   replicaWatch
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a
@@ -129,10 +130,10 @@ func scriptErr(err error) error {
 func NewSuffix() string { return newID()[:6] }
 
 // Source is what a queue.Client tells of itself: its Redis client and its
-// validated Config.
-type Source interface {
+// validated Config, a queue.Config, which is Config's struct (C).
+type Source[C ~configFields] interface {
 	Redis() redis.UniversalClient
-	Config() Config
+	Config() C
 }
 
 // Of returns a store over the queue src describes: its own connection
@@ -140,8 +141,8 @@ type Source interface {
 // src's shape check when src has passed it (a ShapeChecked method). The
 // Config of a queue.Client was validated when it was opened, so New
 // cannot fail on it; Of panics if it does.
-func Of(src Source) *Store {
-	s, err := New(src.Redis(), src.Config())
+func Of[C ~configFields](src Source[C]) *Store {
+	s, err := New(src.Redis(), Config(src.Config()))
 	if err != nil {
 		panic(fmt.Sprintf("overtake: store.Of: %v", err))
 	}

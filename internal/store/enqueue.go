@@ -59,7 +59,7 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*enqWait, 
 		return nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, nt.Level, c.cfg.Levels-1)
 	}
 	if limit := c.cfg.MaxPayloadBytes; limit >= 0 && len(nt.Payload) > limit {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(nt.Payload), limit)
+		return nil, fmt.Errorf("%w: %d bytes, over the queue's MaxPayloadBytes of %d", ErrPayloadTooLarge, len(nt.Payload), limit)
 	}
 	nt.clearResult = nt.ID != "" // a generated ID has no earlier result
 	if nt.ID == "" {

@@ -205,9 +205,10 @@ func (b *batchCall) close(c *Store) []string {
 func refused(v int64, t *Task) error {
 	switch v {
 	case 0:
-		return fmt.Errorf("%w: %q", ErrDuplicateTask, t.ID)
+		return fmt.Errorf("%w: task ID %q already exists", ErrDuplicateTask, t.ID)
 	case 2:
-		return fmt.Errorf("%w: an equal task (type %q, same payload) holds the uniqueness lock", ErrDuplicateTask, t.Type)
+		return fmt.Errorf("%w: an equal task (type %q, same payload) holds the uniqueness lock (Unique) until it "+
+			"succeeds or the lock's ttl ends", ErrDuplicateTask, t.Type)
 	case 3:
 		return fmt.Errorf("%w: %s", ErrTickTaken, t.ID)
 	}

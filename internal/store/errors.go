@@ -8,8 +8,10 @@ import (
 
 // Errors returned by the queue. Each works with errors.Is.
 var (
-	// ErrDuplicateTask is returned by Enqueue when a task with the same ID exists.
-	ErrDuplicateTask = errors.New("overtake: task ID already exists")
+	// ErrDuplicateTask is returned by Enqueue when a task with the same ID
+	// exists, or an equal task holds the uniqueness lock (Unique); the
+	// message says which.
+	ErrDuplicateTask = errors.New("overtake: duplicate task")
 	// ErrPayloadTooLarge is returned by Enqueue when a payload exceeds Config.MaxPayloadBytes.
 	ErrPayloadTooLarge = errors.New("overtake: payload too large")
 	// ErrCheckpointTooLarge is returned when checkpoint state exceeds Config.MaxCheckpointBytes.

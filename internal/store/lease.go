@@ -75,7 +75,8 @@ func (c *Store) Lease(ctx context.Context, req LeaseRequest) (*LeaseResult, erro
 // Reserve leases one task at req.MinLevel or above, for preemption, only if
 // no other live worker in the fleet has a free slot (else
 // ErrFreeSlotInFleet) and no other live worker runs an eligible preemptible
-// task below req.VictimLevel (else ErrLowerVictimElsewhere); a crashed
+// task below req.VictimLevel, or at it and preempted fewer times than the
+// victim (else ErrLowerVictimElsewhere); a crashed
 // worker's tasks do not count, they wait for recovery. On success the
 // victim leaves the fleet's running set, so no other worker picks it too.
 // It returns ErrNoTask when nothing qualifies.

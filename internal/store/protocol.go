@@ -14,7 +14,8 @@ var (
 	// fleet has a free slot, so nothing must be preempted.
 	ErrFreeSlotInFleet = errors.New("overtake: a worker in the fleet has a free slot")
 	// ErrLowerVictimElsewhere is returned by Reserve when another worker
-	// runs a preemptible task of a lower level than the offered victim.
+	// runs a preemptible task of a lower level than the offered victim, or
+	// of its level and preempted fewer times.
 	ErrLowerVictimElsewhere = errors.New("overtake: a lower-priority victim runs elsewhere in the fleet")
 	// ErrNoTask is returned when no task is available.
 	ErrNoTask = errors.New("overtake: no task available")

@@ -128,8 +128,10 @@ func (c *Store) compareShape(stored, mine string, admitted bool) error {
 		return fmt.Errorf("%w: queue %q (namespace %q) has a shape of schema version %s; this client reads version %d",
 			ErrSchema, c.cfg.Name, c.cfg.Namespace, v, schemaVersion)
 	}
-	return fmt.Errorf("%w: queue %q (namespace %q) holds %s; this config has %s",
-		ErrShapeMismatch, c.cfg.Name, c.cfg.Namespace, truncate(stored, 2000), mine)
+	return fmt.Errorf("%w: queue %q (namespace %q) holds %s; this config has %s. Give this process the stored "+
+		"Levels, LevelNames and Classes, or, to change the shape, stop the queue's processes, delete the shape key %s "+
+		"and start them with the new config", ErrShapeMismatch, c.cfg.Name, c.cfg.Namespace, truncate(stored, 2000), mine,
+		c.keys.shape())
 }
 
 // shapeSchema returns the schema version a stored shape starts with.

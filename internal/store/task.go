@@ -20,6 +20,13 @@ const (
 // Info is a task's record as handlers and operators read it: what the
 // producer set at enqueue and what the queue maintains since. It is
 // read-only: changing a field changes nothing in Redis.
+//
+// queue.TaskInfo is its public twin: the same fields in the same order,
+// so a *Info converts to a *queue.TaskInfo with no copy (queue/mirror.go,
+// internal/mirror). A field added here is added there, with its
+// documentation for users; queue's TestTypesMirrorStore fails until it
+// is. The same holds for State, Stats, LevelStats, Rates, WorkerInfo,
+// WorkerPool, FeedEvent, FeedKind, PauseMode and RequeueDeadOptions.
 type Info struct {
 	// ID identifies the task within its queue.
 	ID string

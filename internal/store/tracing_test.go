@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
 
 	"context"
@@ -85,7 +86,7 @@ func TestEnqueueSpan(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "acme", stored.Headers["x-tenant"])
 		require.Contains(t, stored.Headers["traceparent"], s.SpanContext().SpanID().String())
-		sc := trace.SpanContextFromContext(store.Of(q).TraceContext(context.Background(), stored))
+		sc := trace.SpanContextFromContext(store.Of(q).TraceContext(context.Background(), mirror.Info(stored)))
 		require.True(t, sc.IsRemote())
 		require.Equal(t, s.SpanContext().TraceID(), sc.TraceID())
 		require.Equal(t, s.SpanContext().SpanID(), sc.SpanID())
@@ -159,7 +160,7 @@ func TestEnqueueBatchSpans(t *testing.T) {
 			require.Equal(t, codes.Unset, s.Status().Code)
 			stored, err := q.Inspect(ctx, tk.ID)
 			require.NoError(t, err)
-			sc := trace.SpanContextFromContext(store.Of(q).TraceContext(ctx, stored))
+			sc := trace.SpanContextFromContext(store.Of(q).TraceContext(ctx, mirror.Info(stored)))
 			require.Equal(t, s.SpanContext().SpanID(), sc.SpanID())
 		}
 	})
@@ -202,7 +203,7 @@ func TestEnqueueCustomPropagator(t *testing.T) {
 		s := rec.Ended()[0]
 		require.NotContains(t, got.Headers, "traceparent")
 		require.Equal(t, s.SpanContext().TraceID().String()+":"+s.SpanContext().SpanID().String(), got.Headers["x-trace"])
-		sc := trace.SpanContextFromContext(store.Of(q).TraceContext(context.Background(), got))
+		sc := trace.SpanContextFromContext(store.Of(q).TraceContext(context.Background(), mirror.Info(got)))
 		require.Equal(t, s.SpanContext().SpanID(), sc.SpanID())
 	})
 }

@@ -53,6 +53,23 @@ func TestUniqueRefusesEqualTask(t *testing.T) {
 	})
 }
 
+// Tasks that differ only in where their type ends and their payload
+// begins are different tasks: neither holds the other's lock.
+func TestUniqueDigestSplitsTypeAndPayload(t *testing.T) {
+	require.NotEqual(t, uniqueDigest("n\x00", []byte("z")), uniqueDigest("n", []byte("\x00z")))
+	require.NotEqual(t, uniqueDigest("ab", nil), uniqueDigest("a", []byte("b")))
+	require.Equal(t, uniqueDigest("n", []byte("z")), uniqueDigest("n", []byte("z")))
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, nil)
+		_, err := e.c.Enqueue(e.ctx, NewTask("n\x00", []byte("z")), Unique(time.Hour))
+		require.NoError(t, err)
+		_, err = e.c.Enqueue(e.ctx, NewTask("n", []byte("\x00z")), Unique(time.Hour))
+		require.NoError(t, err, "a different task is not a duplicate")
+		_, err = e.c.Enqueue(e.ctx, NewTask("n", []byte("\x00z")), Unique(time.Hour))
+		require.ErrorIs(t, err, ErrDuplicateTask)
+	})
+}
+
 // N producers enqueue the same unique task at once: exactly one succeeds
 // and one task is stored. Concurrent Enqueues share batch script calls,
 // so this goes through both scripts.
@@ -155,6 +172,7 @@ func clusterUniqueScenario(t *testing.T, e *env) {
 	cfg := e.c.Config()
 	uniqueConcurrentScenario(t, newEnvOn(t, e.rdb, cfg.Namespace+"-uc", func(c *Config) { c.Name = cfg.Name }))
 	uniqueLifetimeScenario(t, newEnvOn(t, e.rdb, cfg.Namespace+"-ul", func(c *Config) { c.Name = cfg.Name }), testredis.Backend{})
+	uniqueDeadScenario(t, newEnvOn(t, e.rdb, cfg.Namespace+"-ud", func(c *Config) { c.Name = cfg.Name }), testredis.Backend{})
 
 	u := e.enqueue("u", Unique(time.Hour))
 	_, err := e.c.Enqueue(e.ctx, NewTask("t", []byte("u")), Unique(time.Hour))
@@ -164,4 +182,67 @@ func clusterUniqueScenario(t *testing.T, e *env) {
 	require.ErrorIs(t, err, ErrDuplicateTask)
 	require.NoError(t, e.c.ReleaseUnique(e.ctx, e.inspect(u.ID)))
 	e.enqueue("u", Unique(time.Hour), ProcessIn(time.Minute))
+}
+
+// Deleting a dead unique task releases its lock (the task is gone: an
+// equal one may come, as in asynq); requeueing it keeps the lock; a
+// deleted task whose lock expired and was taken by a newer equal task
+// leaves the newer one's lock alone.
+func TestUniqueDeadDeleteReleases(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		uniqueDeadScenario(t, newEnv(t, b, nil), b)
+	})
+}
+
+// uniqueDeadScenario is TestUniqueDeadDeleteReleases on e, whose backend
+// is b (the zero Backend for the cluster).
+func uniqueDeadScenario(t *testing.T, e *env, b testredis.Backend) {
+	refused := func(p string) {
+		t.Helper()
+		_, err := e.c.Enqueue(e.ctx, NewTask("t", []byte(p)), Unique(time.Hour))
+		require.ErrorIs(t, err, ErrDuplicateTask)
+	}
+	kill := func(p string, ttl time.Duration) *Task {
+		t.Helper()
+		e.enqueue(p, Unique(ttl))
+		lt := e.leaseOne("w")
+		require.Equal(t, []byte(p), lt.Payload)
+		require.NoError(t, e.c.DeadLetter(e.ctx, lt, "dead"))
+		return lt
+	}
+
+	// Requeue keeps the lock; the task is pending again and holds it.
+	dead := kill("kept", time.Hour)
+	require.NoError(t, e.c.RequeueDead(e.ctx, dead.ID, RequeueDeadOptions{}))
+	refused("kept")
+	lt := e.leaseOne("w")
+	require.Equal(t, dead.ID, lt.ID)
+	require.NoError(t, e.c.Ack(e.ctx, lt))
+	require.NoError(t, e.c.ReleaseUnique(e.ctx, lt))
+
+	// Delete releases it.
+	dead = kill("gone", time.Hour)
+	refused("gone")
+	require.NoError(t, e.c.DeleteDead(e.ctx, dead.ID))
+	e.enqueue("gone", Unique(time.Hour), ProcessIn(time.Hour)) // not leased below
+	refused("gone")
+
+	// A dead task whose lock expired and went to a newer equal task
+	// releases nothing of the newer one's when it is deleted.
+	dead = kill("short", 50*time.Millisecond)
+	if b.IsMini() {
+		b.Miniredis.FastForward(50 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool {
+		_, err := e.c.Enqueue(e.ctx, NewTask("t", []byte("short")), Unique(time.Hour), ProcessIn(time.Hour))
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, e.c.DeleteDead(e.ctx, dead.ID))
+	refused("short")
+
+	// A dead task that is not unique is deleted as before.
+	e.enqueue("plain")
+	lt = e.leaseOne("w")
+	require.NoError(t, e.c.DeadLetter(e.ctx, lt, "dead"))
+	require.NoError(t, e.c.DeleteDead(e.ctx, lt.ID))
 }

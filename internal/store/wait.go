@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,18 +62,20 @@ func (c *Store) runWait(ctx context.Context, node pipeliner,
 	return cmd, wait
 }
 
-// waitCmd queues WAIT on p, if Config.WaitReplicas asks for it.
+// waitCmd queues WAIT on p, if Config.WaitReplicas asks for it, with
+// the timeout replicaWatch allows.
 func (c *Store) waitCmd(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
 	if c.cfg.WaitReplicas <= 0 {
 		return nil
 	}
-	cmd := redis.NewCmd(ctx, "wait", c.cfg.WaitReplicas, c.waitTimeout().Milliseconds())
+	cmd := redis.NewCmd(ctx, "wait", c.cfg.WaitReplicas, c.replicas.timeout(c.waitTimeout()).Milliseconds())
 	_ = p.Process(ctx, cmd) // queued: the pipeline's Exec sends it
 	return cmd
 }
 
 // replicated turns WAIT's reply into nil or an error wrapping
-// ErrNotReplicated (or WAIT's own error). A nil wait means none was sent.
+// ErrNotReplicated (or WAIT's own error), and tells replicaWatch. A nil
+// wait means none was sent.
 func (c *Store) replicated(wait *redis.Cmd) error {
 	if wait == nil {
 		return nil
@@ -81,10 +84,63 @@ func (c *Store) replicated(wait *redis.Cmd) error {
 	if err != nil {
 		return fmt.Errorf("%w: WAIT: %v", ErrNotReplicated, err)
 	}
-	if n < int64(c.cfg.WaitReplicas) {
-		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, c.cfg.WaitReplicas, c.waitTimeout())
+	confirmed := n >= int64(c.cfg.WaitReplicas)
+	c.replicas.answered(confirmed)
+	if !confirmed {
+		waited := time.Duration(0)
+		if args := wait.Args(); len(args) == 3 {
+			ms, _ := args[2].(int64)
+			waited = time.Duration(ms) * time.Millisecond
+		}
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, c.cfg.WaitReplicas, waited)
 	}
 	return nil
+}
+
+// Once WAIT has answered with too few replicas, the replica is most
+// likely gone (killed, cut off, resyncing), and every later WAIT would
+// wait the whole WaitTimeout for it: each write call of the queue would
+// take that long, and a worker would finish a few tasks a second. So
+// while replicas are short, WAIT waits shortWait, and one call every
+// probeEvery waits the whole WaitTimeout (the probe); the first WAIT
+// answered with enough replicas ends the shortfall. The promise is the
+// same: a call that returned nil was confirmed; one that was not fails
+// with ErrNotReplicated.
+const (
+	shortWait  = time.Millisecond
+	probeEvery = time.Second
+)
+
+// replicaWatch says how long WAIT waits: WaitTimeout, or shortWait while
+// replicas are short (see shortWait).
+type replicaWatch struct {
+	short   atomic.Bool  // the last WAIT answered too few replicas
+	probeAt atomic.Int64 // unix ns from which a WAIT waits in full again
+}
+
+// timeout is how long the next WAIT waits: full, unless replicas are
+// short and another call probed less than probeEvery ago.
+func (w *replicaWatch) timeout(full time.Duration) time.Duration {
+	if !w.short.Load() {
+		return full
+	}
+	now := time.Now().UnixNano()
+	at := w.probeAt.Load()
+	if now >= at && w.probeAt.CompareAndSwap(at, now+int64(probeEvery)) {
+		return full // this call is the probe
+	}
+	return min(shortWait, full)
+}
+
+// answered records whether a WAIT was confirmed by enough replicas.
+func (w *replicaWatch) answered(confirmed bool) {
+	if confirmed {
+		w.short.Store(false)
+		return
+	}
+	if !w.short.Swap(true) {
+		w.probeAt.Store(time.Now().Add(probeEvery).UnixNano())
+	}
 }
 
 // writer is the client whose connections reach the queue's primary: on

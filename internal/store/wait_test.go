@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,14 @@ import (
 // a client of the primary once the replica is in sync.
 func startReplicated(t testing.TB) *redis.Client {
 	t.Helper()
+	pc, _ := startReplicatedPair(t)
+	return pc
+}
+
+// startReplicatedPair is startReplicated that also returns the replica's
+// server, to stop and restart it.
+func startReplicatedPair(t testing.TB) (*redis.Client, *testredis.Server) {
+	t.Helper()
 	primary := testredis.StartServer(t, testredis.ServerOptions{})
 	replica := testredis.StartServer(t, testredis.ServerOptions{})
 	rc := replica.NewClient(t)
@@ -28,7 +37,7 @@ func startReplicated(t testing.TB) *redis.Client {
 		info, err := pc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
 	}, 20*time.Second, 20*time.Millisecond, "the replica never came online")
-	return pc
+	return pc, replica
 }
 
 // waitCalls is how many WAIT commands the server has run.
@@ -90,6 +99,89 @@ func TestWaitReplicas(t *testing.T) {
 		// A lost lease stays a lost lease, not "not replicated".
 		require.ErrorIs(t, e.c.Ack(e.ctx, leased.Tasks[0]), ErrLeaseLost)
 	})
+}
+
+// waitTimeouts records the timeout (ms) of every WAIT a client sends.
+type waitTimeouts struct {
+	mu sync.Mutex
+	ms []int64
+}
+
+func (w *waitTimeouts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (w *waitTimeouts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { w.note(cmd); return next(ctx, cmd) }
+}
+func (w *waitTimeouts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			w.note(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+func (w *waitTimeouts) note(cmd redis.Cmder) {
+	if a := cmd.Args(); len(a) == 3 && cmd.Name() == "wait" {
+		ms, _ := a[2].(int64)
+		w.mu.Lock()
+		w.ms = append(w.ms, ms)
+		w.mu.Unlock()
+	}
+}
+
+// count returns how many WAITs were sent with a timeout of ms.
+func (w *waitTimeouts) count(ms int64) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, v := range w.ms {
+		if v == ms {
+			n++
+		}
+	}
+	return n
+}
+
+// A lost replica does not make every write call wait the whole
+// WaitTimeout: after the first shortfall, WAITs wait shortWait, and one a
+// probeEvery waits in full; each call still fails with ErrNotReplicated.
+// Once the replica is back, the next probe ends the shortfall and calls
+// are confirmed again. Without replicaWatch, every WAIT waits in full.
+func TestWaitReplicasLostReplica(t *testing.T) {
+	pc, replica := startReplicatedPair(t)
+	hook := &waitTimeouts{}
+	pc.AddHook(hook)
+	const full = 300 * time.Millisecond
+	e := newEnvOn(t, pc, "waitlost", func(c *Config) { c.WaitReplicas, c.WaitTimeout = 1, full })
+	_, err := e.c.Enqueue(e.ctx, NewTask("t", nil))
+	require.NoError(t, err, "confirmed while the replica runs")
+
+	require.NoError(t, replica.Stop())
+	start := time.Now()
+	const calls = 20
+	for i := range calls {
+		_, err := e.c.Enqueue(e.ctx, NewTask("t", nil), ID(fmt.Sprint("lost-", i)))
+		require.ErrorIs(t, err, ErrNotReplicated, "call %d", i)
+		require.Equal(t, StatePending, e.inspect(fmt.Sprint("lost-", i)).State, "done on the primary")
+	}
+	elapsed := time.Since(start)
+	fulls := hook.count(full.Milliseconds()) - 1 // the confirmed call's
+	// The first shortfall, then one probe per probeEvery of the run.
+	bound := 1 + int(elapsed/probeEvery) + 1
+	require.LessOrEqual(t, fulls, bound, "%d full WAITs in %v", fulls, elapsed)
+	require.Less(t, fulls, calls)
+	require.Positive(t, hook.count(shortWait.Milliseconds()), "no short WAIT while the replica was gone")
+
+	require.NoError(t, replica.Restart())
+	host, port, _ := strings.Cut(pc.Options().Addr, ":")
+	require.NoError(t, replica.NewClient(t).ReplicaOf(e.ctx, host, port).Err()) // set at run time, not in its config
+	require.Eventually(t, func() bool {
+		_, err := e.c.Enqueue(e.ctx, NewTask("t", nil))
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "calls were never confirmed again")
+	before := hook.count(full.Milliseconds())
+	_, err = e.c.Enqueue(e.ctx, NewTask("t", nil))
+	require.NoError(t, err)
+	require.Equal(t, before+1, hook.count(full.Milliseconds()), "the shortfall did not end")
 }
 
 // A negative WaitReplicas or WaitTimeout is refused.

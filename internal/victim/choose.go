@@ -107,10 +107,19 @@ func (p *Policy) gapOK(arriving, victim int) bool {
 // Preempts(arriving, victim.Level) holds. Among those it picks:
 //
 //  1. the lowest level;
-//  2. then the least WorkLost (the most recent checkpoint, or if none the
+//  2. then the fewest Preemptions, so that preemptions spread: a task is
+//     not displaced again while another victim of its level was displaced
+//     fewer times;
+//  3. then the least WorkLost (the most recent checkpoint, or if none the
 //     most recent start);
-//  3. then the smallest ID, so the choice does not depend on the order of
+//  4. then the smallest ID, so the choice does not depend on the order of
 //     running.
+//
+// Rule 2 comes before rule 3 because a task that just resumed loses
+// little (its run is young) and would otherwise be the victim of every
+// arrival until MaxPreemptions makes it immune. It costs a little more
+// work lost per preemption: at most the checkpoint interval of a task not
+// yet preempted.
 //
 // Choose does not allocate and does not modify running.
 func (p Policy) Choose(running []Candidate, arriving int, now time.Time) (victim Candidate, ok bool) {
@@ -166,10 +175,14 @@ func (p *Policy) pick(running []Candidate, now time.Time, arriving int, byLevel 
 	return *best, true
 }
 
-// better reports whether a (losing lostA) is a better victim than b.
+// better reports whether a (losing lostA) is a better victim than b, by
+// the order of Choose: level, Preemptions, work lost, ID.
 func better(a *Candidate, lostA time.Duration, b *Candidate, lostB time.Duration) bool {
 	if a.Level != b.Level {
 		return a.Level < b.Level
+	}
+	if a.Preemptions != b.Preemptions {
+		return a.Preemptions < b.Preemptions
 	}
 	if lostA != lostB {
 		return lostA < lostB

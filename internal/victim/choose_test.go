@@ -3,6 +3,7 @@ package victim_test
 import (
 	"github.com/overtake/overtake/internal/victim"
 
+	"slices"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ func with(c victim.Candidate, f func(*victim.Candidate)) victim.Candidate {
 func TestChoose(t *testing.T) {
 	ckpt := func(ago time.Duration) func(*victim.Candidate) {
 		return func(c *victim.Candidate) { c.LastCheckpoint = t0.Add(-ago) }
+	}
+	pre := func(n int) func(*victim.Candidate) {
+		return func(c *victim.Candidate) { c.Preemptions = n }
 	}
 	tests := []struct {
 		name     string
@@ -63,6 +67,10 @@ func TestChoose(t *testing.T) {
 		{name: "tie: later start beats older checkpoint", running: []victim.Candidate{with(cand("ck", 0, time.Hour), ckpt(5*time.Minute)), cand("fresh", 0, time.Minute)}, arriving: 1, want: "fresh"},
 		{name: "tie: checkpoint from earlier run protects nothing", running: []victim.Candidate{with(cand("resumed", 0, time.Minute), ckpt(time.Hour)), cand("fresh", 0, 30*time.Second)}, arriving: 1, want: "fresh"},
 		{name: "tie: level beats work lost", running: []victim.Candidate{with(cand("hi", 1, time.Hour), ckpt(0)), cand("lo", 0, time.Hour)}, arriving: 2, want: "lo"},
+		{name: "tie: fewest preemptions beats least work lost", running: []victim.Candidate{with(cand("resumed", 0, time.Second), pre(1)), with(cand("long", 0, time.Hour), ckpt(time.Minute))}, arriving: 1, want: "long"},
+		{name: "tie: fewest preemptions beats checkpoint", running: []victim.Candidate{with(with(cand("twice", 0, time.Hour), pre(2)), ckpt(0)), with(cand("once", 0, time.Hour), pre(1))}, arriving: 1, want: "once"},
+		{name: "tie: equal preemptions, least work lost", running: []victim.Candidate{with(cand("old", 0, time.Hour), pre(1)), with(cand("new", 0, time.Minute), pre(1))}, arriving: 1, want: "new"},
+		{name: "tie: level beats preemptions", running: []victim.Candidate{cand("hi", 1, time.Hour), with(cand("lo", 0, time.Hour), pre(2))}, arriving: 2, want: "lo"},
 		{name: "tie: smallest ID", running: []victim.Candidate{cand("c", 0, time.Minute), cand("a", 0, time.Minute), cand("b", 0, time.Minute)}, arriving: 1, want: "a"},
 		{name: "tie: both in the future", running: []victim.Candidate{cand("z", 0, -time.Minute), cand("y", 0, -time.Hour)}, arriving: 1, want: "y"},
 	}
@@ -163,6 +171,7 @@ func TestVictim(t *testing.T) {
 		{name: "lowest level", running: []victim.Candidate{cand("b", 2, time.Minute), cand("a", 1, time.Hour)}, want: "a"},
 		{name: "least work lost", running: []victim.Candidate{cand("old", 1, time.Hour), cand("new", 1, time.Minute)}, want: "new"},
 		{name: "smallest ID", running: []victim.Candidate{cand("b", 1, time.Minute), cand("a", 1, time.Minute)}, want: "a"},
+		{name: "fewest preemptions", running: []victim.Candidate{with(cand("new", 1, time.Second), func(c *victim.Candidate) { c.Preemptions = 1 }), cand("old", 1, time.Hour)}, want: "old"},
 		{name: "skips opt-out", running: []victim.Candidate{with(cand("a", 0, time.Minute), optOut), cand("b", 3, time.Minute)}, want: "b"},
 		{name: "ignores never preempt", policy: preempt.Policy{NeverPreempt: []int{1, 2, 3}}, running: []victim.Candidate{cand("a", 0, time.Minute)}, want: "a"},
 		{name: "disabled", policy: preempt.Policy{Disabled: true}, running: []victim.Candidate{cand("a", 0, time.Minute)}},
@@ -198,4 +207,34 @@ func TestInvalidPolicyPreemptsNothing(t *testing.T) {
 	require.False(t, ok)
 	_, ok = p.Victim([]victim.Candidate{c}, now)
 	require.False(t, ok)
+}
+
+// TestPreemptionsSpread replays the arrivals of issue 30 row 4 on one
+// worker: each arrival preempts the chosen victim, which is requeued at
+// the head of its level and resumes at once in the freed slot, so it is
+// the one that loses least work. No task is displaced again while
+// another was displaced fewer times, and none reaches MaxPreemptions
+// while another has not been preempted at all.
+func TestPreemptionsSpread(t *testing.T) {
+	pol := vp(preempt.Policy{})
+	running := make([]victim.Candidate, 4)
+	for i := range running {
+		running[i] = cand(string(rune('a'+i)), 0, time.Duration(i+1)*time.Minute)
+		running[i].LastCheckpoint = t0.Add(-time.Duration(i+1) * 100 * time.Millisecond)
+	}
+	now := t0
+	for arrival := range 8 {
+		now = now.Add(300 * time.Millisecond)
+		v, ok := pol.Choose(running, 1, now)
+		require.True(t, ok, "arrival %d", arrival)
+		for _, c := range running {
+			require.LessOrEqual(t, v.Preemptions, c.Preemptions, "arrival %d took %s, %s was preempted fewer times", arrival, v.ID, c.ID)
+		}
+		i := slices.IndexFunc(running, func(c victim.Candidate) bool { return c.ID == v.ID })
+		running[i].Preemptions++
+		running[i].StartedAt = now // resumed: the youngest run
+	}
+	for _, c := range running {
+		require.Equal(t, 2, c.Preemptions, c.ID)
+	}
 }

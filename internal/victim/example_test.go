@@ -21,12 +21,16 @@ func Example() {
 		{ID: "export", Level: 0, StartedAt: now.Add(-time.Minute), Preemptible: true},
 		{ID: "billing", Level: 0, StartedAt: now.Add(-time.Hour), Preemptible: false},
 		{ID: "thumbnail", Level: 1, StartedAt: now.Add(-time.Minute), Preemptible: true},
+		{ID: "invoice", Level: 0, StartedAt: now.Add(-10 * time.Second), Preemptible: true, Preemptions: 1,
+			LastCheckpoint: now.Add(-time.Second)},
 	}
 
 	low, _ := pol.LowestEligibleLevel(running, now)
 	fmt.Println("lowest eligible level:", low)
 
-	// "report" loses 2s of work, "export" a minute; "billing" opted out.
+	// "invoice" would lose only 1s, but it gave way once already;
+	// of the others "report" loses 2s of work, "export" a minute;
+	// "billing" opted out.
 	v, ok := pol.Choose(running, 2, now)
 	fmt.Println("arriving 2 preempts:", v.ID, ok)
 

@@ -79,6 +79,9 @@ func reference(p preempt.Policy, running []victim.Candidate, arriving int, now t
 		if a.Level != b.Level {
 			return a.Level - b.Level
 		}
+		if a.Preemptions != b.Preemptions {
+			return a.Preemptions - b.Preemptions
+		}
 		if la, lb := lost(a), lost(b); la != lb {
 			return int(la - lb)
 		}
@@ -101,6 +104,12 @@ func checkChoose(t *testing.T, p preempt.Policy, running []victim.Candidate, arr
 	require.True(t, vp(p).Preempts(arriving, victim.Level))
 	require.Contains(t, running, victim)
 	require.Equal(t, victims[0], victim)
+	// Preemptions spread: no victim of its level was displaced fewer times.
+	for _, c := range victims {
+		if c.Level == victim.Level {
+			require.LessOrEqual(t, victim.Preemptions, c.Preemptions, "%+v was preempted fewer times", c)
+		}
+	}
 
 	// The choice does not depend on the order of running.
 	shuffled := slices.Clone(running)

@@ -7,8 +7,9 @@
 -- uses: prelude.lua
 --
 -- KEYS     the task's s:<id>, t:<id>, c:<id>, x:<id>, xs:<id> (STRINGs),
---          dead (ZSET), n (HASH), p:0..p:<max level> (LISTs), then
---          absent, a key no one writes: while the queue's slot migrates,
+--          dead (ZSET), n (HASH), p:0..p:<max level> (LISTs), then with
+--          ARGV[7] "1" the uniqueness lock u:<digest> (STRING) its record
+--          names, then absent, a key no one writes: while the queue's slot migrates,
 --          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
 --          (see scriptKeys in declare.go)
 -- ARGV[1]  the key prefix (P)
@@ -17,6 +18,9 @@
 -- ARGV[4]  mode: requeue | delete
 -- ARGV[5]  the number of levels
 -- ARGV[6]  "1" to drop the checkpoint (requeue)
+-- ARGV[7]  "1" when the key before absent is the task's uniqueness lock:
+--          delete releases it while it names the task (as asynq does: the
+--          task is gone, an equal one may come); requeue keeps it
 --
 -- Reply: {1, level} on success, {0} when there is no record (a stale dead
 -- entry is removed), {-1, state} when the task is not dead, {-2, level}
@@ -53,6 +57,8 @@ if tonumber(redis.call('HINCRBY', P .. 'n', 'd' .. counted, -1)) < 0 then
 end
 if mode == 'delete' then
   redis.call('DEL', tkey(id), skey(id), ckey(id), P .. 'x:' .. id, P .. 'xs:' .. id)
+  local lock = KEYS[#KEYS - 1]
+  if ARGV[7] == '1' and redis.call('GET', lock) == id then redis.call('DEL', lock) end
   return {1, counted}
 end
 s.att, s.fin = nil, nil

@@ -6,10 +6,11 @@
 --
 -- fleet_refuses(now, w, minl, maxl, rv, skip) returns {-1} when another
 -- live worker has a free slot where the urgent task could run, {-2} when
--- one runs an eligible preemptible task below the victim's level, an error
+-- one runs an eligible preemptible task below the victim's level, or at
+-- its level preempted fewer times than the victim, an error
 -- reply when a fleet key holds the wrong type, or nil when worker w may
 -- preempt. The urgent task comes from levels minl..maxl but those in the
--- set skip; rv is lease.lua's reserve option (victim level, min_run,
+-- set skip; rv is lease.lua's reserve option (victim, level, min_run,
 -- max_pre, never).
 --
 -- Keys it reads, all built from P: alive (ZSET), cap, busy (HASHes),
@@ -65,7 +66,13 @@ local function fleet_refuses(now, w, minl, maxl, rv, skip)
   end
   local minrun, maxpre, never = rv.min_run or 0, rv.max_pre or -1, {}
   if rv.never then for _, l in ipairs(rv.never) do never[l] = true end end
-  local lower = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', '(' .. vlvl, 'WITHSCORES', 'LIMIT', 0, 50)
+  -- Within the victim's level, a task preempted fewer times gives way
+  -- first (the runtime's victim order, across the fleet); read only when
+  -- the victim was preempted before, when one can have fewer.
+  local vpre = num((sget(rv.victim) or {}).pre)
+  local top = '(' .. vlvl
+  if vpre > 0 then top = vlvl end
+  local lower = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', top, 'WITHSCORES', 'LIMIT', 0, 50)
   for i = 1, #lower, 2 do
     local id, lvl = lower[i], lower[i + 1]
     local s = sget(id) or {}
@@ -83,7 +90,8 @@ local function fleet_refuses(now, w, minl, maxl, rv, skip)
     end
     if ow ~= w and ow_live and same and not never[tonumber(lvl)]
       and num(s.stt) + minrun <= now
-      and (maxpre < 0 or num(s.pre) < maxpre) then
+      and (maxpre < 0 or num(s.pre) < maxpre)
+      and (tonumber(lvl) < vlvl or num(s.pre) < vpre) then
       return {-2}
     end
   end

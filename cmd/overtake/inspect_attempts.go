@@ -1,0 +1,15 @@
+package main
+
+import "fmt"
+
+// attemptsText describes a task's failed attempts against its budget:
+// MaxRetries retries after the first run, so maxRetries+1 runs may fail
+// before the task is dead-lettered ("1 failed of at most 3 (the first run
+// and 2 retries)").
+func attemptsText(failed, maxRetries int) string {
+	retries := "retries"
+	if maxRetries == 1 {
+		retries = "retry"
+	}
+	return fmt.Sprintf("%d failed of at most %d (the first run and %d %s)", failed, maxRetries+1, maxRetries, retries)
+}
