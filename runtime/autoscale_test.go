@@ -192,7 +192,7 @@ func TestAutoscaleDownKeepsRunningTasks(t *testing.T) {
 // The gauge overtake.worker.concurrency follows the concurrency.
 func TestAutoscaleConcurrencyGauge(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newObsRig(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		jobs, mux := newAsJobs(t)
 		rt := o.start(t, context.Background(), mux, runtime.Config{
 			Autoscale: &runtime.Autoscale{Min: 2, Max: 5, Interval: asInterval}})

@@ -34,7 +34,7 @@ func TestCorruptKeysLoggedAndSurvived(t *testing.T) {
 		mid := enqueue(t, q, "job", "", 1)
 		log, logs := observedLogger(t)
 		startRuntime(t, q, mux, runtime.Config{Concurrency: 2, Logger: log, MaxRedisBackoff: 50 * time.Millisecond})
-		require.Equal(t, mid, waitFor(t, done, "the level-1 task, past a corrupt level-2 list"))
+		require.Equal(t, mid, receive(t, done, "the level-1 task, past a corrupt level-2 list"))
 		waitForLog(t, logs, "a corrupt level logged", func(e observer.LoggedEntry) bool {
 			return e.Message == "corrupt queue key; leasing goes on without it" &&
 				strings.Contains(e.ContextMap()["error"].(string), prefix+"p:2")
@@ -51,7 +51,7 @@ func TestCorruptKeysLoggedAndSurvived(t *testing.T) {
 		require.Zero(t, logs.FilterMessage("redis unavailable; backing off").Len())
 		require.NoError(t, b.Client.Del(ctx, prefix+"busy").Err())
 		require.NoError(t, b.Client.Rename(ctx, prefix+"busy.saved", prefix+"busy").Err())
-		require.Equal(t, waiting, waitFor(t, done, "the waiting task once the key is fixed"))
+		require.Equal(t, waiting, receive(t, done, "the waiting task once the key is fixed"))
 		waitGone(t, q, waiting)
 	})
 }

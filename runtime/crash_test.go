@@ -21,15 +21,15 @@ import (
 // Crashes: a worker that leased a task, saved a checkpoint and died (it
 // never heartbeats, so its lease expires).
 
-// ptCrash is a task leased by a crashed worker with a saved checkpoint.
-type ptCrash struct {
+// crashedTask is a task leased by a crashed worker with a saved checkpoint.
+type crashedTask struct {
 	ID    string
 	stale *store.Task // the crashed worker's copy, with its token
 }
 
-// ptCrashed enqueues a task of typ at level, leases it as worker "crashed",
+// crashWhileRunning enqueues a task of typ at level, leases it as worker "crashed",
 // saves checkpoint v under that lease, and abandons it.
-func ptCrashed(t *testing.T, q *queue.Client, typ string, level int, v any) ptCrash {
+func crashWhileRunning(t *testing.T, q *queue.Client, typ string, level int, v any) crashedTask {
 	t.Helper()
 	ctx := context.Background()
 	id := enqueue(t, q, typ, "", level)
@@ -41,10 +41,10 @@ func ptCrashed(t *testing.T, q *queue.Client, typ string, level int, v any) ptCr
 	require.NoError(t, err)
 	_, err = store.Of(q).SaveCheckpoint(ctx, id, res.Tasks[0].Token, data)
 	require.NoError(t, err)
-	return ptCrash{ID: id, stale: res.Tasks[0]}
+	return crashedTask{ID: id, stale: res.Tasks[0]}
 }
 
-type ptProgress struct{ Row int }
+type rowProgress struct{ Row int }
 
 // A task whose worker crashed is recovered by a running runtime once its
 // lease expires and resumes from the crashed worker's checkpoint; the
@@ -54,7 +54,7 @@ func TestCrashedWorkerTaskResumesFromCheckpoint(t *testing.T) {
 		q := setup(t, b, queue.Config{LeaseDuration: time.Second})
 		ctx := context.Background()
 		type seen struct {
-			p           ptProgress
+			p           rowProgress
 			ok          bool
 			recoveries  int
 			preemptions int
@@ -64,7 +64,7 @@ func TestCrashedWorkerTaskResumesFromCheckpoint(t *testing.T) {
 		idle := make(chan struct{}, 1)
 		mux := handlers.NewMux()
 		mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
-			p, ok, err := checkpoint.Load[ptProgress](ctx)
+			p, ok, err := checkpoint.Load[rowProgress](ctx)
 			if err != nil {
 				return err
 			}
@@ -75,15 +75,15 @@ func TestCrashedWorkerTaskResumesFromCheckpoint(t *testing.T) {
 			idle <- struct{}{}
 			return nil
 		})
-		crash := ptCrashed(t, q, "job", 0, ptProgress{Row: 1234})
-		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 2, PollInterval: ptPoll})
+		crash := crashWhileRunning(t, q, "job", 0, rowProgress{Row: 1234})
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 2, PollInterval: fastPoll})
 		// The runtime is up and running other work meanwhile.
 		enqueue(t, q, "probe", "", 0)
-		ptRecv(t, idle, "runtime running")
+		receive(t, idle, "runtime running")
 
-		got := ptRecv(t, resumed, "recovered task run")
-		require.Equal(t, seen{p: ptProgress{Row: 1234}, ok: true, recoveries: 1}, got)
-		ptGone(t, q, crash.ID)
+		got := receive(t, resumed, "recovered task run")
+		require.Equal(t, seen{p: rowProgress{Row: 1234}, ok: true, recoveries: 1}, got)
+		requireDeleted(t, q, crash.ID)
 		require.Empty(t, resumed, "task ran twice")
 
 		// The crashed worker, were it to come back, changes nothing.
@@ -101,11 +101,11 @@ func TestCrashedWorkerTaskResumesFromCheckpoint(t *testing.T) {
 func TestCrashedWorkerTaskDefersPreemptionUntilRecovered(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		q := setup(t, b, queue.Config{LeaseDuration: time.Second})
-		runs := newPtRuns()
+		runs := newRunTally()
 		midStarted := make(chan int, 4) // Preemptions at start
 		midCancelled := make(chan struct{}, 4)
 		urgentRan := make(chan string, 1)
-		crashedRan := make(chan ptProgress, 2)
+		crashedRan := make(chan rowProgress, 2)
 		mux := handlers.NewMux()
 		mux.HandleFunc("mid", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
@@ -115,7 +115,7 @@ func TestCrashedWorkerTaskDefersPreemptionUntilRecovered(t *testing.T) {
 				return nil
 			}
 			<-ctx.Done()
-			if ptPreempted(ctx) {
+			if wasPreempted(ctx) {
 				midCancelled <- struct{}{}
 			}
 			leave(false)
@@ -129,7 +129,7 @@ func TestCrashedWorkerTaskDefersPreemptionUntilRecovered(t *testing.T) {
 		})
 		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
-			p, _, err := checkpoint.Load[ptProgress](ctx)
+			p, _, err := checkpoint.Load[rowProgress](ctx)
 			if err != nil {
 				leave(false)
 				return err
@@ -139,22 +139,22 @@ func TestCrashedWorkerTaskDefersPreemptionUntilRecovered(t *testing.T) {
 			return nil
 		})
 
-		crash := ptCrashed(t, q, "low", 0, ptProgress{Row: 7})
-		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll})
+		crash := crashWhileRunning(t, q, "low", 0, rowProgress{Row: 7})
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: fastPoll})
 		midID := enqueue(t, q, "mid", "", 1)
-		require.Equal(t, 0, ptRecv(t, midStarted, "mid start"))
+		require.Equal(t, 0, receive(t, midStarted, "mid start"))
 		urgentID := enqueue(t, q, "urgent", "", 2)
 
-		require.Equal(t, urgentID, ptRecv(t, urgentRan, "urgent run"))
-		ptRecv(t, midCancelled, "mid preempted")
-		require.Equal(t, 1, ptRecv(t, midStarted, "mid resumes"))
-		require.Equal(t, ptProgress{Row: 7}, ptRecv(t, crashedRan, "crashed task resumes"))
+		require.Equal(t, urgentID, receive(t, urgentRan, "urgent run"))
+		receive(t, midCancelled, "mid preempted")
+		require.Equal(t, 1, receive(t, midStarted, "mid resumes"))
+		require.Equal(t, rowProgress{Row: 7}, receive(t, crashedRan, "crashed task resumes"))
 		for _, id := range []string{midID, urgentID, crash.ID} {
-			ptGone(t, q, id)
+			requireDeleted(t, q, id)
 		}
 		require.Equal(t, 1, runs.maxConcurrent())
 		st := rt.Stats()
 		require.EqualValues(t, 1, st.Preempted)
-		ptInvariant4(t, rt)
+		requireInvariant4(t, rt)
 	})
 }

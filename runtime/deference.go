@@ -18,7 +18,7 @@ import (
 // disabled or one whose urgent task waits for its own victim will never
 // take it. So the deference is bounded: once the urgent work that was
 // pending when the fleet first refused is still pending FleetDeferral later,
-// the worker reserves regardless of the fleet (engine.ReserveRequest's
+// the worker reserves regardless of the fleet (store.ReserveRequest's
 // IgnoreFleet) and preempts its own victim.
 //
 // The bound is kept per episode, not per refusal: the fleet may refuse many
@@ -45,31 +45,31 @@ type fleetDeferral struct {
 
 // endDeferral ends the deferral episode, if any: a reservation succeeded,
 // nothing was pending, or the worker is not saturated any more.
-func (r *Runtime) endDeferral() { r.deferral = fleetDeferral{} }
+func (pr *preemptor) endDeferral() { pr.deferral = fleetDeferral{} }
 
 // deferralDue is called before a reservation for victims at minLevel and
 // above. ignore: the bound has passed and work pending since the episode
 // began still waits, so reserve regardless of the fleet. idle: nothing
 // worth preempting for is pending (the episode ends; do not reserve).
-func (r *Runtime) deferralDue(ctx context.Context, p, minLevel int, now time.Time) (ignore, idle bool, err error) {
-	d := &r.deferral
-	bound := r.cfg.Preemption.FleetDeferral
+func (pr *preemptor) deferralDue(ctx context.Context, p, minLevel int, now time.Time) (ignore, idle bool, err error) {
+	d := &pr.deferral
+	bound := pr.policy.FleetDeferral
 	if d.since.IsZero() || bound < 0 || now.Sub(d.since) < bound {
 		return false, false, nil
 	}
-	oldest, newest, pending, err := r.pendingHeads(ctx, p, minLevel)
+	oldest, newest, pending, err := pr.pendingHeads(ctx, p, minLevel)
 	switch {
 	case err != nil:
 		return false, false, err
 	case !pending:
-		r.endDeferral()
+		pr.endDeferral()
 		return false, true, nil
 	case !oldest.After(d.mark):
 		return true, false, nil
 	}
 	// The fleet took what was pending when the episode began; what waits
 	// now came since. Defer to the fleet afresh, from now.
-	r.log.Debug("the fleet took the urgent work it was deferred to; deferring afresh",
+	pr.log.Debug("the fleet took the urgent work it was deferred to; deferring afresh",
 		zap.Duration("bound", bound))
 	*d = fleetDeferral{since: now, mark: newest}
 	return false, false, nil
@@ -80,13 +80,13 @@ func (r *Runtime) deferralDue(ctx context.Context, p, minLevel int, now time.Tim
 // bound expires, or never with DeferForever. A refusal while nothing worth
 // preempting for is pending (on a slow poll, or the fleet already took the
 // task) starts no episode.
-func (r *Runtime) deferToFleet(ctx context.Context, p, minLevel int, now time.Time, why error) (retryAt time.Time, err error) {
-	d := &r.deferral
-	bound := r.cfg.Preemption.FleetDeferral
-	r.stats.deferred.Add(1)
+func (pr *preemptor) deferToFleet(ctx context.Context, p, minLevel int, now time.Time, why error) (retryAt time.Time, err error) {
+	d := &pr.deferral
+	bound := pr.policy.FleetDeferral
+	pr.counted.deferred.Add(1)
 	if d.since.IsZero() {
 		if bound >= 0 {
-			_, newest, pending, err := r.pendingHeads(ctx, p, minLevel)
+			_, newest, pending, err := pr.pendingHeads(ctx, p, minLevel)
 			if err != nil {
 				return time.Time{}, err
 			}
@@ -97,7 +97,7 @@ func (r *Runtime) deferToFleet(ctx context.Context, p, minLevel int, now time.Ti
 		}
 		d.since = now
 	}
-	r.log.Debug("no preemption yet: deferring to the fleet", zap.String("why", why.Error()),
+	pr.log.Debug("no preemption yet: deferring to the fleet", zap.String("why", why.Error()),
 		zap.Duration("deferred", now.Sub(d.since)), zap.Duration("bound", bound))
 	if bound < 0 {
 		return time.Time{}, nil
@@ -108,14 +108,14 @@ func (r *Runtime) deferToFleet(ctx context.Context, p, minLevel int, now time.Ti
 // pendingHeads reads, in one round trip, whether tasks wait at minLevel or
 // above in levels of pool p that may preempt, and the oldest and newest ready times
 // among the heads of those levels (Redis's clock).
-func (r *Runtime) pendingHeads(ctx context.Context, p, minLevel int) (oldest, newest time.Time, pending bool, err error) {
-	st, err := r.q.Stats(ctx)
+func (pr *preemptor) pendingHeads(ctx context.Context, p, minLevel int) (oldest, newest time.Time, pending bool, err error) {
+	st, err := pr.q.Stats(ctx)
 	if err != nil {
 		return time.Time{}, time.Time{}, false, err
 	}
 	for _, l := range st.Levels {
-		if l.Level < minLevel || l.Pending == 0 || l.Paused != queue.NotPaused || r.bandOf(l.Level) != p ||
-			slices.Contains(r.cfg.Preemption.NeverPreempt, l.Level) {
+		if l.Level < minLevel || l.Pending == 0 || l.Paused != queue.NotPaused || pr.bandOf(l.Level) != p ||
+			slices.Contains(pr.policy.NeverPreempt, l.Level) {
 			continue
 		}
 		at := l.OldestReadyAt

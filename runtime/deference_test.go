@@ -31,7 +31,7 @@ const deadTTL = 20500 * time.Millisecond
 // to start on worker want, or fails. With forever set it instead requires
 // that the urgent task does NOT start within 500 ms: the stall the bound
 // removes.
-func (f *ptFleet) urgentAfter(t *testing.T, level int, want string, forever bool) time.Duration {
+func (f *testFleet) urgentAfter(t *testing.T, level int, want string, forever bool) time.Duration {
 	t.Helper()
 	before := time.Now()
 	u := enqueue(t, f.q, "urgent", "", level)
@@ -43,9 +43,9 @@ func (f *ptFleet) urgentAfter(t *testing.T, level int, want string, forever bool
 		}
 		return 0
 	}
-	at := ptRecv(t, f.urgent, "urgent run")
+	at := receive(t, f.urgent, "urgent run")
 	took := time.Since(before)
-	require.Equal(t, ptAt{u, want}, at)
+	require.Equal(t, taskAt{u, want}, at)
 	require.GreaterOrEqual(t, took, preempt.DefaultFleetDeferral, "it did not defer at all")
 	require.Less(t, took, deferBound)
 	t.Logf("urgent task started %v after enqueue", took)
@@ -69,14 +69,14 @@ type deferCase struct {
 	name     string
 	levels   int // queue levels; 0: the default 3
 	jobLevel int // A's job; 1 unless set
-	setup    func(t *testing.T, f *ptFleet)
+	setup    func(t *testing.T, f *testFleet)
 }
 
 var deferCases = []deferCase{
-	{name: "dead idle worker", setup: func(t *testing.T, f *ptFleet) {
+	{name: "dead idle worker", setup: func(t *testing.T, f *testFleet) {
 		ghost(t, f.q, 4, nil) // four free slots, for 20.5 s
 	}},
-	{name: "dead busy worker", setup: func(t *testing.T, f *ptFleet) {
+	{name: "dead busy worker", setup: func(t *testing.T, f *testFleet) {
 		// It leased a level-0 job and was killed: its record and its lease
 		// live on, a lower victim than A's.
 		enqueue(t, f.q, "job", "", 0)
@@ -85,17 +85,17 @@ var deferCases = []deferCase{
 		require.Len(t, res.Tasks, 1)
 		ghost(t, f.q, 1, res.Tasks)
 	}},
-	{name: "draining worker", setup: func(t *testing.T, f *ptFleet) {
+	{name: "draining worker", setup: func(t *testing.T, f *testFleet) {
 		b := f.start(t, "B", runtime.Config{Concurrency: 1, DrainTimeout: time.Minute})
 		f.jobOn(t, 0, "B")
 		go func() { _ = b.Shutdown(context.Background()) }() // drains until the jobs are released
 		t.Cleanup(f.doRelease)
 	}},
-	{name: "worker with preemption disabled", setup: func(t *testing.T, f *ptFleet) {
+	{name: "worker with preemption disabled", setup: func(t *testing.T, f *testFleet) {
 		f.start(t, "B", runtime.Config{Concurrency: 1, Preemption: preempt.Policy{Disabled: true}})
 		f.jobOn(t, 0, "B")
 	}},
-	{name: "worker waiting for its victim", levels: 4, jobLevel: 2, setup: func(t *testing.T, f *ptFleet) {
+	{name: "worker waiting for its victim", levels: 4, jobLevel: 2, setup: func(t *testing.T, f *testFleet) {
 		// B (StartAfterVictim) preempted a stubborn level-0 job for a
 		// level-1 task, which waits for that victim to return: it counts as
 		// B's running level-1 task, lower than A's level-2 job, but B has no
@@ -104,7 +104,7 @@ var deferCases = []deferCase{
 			GracePeriod: time.Minute})
 		f.runOn(t, "stubborn", 0, "B")
 		enqueue(t, f.q, "job", "", 1)
-		require.Eventually(t, func() bool { return b.Stats().Preempted == 1 }, ptLong, 5*time.Millisecond,
+		require.Eventually(t, func() bool { return b.Stats().Preempted == 1 }, longWait, 5*time.Millisecond,
 			"B preempts its stubborn job")
 	}},
 }
@@ -121,7 +121,7 @@ func TestDeferenceIsBounded(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-					f := newPtFleet(t, b, queue.Config{Levels: tc.levels})
+					f := newTestFleet(t, b, queue.Config{Levels: tc.levels})
 					t.Cleanup(f.doRelease)
 					tc.setup(t, f)
 					pol := preempt.Policy{}
@@ -138,9 +138,9 @@ func TestDeferenceIsBounded(t *testing.T) {
 						require.Zero(t, st.FleetOverrides)
 						return
 					}
-					require.Equal(t, ptAt{mid, "A"}, ptRecv(t, f.cancelled, "A's own job gives way"))
+					require.Equal(t, taskAt{mid, "A"}, receive(t, f.cancelled, "A's own job gives way"))
 					require.EqualValues(t, 1, rtA.Stats().FleetOverrides)
-					ptInvariant4(t, f.all()...)
+					requireInvariant4(t, f.all()...)
 				})
 			})
 		}
@@ -158,7 +158,7 @@ func TestDeferenceKilledWorkerProcess(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-					f := newPtFleet(t, b, queue.Config{})
+					f := newTestFleet(t, b, queue.Config{})
 					t.Cleanup(f.doRelease)
 					proc := startWorkerProcess(t, b.Addr, b.Prefix, "victim-proc", 2)
 					var held []string
@@ -188,8 +188,8 @@ func TestDeferenceKilledWorkerProcess(t *testing.T) {
 					mid := f.jobOn(t, 1, "A")
 					f.urgentAfter(t, 2, "A", forever)
 					if !forever {
-						require.Equal(t, ptAt{mid, "A"}, ptRecv(t, f.cancelled, "A's own job gives way"))
-						ptInvariant4(t, rtA)
+						require.Equal(t, taskAt{mid, "A"}, receive(t, f.cancelled, "A's own job gives way"))
+						requireInvariant4(t, rtA)
 					}
 				})
 			})

@@ -14,20 +14,6 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// raiseWake records that a task of level l was announced, keeping the
-// highest level since the dispatcher last looked.
-func (r *Runtime) raiseWake(l int64) {
-	if l >= 0 && l < 64 {
-		r.wakeMask.Or(1 << l)
-	}
-	for {
-		cur := r.wakeLevel.Load()
-		if l <= cur || r.wakeLevel.CompareAndSwap(cur, l) {
-			return
-		}
-	}
-}
-
 // dispatch is the fetch loop: while slots are free it leases as many tasks
 // as there are free slots in one round trip; when none are free and an
 // urgent task was announced, it tries to preempt.
@@ -35,7 +21,7 @@ func (r *Runtime) dispatch() {
 	defer r.loops.Done()
 	defer r.dispatchWG.Done()
 	defer r.stopCarrying()
-	defer r.leaseWG.Wait() // the calls in flight launch their tasks first
+	defer r.callers.wait() // the calls in flight launch their tasks first
 	bo := backoff{limit: r.cfg.MaxRedisBackoff}
 	warned := false // "redis unavailable" was said at warn since the last success
 	// notBefore: after a failed call no other goes before it, unless Redis
@@ -60,8 +46,7 @@ func (r *Runtime) dispatch() {
 		}
 		r.startWaiting()
 		wait := r.cfg.PollInterval
-		woken := r.wakeLevel.Swap(-1)
-		mask := r.wakeMask.Swap(0)
+		woken, mask := r.inbox.take()
 		// What the lease calls that ended left: an error backs off, and a
 		// queue the last call found drained (no backlog) is not asked
 		// again until something else woke this loop (a wake-up, a freed
@@ -73,7 +58,7 @@ func (r *Runtime) dispatch() {
 			wait = min(wait, max(time.Until(out.next), time.Millisecond))
 		}
 		answered := out.ok
-		down, ready := r.outage.down(), !time.Now().Before(notBefore)
+		down, ready := r.redis.down(), !time.Now().Before(notBefore)
 		frees := r.frees()
 		forcePoll := false // look for urgent work after the wait, whatever ends it
 		if slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
@@ -81,7 +66,7 @@ func (r *Runtime) dispatch() {
 			// any deference to the fleet ends (with one pool; with several,
 			// a saturated pool may still be deferring).
 			if len(frees) == 1 {
-				r.endDeferral()
+				r.preemptor.endDeferral()
 			}
 			if err == nil && !down && ready && (backlog || wokeSince) && r.leaseFree(frees) {
 				leasing++
@@ -96,10 +81,7 @@ func (r *Runtime) dispatch() {
 			// A call in flight brings tasks for the slots it asked for or
 			// hands them back: no pool counts as saturated until it ends,
 			// and what was announced still counts then.
-			r.wakeMask.Or(mask)
-			if woken >= 0 {
-				r.raiseWake(woken)
-			}
+			r.inbox.keep(woken, mask)
 		}
 		for p := range frees {
 			if err != nil || down || !ready || frees[p] > 0 || leasing > 0 {
@@ -114,16 +96,16 @@ func (r *Runtime) dispatch() {
 			if r.reclaim(p, announced, polled) {
 				continue
 			}
-			if !r.canPreempt() {
+			if !r.preemptor.enabled() {
 				continue
 			}
 			var preempted bool
 			var retryAt time.Time
-			preempted, retryAt, err = r.tryPreempt(p, announced)
+			preempted, retryAt, err = r.preemptor.try(r.baseCtx, p, announced)
 			answered = answered || err == nil
 			if err == nil && preempted {
-				r.raiseWake(int64(announced))
-				r.wakeMask.Or(mask)
+				r.inbox.raise(int64(announced))
+				r.inbox.keep(-1, mask)
 				forcePoll, wait = false, 0 // more urgent tasks may wait: try the next victim at once
 				break
 			}
@@ -137,10 +119,10 @@ func (r *Runtime) dispatch() {
 		}
 		switch {
 		case err != nil:
-			r.redisFailed(err) // (a lease call or probe did already)
+			r.redis.failed(err) // (a lease call or probe did already)
 			lvl := zap.WarnLevel
-			if r.outage.down() {
-				elapsed := r.outage.elapsed()
+			if r.redis.down() {
+				elapsed := r.redis.elapsed()
 				wait = bo.nextIn(elapsed)
 				if elapsed < fastProbe && warned {
 					lvl = zap.DebugLevel // the quick tries of an outage's first seconds: said once
@@ -175,7 +157,7 @@ func (r *Runtime) dispatch() {
 		case !ready:
 			wait = min(wait, max(time.Until(notBefore), time.Millisecond))
 		}
-		if len(r.kick) == 0 && leasing == 0 {
+		if len(r.inbox.kick) == 0 && leasing == 0 {
 			// About to wait: no lease call may come soon to carry the acks
 			// of slots freed early, so they go now (and before any lease).
 			r.flushCarried()
@@ -185,14 +167,14 @@ func (r *Runtime) dispatch() {
 		select {
 		case <-r.stopLease:
 			return
-		case <-r.kick:
+		case <-r.inbox.kick:
 			wokeSince = true
-		case <-r.leaseDone:
+		case <-r.inbox.leaseDone:
 		case <-timer.C:
 			polled, wokeSince = true, true
 		}
 		polled = polled || forcePoll
-		if r.pollNow.Swap(false) { // Redis answered again, or the subscription is back
+		if r.inbox.pollNow.Swap(false) { // Redis answered again, or the subscription is back
 			polled, wokeSince, notBefore = true, true, time.Time{}
 		}
 		if !timer.Stop() {
@@ -231,18 +213,15 @@ func (r *Runtime) logCorrupt(res *store.LeaseResult) {
 	// The lease call dead-lettered these itself: counted and logged like
 	// any dead letter.
 	for _, sa := range res.SetAside {
-		r.stats.dead.Add(1)
+		r.done.countDead()
 		r.log.Error("task dead-lettered", zap.String("task_id", sa.ID), zap.Int("task_level", sa.Level),
 			zap.String("reason", "its record key holds another type (set aside as x:"+sa.ID+")"), zap.Error(sa.Err))
 	}
 }
 
-// poolRoom is how many more handlers the pool can start without blocking,
-// not counting the runs that only wait for their early ack (ack.go): the
-// pool has room of its own for those.
-func (r *Runtime) poolRoom() int {
-	return r.cfg.poolSize() - int(r.handlers.Load()-r.early.Load())
-}
+// poolRoom is how many more handlers the pool can start without blocking
+// (workers.room).
+func (r *Runtime) poolRoom() int { return r.workers.room() }
 
 // killMalformed dead-letters leased records that could not be decoded, off
 // the dispatcher goroutine (a Redis outage would hold it for a lease
@@ -250,14 +229,12 @@ func (r *Runtime) poolRoom() int {
 func (r *Runtime) killMalformed(res *store.LeaseResult) {
 	for _, m := range res.Malformed {
 		rn := &run{t: m.Task, log: r.log.With(zap.String("task_id", m.Task.ID))}
-		r.tasks.Add(1)
-		go func() {
-			defer r.tasks.Done()
+		r.workers.track(func() {
 			// A record Redis holds that cannot be decoded: corruption.
-			if err := r.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {
+			if err := r.done.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {
 				r.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
 			}
-		}()
+		})
 	}
 }
 
@@ -276,13 +253,9 @@ func (r *Runtime) start(rn *run, takeSlot bool) {
 		r.holdSlot(rn)
 	}
 	r.mu.Unlock()
-	r.tasks.Add(1)
-	r.handlers.Add(1)
-	if err := r.pool.Submit(func() { r.execute(rn) }); err != nil {
-		r.handlers.Add(-1)
+	if err := r.workers.submit(func() { r.execute(rn) }); err != nil {
 		// The pool is closed only after every task returned, so this means
 		// a bug; the lease expires and recovery runs the task elsewhere.
-		r.tasks.Done()
 		rn.log.Error("pool refused task", zap.Error(err))
 		r.finished(rn)
 	}
@@ -304,4 +277,14 @@ func (r *Runtime) startWaiting() {
 		r.mu.Unlock()
 		r.start(rn, true)
 	}
+}
+
+// announced records a wake-up: a task of level l became pending (isLevel
+// false: the message named no level). A paused level's is not worth a
+// look; the dispatcher is woken either way (the wake listener's waker).
+func (r *Runtime) announced(l int, isLevel bool) {
+	if isLevel && !r.isPaused(l) {
+		r.inbox.raise(int64(l))
+	}
+	r.inbox.signal()
 }

@@ -3,13 +3,14 @@
 // priority lists, highest level first, and preempts running lower-priority
 // tasks when urgent work arrives and no worker in the fleet is free.
 //
-// The main flow (see Example):
+// The main flow, as Example runs it on miniredis (doc_test.go checks that
+// every line below is a line of Example):
 //
-//	q, _ := queue.New(rdb, queue.Config{Name: "default"})
+//	q, err := queue.New(rdb, queue.Config{Name: "default"})
 //	mux := handlers.NewMux()
-//	mux.HandleFunc("import", func(ctx context.Context, t *store.Task) error {
-//		state, _, _ := checkpoint.Load[Progress](ctx)
-//		for state.Row < total {
+//	mux.HandleFunc("import", func(ctx context.Context, t *queue.TaskInfo) error {
+//		state, _, err := checkpoint.Load[progress](ctx) // zero on the first run
+//		for state.Row < 3 {
 //			if ctx.Err() != nil { // preempted or shutting down
 //				_ = checkpoint.Save(ctx, state) // still allowed after cancel
 //				return context.Cause(ctx)
@@ -18,8 +19,11 @@
 //		}
 //		return nil
 //	})
-//	rt, _ := runtime.New(q, mux, runtime.Config{Concurrency: 8})
-//	_ = rt.Run(ctx) // blocks; on ctx end, preempts and requeues every task
+//	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 8, Logger: zap.NewNop()})
+//	go func() { stopped <- rt.Run(ctx) }() // blocks; on ctx end, requeues every running task
+//
+// Example_result stores and reads a task's result, ExamplePeriodic
+// enqueues on a schedule and Example_handlerLogger logs from a handler.
 //
 // # Leasing
 //
@@ -27,6 +31,18 @@
 // Redis round trip. Idle, it waits for a Pub/Sub message that the enqueue
 // script publishes, with a slow fallback poll (PollInterval); it never polls
 // Redis in a loop. A heartbeat extends every lease of the worker in one call.
+//
+// # Services
+//
+// Inside, a Runtime is a few services, each a type with one start and one
+// stop: the heartbeater (heartbeat.go) extends every lease, the completer
+// (settle.go, ack.go) writes each run's outcome and retries it while Redis
+// is away, the wake listener (wake.go) keeps the subscription, the
+// preemptor (victim.go, deference.go) chooses victims and reserves urgent
+// work, the scheduler (periodic.go) enqueues periodic ticks and the
+// autoscaler (pool_autoscale.go) sizes the pools, around the dispatcher
+// (dispatch.go, lease.go) and the slots it fills. docs/design.md, "The
+// worker's services", draws them.
 //
 // # Preemption
 //

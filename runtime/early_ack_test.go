@@ -84,14 +84,14 @@ func TestSuccessFreesSlotBeforeAckLands(t *testing.T) {
 	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, HeartbeatInterval: 20 * time.Second})
 	var released sync.Once
 	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the runtime's shutdown
-	require.Equal(t, a, waitFor(t, ran, "a to run"))
-	waitFor(t, carried, "the call carrying a's ack")
+	require.Equal(t, a, receive(t, ran, "a to run"))
+	receive(t, carried, "the call carrying a's ack")
 	require.Equal(t, 0, rt.PoolStats()[0].Busy, "a's slot is free while its ack is on its way")
 	rec, err := producer.Inspect(context.Background(), a)
 	require.NoError(t, err)
 	require.Equal(t, queue.StateActive, rec.State, "the ack has not landed yet")
 	released.Do(func() { close(release) })
-	require.Equal(t, b, waitFor(t, ran, "b to run"))
+	require.Equal(t, b, receive(t, ran, "b to run"))
 	require.Eventually(t, func() bool {
 		ra, _ := producer.Inspect(context.Background(), a)
 		rb, _ := producer.Inspect(context.Background(), b)
@@ -139,11 +139,11 @@ func TestCarriedAckFailureRetried(t *testing.T) {
 		MaxRedisBackoff: 20 * time.Millisecond})
 	var released sync.Once
 	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the runtime's shutdown
-	waitFor(t, failed, "the carried ack to fail")
+	receive(t, failed, "the carried ack to fail")
 	require.Eventually(t, func() bool { return rt.PoolStats()[0].Busy == 1 }, 10*time.Second, time.Millisecond,
 		"the failed ack's run holds its slot again")
 	released.Do(func() { close(release) })
-	waitFor(t, retried, "the ack to be retried")
+	receive(t, retried, "the ack to be retried")
 	require.Eventually(t, func() bool {
 		ra, _ := producer.Inspect(context.Background(), a)
 		return (ra == nil || ra.State == queue.StateDone) && rt.PoolStats()[0].Busy == 0 &&
@@ -199,7 +199,7 @@ func TestCarriedAckReplyLost(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, Logger: zap.New(core),
 		MaxRedisBackoff: 20 * time.Millisecond})
-	waitFor(t, lost, "the carried ack's reply to be lost")
+	receive(t, lost, "the carried ack's reply to be lost")
 	require.Eventually(t, func() bool {
 		ra, _ := producer.Inspect(context.Background(), a)
 		return (ra == nil || ra.State == queue.StateDone) && rt.PoolStats()[0].Busy == 0 &&

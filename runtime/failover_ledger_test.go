@@ -13,9 +13,9 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
-// foLedger is the failover test's record of the handlers' runs, kept in the
+// enqueueLedger is the failover test's record of the handlers' runs, kept in the
 // test process (not in Redis, which the failover may roll back).
-type foLedger struct {
+type enqueueLedger struct {
 	mu       sync.Mutex
 	running  map[string]int       // runs of a task in progress
 	runs     map[string]int       // successful runs of a task
@@ -23,13 +23,13 @@ type foLedger struct {
 	overlaps []string             // a task started while another run of it was in progress
 }
 
-func newFoLedger() *foLedger {
-	return &foLedger{running: map[string]int{}, runs: map[string]int{}, started: map[string]time.Time{}}
+func newFoLedger() *enqueueLedger {
+	return &enqueueLedger{running: map[string]int{}, runs: map[string]int{}, started: map[string]time.Time{}}
 }
 
 // handle is the handler: it records the run, works for d (or until
 // cancelled), and records a success.
-func (l *foLedger) handle(ctx context.Context, id string, d time.Duration) error {
+func (l *enqueueLedger) handle(ctx context.Context, id string, d time.Duration) error {
 	l.mu.Lock()
 	if l.running[id] > 0 {
 		l.overlaps = append(l.overlaps, id)
@@ -56,7 +56,7 @@ func (l *foLedger) handle(ctx context.Context, id string, d time.Duration) error
 }
 
 // missing returns the IDs of ids that never ran to success.
-func (l *foLedger) missing(ids []string) []string {
+func (l *enqueueLedger) missing(ids []string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
@@ -69,7 +69,7 @@ func (l *foLedger) missing(ids []string) []string {
 }
 
 // firstStartAfter returns the earliest first start of a task after t.
-func (l *foLedger) firstStartAfter(t time.Time) time.Time {
+func (l *enqueueLedger) firstStartAfter(t time.Time) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var first time.Time
@@ -81,10 +81,10 @@ func (l *foLedger) firstStartAfter(t time.Time) time.Time {
 	return first
 }
 
-// foProducer enqueues the failover test's tasks, each with an explicit ID
+// ledgerProducer enqueues the failover test's tasks, each with an explicit ID
 // (a retry after a lost reply cannot duplicate it), on a queue client with
 // WaitReplicas 1: an Enqueue that returns nil was confirmed by the replica.
-type foProducer struct {
+type ledgerProducer struct {
 	q *queue.Client
 
 	mu          sync.Mutex
@@ -97,7 +97,7 @@ type foProducer struct {
 // means the primary has the task but the replica did not confirm it;
 // ErrDuplicateTask after a failed attempt means an earlier attempt landed,
 // unconfirmed as far as the producer knows.
-func (p *foProducer) enqueue(ctx context.Context, id string, level int) error {
+func (p *ledgerProducer) enqueue(ctx context.Context, id string, level int) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -127,7 +127,7 @@ func (p *foProducer) enqueue(ctx context.Context, id string, level int) error {
 
 // feed enqueues n tasks at rate per second, levels 0, 1 and 2 in turn (one
 // in three urgent), and closes half once half of them are acknowledged.
-func (p *foProducer) feed(ctx context.Context, n int, rate float64, half chan<- struct{}) error {
+func (p *ledgerProducer) feed(ctx context.Context, n int, rate float64, half chan<- struct{}) error {
 	start := time.Now()
 	for i := range n {
 		if d := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); d > 0 {
@@ -149,7 +149,7 @@ func (p *foProducer) feed(ctx context.Context, n int, rate float64, half chan<- 
 
 // ackedIDs returns the acknowledged tasks' IDs, and whether each was
 // confirmed by a replica.
-func (p *foProducer) ackedIDs() (confirmed, unconfirmed []string) {
+func (p *ledgerProducer) ackedIDs() (confirmed, unconfirmed []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id := range p.acked {
@@ -164,9 +164,9 @@ func (p *foProducer) ackedIDs() (confirmed, unconfirmed []string) {
 	return confirmed, unconfirmed
 }
 
-// foLatencies returns the start latency (first start minus enqueue ack) of
+// ledgerLatencies returns the start latency (first start minus enqueue ack) of
 // the tasks acknowledged after t, sorted.
-func foLatencies(p *foProducer, l *foLedger, after time.Time) []time.Duration {
+func ledgerLatencies(p *ledgerProducer, l *enqueueLedger, after time.Time) []time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l.mu.Lock()
@@ -181,12 +181,12 @@ func foLatencies(p *foProducer, l *foLedger, after time.Time) []time.Duration {
 	return out
 }
 
-// foProbe measures the wake-up path through the failover apart from the
+// failoverProbe measures the wake-up path through the failover apart from the
 // producer's backlog: it enqueues a task every 25 to 50 ms on a queue of
 // its own, which a runtime of its own (one FailoverClient, the default
 // settings) runs, so no backlog ever holds a probe's slot. A probe's
 // latency is its first start minus the return of its Enqueue.
-type foProbe struct {
+type failoverProbe struct {
 	q     *queue.Client
 	first chan struct{} // closed at the first start
 
@@ -196,12 +196,12 @@ type foProbe struct {
 	failures int                  // Enqueue calls that failed (not retried)
 }
 
-func newFoProbe(q *queue.Client) *foProbe {
-	return &foProbe{q: q, first: make(chan struct{}), enqueued: map[string]time.Time{}, started: map[string]time.Time{}}
+func newFoProbe(q *queue.Client) *failoverProbe {
+	return &failoverProbe{q: q, first: make(chan struct{}), enqueued: map[string]time.Time{}, started: map[string]time.Time{}}
 }
 
 // handle is the probe runtime's handler: it records the start.
-func (p *foProbe) handle(_ context.Context, tk *queue.TaskInfo) error {
+func (p *failoverProbe) handle(_ context.Context, tk *queue.TaskInfo) error {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -217,7 +217,7 @@ func (p *foProbe) handle(_ context.Context, tk *queue.TaskInfo) error {
 // run enqueues probes until ctx ends or until after has passed since the
 // first probe started. A failed Enqueue is not retried: the next probe
 // comes 25 to 50 ms later.
-func (p *foProbe) run(ctx context.Context, after time.Duration) {
+func (p *failoverProbe) run(ctx context.Context, after time.Duration) {
 	var stop time.Time
 	for i := 0; ctx.Err() == nil; i++ {
 		if stop.IsZero() {
@@ -250,7 +250,7 @@ func (p *foProbe) run(ctx context.Context, after time.Duration) {
 }
 
 // notStarted returns the probes enqueued that have not started.
-func (p *foProbe) notStarted() []string {
+func (p *failoverProbe) notStarted() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
@@ -265,7 +265,7 @@ func (p *foProbe) notStarted() []string {
 
 // latencies returns the start latency of the probes enqueued after t,
 // sorted.
-func (p *foProbe) latencies(after time.Time) []time.Duration {
+func (p *failoverProbe) latencies(after time.Time) []time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []time.Duration
@@ -279,7 +279,7 @@ func (p *foProbe) latencies(after time.Time) []time.Duration {
 }
 
 // firstStart returns the earliest start of a probe.
-func (p *foProbe) firstStart() time.Time {
+func (p *failoverProbe) firstStart() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var first time.Time
@@ -293,7 +293,7 @@ func (p *foProbe) firstStart() time.Time {
 
 // slow describes the probes that took over d to start: when each was
 // enqueued after from, and its latency.
-func (p *foProbe) slow(from time.Time, d time.Duration) string {
+func (p *failoverProbe) slow(from time.Time, d time.Duration) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	type probe struct{ at, lat time.Duration }
@@ -313,7 +313,7 @@ func (p *foProbe) slow(from time.Time, d time.Duration) string {
 
 // slowCount counts the probes enqueued after from that took over d to
 // start, and returns when the last of them was enqueued.
-func (p *foProbe) slowCount(from time.Time, d time.Duration) (n int, last time.Time) {
+func (p *failoverProbe) slowCount(from time.Time, d time.Duration) (n int, last time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, at := range p.enqueued {

@@ -22,22 +22,22 @@ import (
 
 // Failover test sizes: 1,500 tasks at 150/s, the primary killed halfway.
 const (
-	foTasks = 1500
-	foRate  = 150
+	failoverTasks = 1500
+	failoverRate  = 150
 )
 
-// foClient is a FailoverClient of the group with short timeouts.
-func foClient(t *testing.T, s *testredis.Sentinel) *redis.Client {
+// sentinelClient is a FailoverClient of the group with short timeouts.
+func sentinelClient(t *testing.T, s *testredis.Sentinel) *redis.Client {
 	o := s.FailoverOptions()
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries = time.Second, time.Second, time.Second, 1
 	return s.NewClient(t, o)
 }
 
-// foQueue is the test's queue on rdb: a short lease, so that a task whose
+// sentinelQueue is the test's queue on rdb: a short lease, so that a task whose
 // ack was lost in the failover is recovered within seconds, and a retention
 // that keeps done tasks' records, so that a retried Enqueue of a task that
 // is there already gets ErrDuplicateTask. waitReplicas is its WaitReplicas.
-func foQueue(t *testing.T, rdb *redis.Client, waitReplicas int) *queue.Client {
+func sentinelQueue(t *testing.T, rdb *redis.Client, waitReplicas int) *queue.Client {
 	q, err := queue.New(rdb, queue.Config{Namespace: "fo", LeaseDuration: 3 * time.Second, Retention: 10 * time.Minute,
 		WaitReplicas: waitReplicas, WaitTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func foQueue(t *testing.T, rdb *redis.Client, waitReplicas int) *queue.Client {
 // confirmed is lost, no task runs twice at once; the figures (promotion,
 // first start after the kill, duplicates, acknowledged but unconfirmed
 // tasks lost to asynchronous replication) are logged. From the kill until
-// 3 s after the first probe started, foProbe measures the wake-up path
+// 3 s after the first probe started, failoverProbe measures the wake-up path
 // apart from the producer's backlog (a third runtime, on a queue of its
 // own, idle but for the probes); every probe enqueued must start, and the
 // probes' start latencies, from the promotion and from that runtime's
@@ -73,20 +73,20 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	})
 	var good []*goodCall // fo-a's, fo-b's and the probe runtime's clients'
 	for _, id := range []string{"fo-a", "fo-b"} {
-		rdb := foClient(t, s)
+		rdb := sentinelClient(t, s)
 		good = append(good, &goodCall{})
 		rdb.AddHook(good[len(good)-1])
-		startRuntime(t, foQueue(t, rdb, 0), mux, runtime.Config{Concurrency: 8, WorkerID: id,
+		startRuntime(t, sentinelQueue(t, rdb, 0), mux, runtime.Config{Concurrency: 8, WorkerID: id,
 			MaxRedisBackoff: maxBackoff, Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))})
 	}
 	probe := startFoProbe(t, s, &good, maxBackoff)
-	p := &foProducer{q: foQueue(t, foClient(t, s), 1), acked: map[string]time.Time{}, unconfirmed: map[string]bool{}}
+	p := &ledgerProducer{q: sentinelQueue(t, sentinelClient(t, s), 1), acked: map[string]time.Time{}, unconfirmed: map[string]bool{}}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	half := make(chan struct{})
 	fed := make(chan error, 1)
-	go func() { fed <- p.feed(ctx, foTasks, foRate, half) }()
+	go func() { fed <- p.feed(ctx, failoverTasks, failoverRate, half) }()
 	select {
 	case <-half:
 	case err := <-fed:
@@ -113,7 +113,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	}
 
 	confirmed, unconfirmed := p.ackedIDs()
-	require.Len(t, append(confirmed, unconfirmed...), foTasks, "every Enqueue was acknowledged in the end")
+	require.Len(t, append(confirmed, unconfirmed...), failoverTasks, "every Enqueue was acknowledged in the end")
 	var lost []string
 	require.Eventually(t, func() bool { lost = ledger.missing(confirmed); return len(lost) == 0 }, 30*time.Second,
 		50*time.Millisecond, "%d tasks whose Enqueue a replica confirmed were lost, e.g. %v", len(lost), lost[:min(len(lost), 5)])
@@ -125,24 +125,24 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 		dups += max(n-1, 0)
 	}
 	ledger.mu.Unlock()
-	lat := foLatencies(p, ledger, promoted)
+	lat := ledgerLatencies(p, ledger, promoted)
 	first := ledger.firstStartAfter(killed)
 	// Enqueued once a worker was back (its first start after the kill):
 	// what the wake-up path gives, without the wait for the workers' next
 	// probe.
-	latBack := foLatencies(p, ledger, first)
+	latBack := ledgerLatencies(p, ledger, first)
 	// And a second later, once the producer, which sends the tasks it
 	// owes back to back after the outage, has caught up.
-	latLater := foLatencies(p, ledger, first.Add(time.Second))
+	latLater := ledgerLatencies(p, ledger, first.Add(time.Second))
 	t.Logf("primary %s killed; %s promoted %v after the kill; first task start %v after the kill",
 		old, primary, promoted.Sub(killed).Round(time.Millisecond), first.Sub(killed).Round(time.Millisecond))
 	t.Logf("%d tasks acknowledged, %d confirmed by a replica, %d not (%d of those lost); %d failed Enqueue calls retried",
-		foTasks, len(confirmed), len(unconfirmed), len(lostUnconfirmed), p.failures)
+		failoverTasks, len(confirmed), len(unconfirmed), len(lostUnconfirmed), p.failures)
 	t.Logf("%d duplicate runs, %d overlapping runs; start latency of the %d tasks enqueued after the promotion: p50 %v, p99 %v",
-		dups, len(overlaps), len(lat), foPct(lat, 50), foPct(lat, 99))
+		dups, len(overlaps), len(lat), percentile(lat, 50), percentile(lat, 99))
 	t.Logf("start latency of the %d tasks enqueued after the first start that followed the kill: p50 %v, p99 %v, max %v; "+
-		"of the %d enqueued 1 s or more after it: p50 %v, p99 %v, max %v", len(latBack), foPct(latBack, 50),
-		foPct(latBack, 99), foPct(latBack, 100), len(latLater), foPct(latLater, 50), foPct(latLater, 99), foPct(latLater, 100))
+		"of the %d enqueued 1 s or more after it: p50 %v, p99 %v, max %v", len(latBack), percentile(latBack, 50),
+		percentile(latBack, 99), percentile(latBack, 100), len(latLater), percentile(latLater, 50), percentile(latLater, 99), percentile(latLater, 100))
 	assert.Empty(t, overlaps, "tasks run twice at once")
 	assert.False(t, first.IsZero(), "no task started after the kill")
 
@@ -154,7 +154,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	var late []string
 	require.Eventually(t, func() bool { late = probe.notStarted(); return len(late) == 0 }, 20*time.Second,
 		50*time.Millisecond, "%d probes enqueued never started, e.g. %v", len(late), late[:min(len(late), 5)])
-	foProbeFigures(t, probe, killed, promoted, back)
+	reportProbeFigures(t, probe, killed, promoted, back)
 }
 
 // startFoProbe starts the probes' runtime on a FailoverClient of its own,
@@ -163,13 +163,13 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 // hook of its client to good. The probes' producer has a FailoverClient of
 // its own too, without WaitReplicas: a probe's Enqueue returns as soon as
 // the primary has it.
-func startFoProbe(t *testing.T, s *testredis.Sentinel, good *[]*goodCall, maxBackoff time.Duration) *foProbe {
-	rdb := foClient(t, s)
+func startFoProbe(t *testing.T, s *testredis.Sentinel, good *[]*goodCall, maxBackoff time.Duration) *failoverProbe {
+	rdb := sentinelClient(t, s)
 	*good = append(*good, &goodCall{})
 	rdb.AddHook((*good)[len(*good)-1])
 	q, err := queue.New(rdb, queue.Config{Namespace: "fo-probe"})
 	require.NoError(t, err)
-	pq, err := queue.New(foClient(t, s), queue.Config{Namespace: "fo-probe"})
+	pq, err := queue.New(sentinelClient(t, s), queue.Config{Namespace: "fo-probe"})
 	require.NoError(t, err)
 	probe := newFoProbe(pq)
 	mux := handlers.NewMux()
@@ -179,14 +179,14 @@ func startFoProbe(t *testing.T, s *testredis.Sentinel, good *[]*goodCall, maxBac
 	return probe
 }
 
-// foProbeFigures logs the probes' start latencies: of all of them (each
+// reportProbeFigures logs the probes' start latencies: of all of them (each
 // Enqueue that succeeded after the kill reached the new primary), of those
 // enqueued after the promotion (as WaitFailover, polling a sentinel, saw
 // it: clients may reach the new primary tens of milliseconds earlier),
 // after the probe runtime's first good call following the kill, and 1 s or
 // more after that call; and when each runtime's first good call came.
 // back are the armed goodCall channels, the probe runtime's last.
-func foProbeFigures(t *testing.T, probe *foProbe, killed, promoted time.Time, back []<-chan time.Time) {
+func reportProbeFigures(t *testing.T, probe *failoverProbe, killed, promoted time.Time, back []<-chan time.Time) {
 	calls := make([]time.Time, len(back))
 	for i, ch := range back {
 		select {
@@ -214,13 +214,13 @@ func foProbeFigures(t *testing.T, probe *foProbe, killed, promoted time.Time, ba
 		{"1 s or more after that call", good.Add(time.Second)}} {
 		lat := probe.latencies(c.after)
 		t.Logf("probe start latency, %d enqueued %s: p50 %v, p99 %v, max %v", len(lat), c.what,
-			foPct(lat, 50), foPct(lat, 99), foPct(lat, 100))
+			percentile(lat, 50), percentile(lat, 99), percentile(lat, 100))
 	}
 	t.Logf("probes slower than 2 ms (enqueued, from the promotion: latency):%s", probe.slow(promoted, 2*time.Millisecond))
 }
 
-// foPct is the p-th percentile of sorted durations.
-func foPct(sorted []time.Duration, p int) time.Duration {
+// percentile is the p-th percentile of sorted durations.
+func percentile(sorted []time.Duration, p int) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -237,7 +237,7 @@ func foPct(sorted []time.Duration, p int) time.Duration {
 // closes a FailoverClient's command connections to the old primary on
 // +switch-master, not its Pub/Sub connections. Until the sentinels' CLIENT
 // KILL ends that subscription, tasks start only at the runtime's poll
-// (PollInterval, 10 s). It logs the start latency of the tasks a foProbe
+// (PollInterval, 10 s). It logs the start latency of the tasks a failoverProbe
 // enqueues in the 12 s after the stall.
 //
 //	OVERTAKE_STALL_PROBE=1 scripts/with-redis.sh go test -count=1 -v -run TestStalledPrimaryWakeProbe ./runtime
@@ -247,7 +247,7 @@ func TestStalledPrimaryWakeProbe(t *testing.T) {
 	}
 	s := testredis.StartSentinel(t, sentinelproc.Options{Args: []string{"--enable-debug-command", "yes"}})
 	newQueue := func() *queue.Client {
-		q, err := queue.New(foClient(t, s), queue.Config{Namespace: "stall"})
+		q, err := queue.New(sentinelClient(t, s), queue.Config{Namespace: "stall"})
 		require.NoError(t, err)
 		return q
 	}
@@ -277,8 +277,8 @@ func TestStalledPrimaryWakeProbe(t *testing.T) {
 	lat := probe.latencies(awake)
 	t.Logf("%s stalled; %s promoted; %s awake %v after the promotion", old, primary, old,
 		awake.Sub(promoted).Round(time.Millisecond))
-	t.Logf("start latency of %d tasks enqueued after that: p50 %v, p99 %v, max %v", len(lat), foPct(lat, 50),
-		foPct(lat, 99), foPct(lat, 100))
+	t.Logf("start latency of %d tasks enqueued after that: p50 %v, p99 %v, max %v", len(lat), percentile(lat, 50),
+		percentile(lat, 99), percentile(lat, 100))
 	n, last := probe.slowCount(awake, 10*time.Millisecond)
 	t.Logf("%d of them took over 10 ms, the last enqueued %v after the promotion", n, last.Sub(promoted).Round(time.Millisecond))
 }

@@ -21,10 +21,10 @@ import (
 // Fleet-wide preemption: several runtimes (worker processes) share one
 // queue, each with its own queue client and Redis connection.
 
-// ptFleet is a fleet of runtimes whose "job" tasks report where they run
+// testFleet is a fleet of runtimes whose "job" tasks report where they run
 // and block until released or cancelled, and whose "urgent" tasks report
 // where they ran.
-type ptFleet struct {
+type testFleet struct {
 	b    testredis.Backend
 	qcfg queue.Config
 	q    *queue.Client // the producer's client
@@ -33,27 +33,27 @@ type ptFleet struct {
 	rts     map[string]*runtime.Runtime
 	running map[string]string // job ID -> worker, while it runs
 
-	started   chan ptAt // job starts
-	cancelled chan ptAt // jobs cancelled by preemption
-	urgent    chan ptAt // urgent runs
+	started   chan taskAt // job starts
+	cancelled chan taskAt // jobs cancelled by preemption
+	urgent    chan taskAt // urgent runs
 	release   chan struct{}
 	doRelease func()
 }
 
-// ptAt is a task ID and the worker it ran on (job and stubborn starts,
+// taskAt is a task ID and the worker it ran on (job and stubborn starts,
 // preempted jobs, urgent runs).
-type ptAt struct{ ID, Worker string }
+type taskAt struct{ ID, Worker string }
 
-func newPtFleet(t *testing.T, b testredis.Backend, qcfg queue.Config) *ptFleet {
-	f := &ptFleet{b: b, qcfg: qcfg, q: ptClient(t, b, qcfg), rts: map[string]*runtime.Runtime{},
-		running: map[string]string{}, started: make(chan ptAt, 64), cancelled: make(chan ptAt, 64),
-		urgent: make(chan ptAt, 64)}
-	f.release, f.doRelease = ptOnce()
+func newTestFleet(t *testing.T, b testredis.Backend, qcfg queue.Config) *testFleet {
+	f := &testFleet{b: b, qcfg: qcfg, q: workerClient(t, b, qcfg), rts: map[string]*runtime.Runtime{},
+		running: map[string]string{}, started: make(chan taskAt, 64), cancelled: make(chan taskAt, 64),
+		urgent: make(chan taskAt, 64)}
+	f.release, f.doRelease = closeOnce()
 	return f
 }
 
 // start starts worker id with its own client; cfg.WorkerID is set to id.
-func (f *ptFleet) start(t *testing.T, id string, cfg runtime.Config) *runtime.Runtime {
+func (f *testFleet) start(t *testing.T, id string, cfg runtime.Config) *runtime.Runtime {
 	t.Helper()
 	mux := handlers.NewMux()
 	mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
@@ -65,32 +65,32 @@ func (f *ptFleet) start(t *testing.T, id string, cfg runtime.Config) *runtime.Ru
 			delete(f.running, tk.ID)
 			f.mu.Unlock()
 		}()
-		f.started <- ptAt{tk.ID, id}
+		f.started <- taskAt{tk.ID, id}
 		select {
 		case <-f.release:
 			return nil
 		case <-ctx.Done():
-			if ptPreempted(ctx) {
-				f.cancelled <- ptAt{tk.ID, id}
+			if wasPreempted(ctx) {
+				f.cancelled <- taskAt{tk.ID, id}
 			}
 			return ctx.Err()
 		}
 	})
 	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
-		f.urgent <- ptAt{tk.ID, id}
+		f.urgent <- taskAt{tk.ID, id}
 		return nil
 	})
 	// A stubborn job ignores cancellation: it returns when released.
 	mux.HandleFunc("stubborn", func(ctx context.Context, tk *queue.TaskInfo) error {
-		f.started <- ptAt{tk.ID, id}
+		f.started <- taskAt{tk.ID, id}
 		<-f.release
 		return nil
 	})
 	cfg.WorkerID = id
 	if cfg.PollInterval == 0 {
-		cfg.PollInterval = ptPoll
+		cfg.PollInterval = fastPoll
 	}
-	rt := startRuntime(t, ptClient(t, f.b, f.qcfg), mux, cfg)
+	rt := startRuntime(t, workerClient(t, f.b, f.qcfg), mux, cfg)
 	t.Cleanup(f.doRelease) // before this runtime's shutdown
 	f.mu.Lock()
 	f.rts[id] = rt
@@ -98,7 +98,7 @@ func (f *ptFleet) start(t *testing.T, id string, cfg runtime.Config) *runtime.Ru
 	return rt
 }
 
-func (f *ptFleet) all() []*runtime.Runtime {
+func (f *testFleet) all() []*runtime.Runtime {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]*runtime.Runtime, 0, len(f.rts))
@@ -109,23 +109,23 @@ func (f *ptFleet) all() []*runtime.Runtime {
 }
 
 // jobOn enqueues a job at level and waits until it starts on worker want.
-func (f *ptFleet) jobOn(t *testing.T, level int, want string) string {
+func (f *testFleet) jobOn(t *testing.T, level int, want string) string {
 	t.Helper()
 	return f.runOn(t, "job", level, want)
 }
 
 // runOn enqueues a task of type typ ("job" or "stubborn") at level and
 // waits until it starts on worker want.
-func (f *ptFleet) runOn(t *testing.T, typ string, level int, want string) string {
+func (f *testFleet) runOn(t *testing.T, typ string, level int, want string) string {
 	t.Helper()
 	id := enqueue(t, f.q, typ, "", level)
-	got := ptRecv(t, f.started, "start of job "+id)
-	require.Equal(t, ptAt{id, want}, got)
+	got := receive(t, f.started, "start of job "+id)
+	require.Equal(t, taskAt{id, want}, got)
 	return id
 }
 
 // runningOn returns how many jobs run on each worker now.
-func (f *ptFleet) runningOn() map[string]int {
+func (f *testFleet) runningOn() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]int{}
@@ -139,7 +139,7 @@ func (f *ptFleet) runningOn() map[string]int {
 // anywhere: the urgent task runs in the free slot.
 func TestFleetNoPreemptionWhileAnySlotFree(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		f := newPtFleet(t, b, queue.Config{})
+		f := newTestFleet(t, b, queue.Config{})
 		for _, id := range []string{"A", "B", "C"} {
 			f.start(t, id, runtime.Config{Concurrency: 2})
 		}
@@ -149,7 +149,7 @@ func TestFleetNoPreemptionWhileAnySlotFree(t *testing.T) {
 			jobs[enqueue(t, f.q, "job", "", 0)] = true
 		}
 		for range 5 {
-			require.True(t, jobs[ptRecv(t, f.started, "job start").ID])
+			require.True(t, jobs[receive(t, f.started, "job start").ID])
 		}
 		var free string
 		for w, n := range f.runningOn() {
@@ -163,15 +163,15 @@ func TestFleetNoPreemptionWhileAnySlotFree(t *testing.T) {
 		// saturated worker is woken too and must not preempt.
 		for i := range 20 {
 			u := enqueue(t, f.q, "urgent", fmt.Sprint(i), 2)
-			require.Equal(t, ptAt{u, free}, ptRecv(t, f.urgent, "urgent run"))
-			ptGone(t, f.q, u)
+			require.Equal(t, taskAt{u, free}, receive(t, f.urgent, "urgent run"))
+			requireDeleted(t, f.q, u)
 		}
 		require.Empty(t, f.cancelled, "a job was preempted although a slot was free")
 		require.Len(t, f.runningOn(), 3)
 		// (A worker may still reserve an urgent task for a slot that frees
 		// while the reservation is in flight; it must not preempt for it.)
-		require.Zero(t, ptStats(f.all()...).Preempted)
-		ptInvariant4(t, f.all()...)
+		require.Zero(t, sumStats(f.all()...).Preempted)
+		requireInvariant4(t, f.all()...)
 	})
 }
 
@@ -180,7 +180,7 @@ func TestFleetNoPreemptionWhileAnySlotFree(t *testing.T) {
 // urgent level-2 task preempts B's job, twice in a row.
 func TestFleetVictimIsLowestInFleet(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		f := newPtFleet(t, b, queue.Config{})
+		f := newTestFleet(t, b, queue.Config{})
 		rtB := f.start(t, "B", runtime.Config{Concurrency: 1})
 		low := f.jobOn(t, 0, "B")
 		rtA := f.start(t, "A", runtime.Config{Concurrency: 2})
@@ -191,11 +191,11 @@ func TestFleetVictimIsLowestInFleet(t *testing.T) {
 
 		for round := range 2 {
 			u := enqueue(t, f.q, "urgent", fmt.Sprint(round), 2)
-			require.Equal(t, ptAt{low, "B"}, ptRecv(t, f.cancelled, "preemption"), "round %d", round)
-			require.Equal(t, ptAt{u, "B"}, ptRecv(t, f.urgent, "urgent run"), "round %d", round)
+			require.Equal(t, taskAt{low, "B"}, receive(t, f.cancelled, "preemption"), "round %d", round)
+			require.Equal(t, taskAt{u, "B"}, receive(t, f.urgent, "urgent run"), "round %d", round)
 			// The victim comes back on B, the only worker with room.
-			require.Equal(t, ptAt{low, "B"}, ptRecv(t, f.started, "victim resumes"), "round %d", round)
-			ptGone(t, f.q, u)
+			require.Equal(t, taskAt{low, "B"}, receive(t, f.started, "victim resumes"), "round %d", round)
+			requireDeleted(t, f.q, u)
 		}
 		require.Empty(t, f.cancelled, "a higher-level job was preempted")
 		require.Equal(t, map[string]int{"A": 2, "B": 1, "C": 1}, f.runningOn())
@@ -204,9 +204,9 @@ func TestFleetVictimIsLowestInFleet(t *testing.T) {
 		require.EqualValues(t, 2, stB.Reserved)
 		require.Zero(t, stA.Preempted+stA.Reserved)
 		require.Zero(t, stC.Preempted+stC.Reserved)
-		ptInvariant4(t, rtA, rtB, rtC)
+		requireInvariant4(t, rtA, rtB, rtC)
 		f.doRelease()
-		ptGone(t, f.q, low)
+		requireDeleted(t, f.q, low)
 	})
 }
 
@@ -215,23 +215,23 @@ func TestFleetVictimIsLowestInFleet(t *testing.T) {
 // departed worker's record to expire (2 heartbeat intervals, 20 s here).
 func TestFleetShutdownWorkerNotCountedFree(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		f := newPtFleet(t, b, queue.Config{})
+		f := newTestFleet(t, b, queue.Config{})
 		rtA := f.start(t, "A", runtime.Config{Concurrency: 1})
 		low := f.jobOn(t, 0, "A")
 		rtB := f.start(t, "B", runtime.Config{Concurrency: 1})
-		ctx, cancel := context.WithTimeout(context.Background(), ptLong)
+		ctx, cancel := context.WithTimeout(context.Background(), longWait)
 		defer cancel()
 		require.NoError(t, rtB.Shutdown(ctx))
 
 		before := time.Now()
 		u := enqueue(t, f.q, "urgent", "", 2)
-		require.Equal(t, ptAt{low, "A"}, ptRecv(t, f.cancelled, "preemption on A"))
-		require.Equal(t, ptAt{u, "A"}, ptRecv(t, f.urgent, "urgent run"))
+		require.Equal(t, taskAt{low, "A"}, receive(t, f.cancelled, "preemption on A"))
+		require.Equal(t, taskAt{u, "A"}, receive(t, f.urgent, "urgent run"))
 		require.Less(t, time.Since(before), 5*time.Second, "preemption waited for the departed worker's record to expire")
-		require.Equal(t, ptAt{low, "A"}, ptRecv(t, f.started, "victim resumes"))
+		require.Equal(t, taskAt{low, "A"}, receive(t, f.started, "victim resumes"))
 		require.EqualValues(t, 1, rtA.Stats().Preempted)
 		require.Zero(t, rtB.Stats().Reserved)
-		ptInvariant4(t, rtA, rtB)
+		requireInvariant4(t, rtA, rtB)
 	})
 }
 
@@ -248,7 +248,7 @@ func TestFleetDeadWorkerRecordExpires(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 				const ttl = 1500 * time.Millisecond
-				f := newPtFleet(t, b, queue.Config{})
+				f := newTestFleet(t, b, queue.Config{})
 				rtA := f.start(t, "A", runtime.Config{Concurrency: 1, Preemption: preempt.Policy{FleetDeferral: tc.deferral}})
 				low := f.jobOn(t, 0, "A")
 
@@ -257,9 +257,9 @@ func TestFleetDeadWorkerRecordExpires(t *testing.T) {
 				_, err := store.Of(f.q).Heartbeat(context.Background(), store.Heartbeat{Worker: "ghost", Capacity: 4, TTL: ttl})
 				require.NoError(t, err)
 				u := enqueue(t, f.q, "urgent", "", 2)
-				at := ptRecv(t, f.urgent, "urgent run")
+				at := receive(t, f.urgent, "urgent run")
 				took := time.Since(before)
-				require.Equal(t, ptAt{u, "A"}, at)
+				require.Equal(t, taskAt{u, "A"}, at)
 				t.Logf("urgent task started %v after enqueue", took)
 				if tc.deferral == preempt.DeferForever {
 					require.GreaterOrEqual(t, took, ttl, "preempted while a live worker had free slots")
@@ -267,9 +267,9 @@ func TestFleetDeadWorkerRecordExpires(t *testing.T) {
 					require.GreaterOrEqual(t, took, preempt.DefaultFleetDeferral, "no deference at all")
 					require.Less(t, took, ttl, "deferred to a dead worker until its record expired")
 				}
-				require.Equal(t, ptAt{low, "A"}, ptRecv(t, f.cancelled, "preemption on A"))
+				require.Equal(t, taskAt{low, "A"}, receive(t, f.cancelled, "preemption on A"))
 				require.EqualValues(t, 1, rtA.Stats().Preempted)
-				ptInvariant4(t, rtA)
+				requireInvariant4(t, rtA)
 			})
 		})
 	}

@@ -32,7 +32,7 @@ func handlerLines(logs *observer.ObservedLogs, msg string) []map[string]any {
 // span_id of the run's process span.
 func TestHandlerLoggerCarriesTaskFields(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newObsRig(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		spans := make(chan trace.SpanContext, 2)
 		mux := handlers.NewMux()
 		mux.HandleFunc("bill", func(ctx context.Context, tk *queue.TaskInfo) error {
@@ -45,7 +45,7 @@ func TestHandlerLoggerCarriesTaskFields(t *testing.T) {
 		})
 		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 1, WorkerID: "w-log"})
 		id := o.enqueue(t, "bill", 1)
-		first, second := waitFor(t, spans, "first run"), waitFor(t, spans, "second run")
+		first, second := receive(t, spans, "first run"), receive(t, spans, "second run")
 
 		lines := handlerLines(o.logs, "billing")
 		require.Len(t, lines, 2)
@@ -80,7 +80,7 @@ func TestHandlerLoggerWithoutTracing(t *testing.T) {
 	})
 	startRuntime(t, q, mux, runtime.Config{Concurrency: 1, Logger: log})
 	id := enqueue(t, q, "bill", "", 0)
-	waitFor(t, done, "the run")
+	receive(t, done, "the run")
 
 	lines := handlerLines(logs, "billing")
 	require.Len(t, lines, 1)

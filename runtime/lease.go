@@ -63,14 +63,14 @@ func (r *Runtime) leaseFree(frees []int) bool {
 	}
 	r.leasing++
 	r.mu.Unlock()
-	r.goLease(func() {
+	r.callers.call(func() {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 		res, err := r.eng.Lease(ctx, req)
 		cancel()
 		// A stale failure (another call succeeded since this one was sent)
 		// leaves no error to back off for: the dispatcher asks again.
-		stale := r.redisCalled(err, sent)
+		stale := r.redis.called(err, sent)
 		var tasks []*store.Task
 		if err == nil {
 			r.killMalformed(res)
@@ -94,10 +94,7 @@ func (r *Runtime) leaseFree(frees []int) bool {
 		if stale {
 			r.lookNow()
 		}
-		select {
-		case r.leaseDone <- struct{}{}:
-		default:
-		}
+		r.inbox.leaseEnded()
 	})
 	return true
 }
@@ -148,11 +145,7 @@ func (r *Runtime) launch(tasks []*store.Task, asked []int, ended func(*leaseOutc
 	ended(&r.leaseOut)
 	r.mu.Unlock()
 	for _, rn := range runs {
-		r.tasks.Add(1)
-		r.handlers.Add(1)
-		if err := r.pool.Submit(func() { r.startLeased(rn) }); err != nil {
-			r.handlers.Add(-1)
-			r.tasks.Done()
+		if err := r.workers.submit(func() { r.startLeased(rn) }); err != nil {
 			// The pool is closed only after every task returned, so this
 			// means a bug; the lease expires and recovery runs the task
 			// elsewhere.
@@ -170,7 +163,7 @@ func (r *Runtime) startLeased(rn *run) {
 	r.mu.Lock()
 	rn.running = true
 	rn.started = time.Now()
-	paused := rn.givingWay == nil && r.pauseMode(rn.t.Level) == queue.PausePreempt
+	paused := rn.givingWay == nil && r.paused.mode(rn.t.Level) == queue.PausePreempt
 	if paused {
 		rn.givingWay = &preemption{}
 	}
@@ -217,4 +210,46 @@ func (r *Runtime) slotFor(level int, frees []int) int {
 		}
 	}
 	return p // (not reached: the lease took no more than the free slots)
+}
+
+// carryAck queues rn's ack for the next lease call and frees rn's slot,
+// when it can: rn holds a slot and gives way to nothing, the dispatcher
+// runs, lease calls carry acks (no Config.Retention), and fewer early acks
+// wait than the runtime has slots (each waits in a pool goroutine).
+func (r *Runtime) carryAck(rn *run) (wait func(context.Context) error, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !rn.holdsSlot || rn.givingWay != nil || r.dispatchCtx.Err() != nil || int(r.workers.early.Load()) >= r.maxEarly() {
+		return nil, false
+	}
+	// Queued before the slot is seen free: a lease call that counts the
+	// slot carries the ack.
+	if wait, ok = r.eng.CarryAck(rn.t); !ok {
+		return nil, false
+	}
+	r.freeSlot(rn)
+	rn.early = true
+	r.workers.early.Add(1)
+	r.signal()
+	return wait, true
+}
+
+// maxEarly bounds the runs whose slot was freed before their ack landed:
+// the slots configured now, at most Config.earlyMax. Caller holds mu.
+func (r *Runtime) maxEarly() int {
+	n := 0
+	for p := range r.pools {
+		n += r.sizeOf(p)
+	}
+	return min(n, r.cfg.earlyMax())
+}
+
+// retake makes rn hold its slot again, its carried ack having failed
+// (the completer's ackSlots).
+func (r *Runtime) retake(rn *run) {
+	r.mu.Lock()
+	if !rn.holdsSlot {
+		r.holdSlot(rn)
+	}
+	r.mu.Unlock()
 }

@@ -88,7 +88,7 @@ func TestWakeDuringLeaseInFlight(t *testing.T) {
 	rt, err := New(q, mux, Config{Concurrency: 2, PollInterval: time.Minute})
 	require.NoError(t, err)
 	woke := make(chan struct{}, 4)
-	rt.onWake = func() { woke <- struct{}{} }
+	rt.wakes.onWake = func() { woke <- struct{}{} }
 	ctx := context.Background()
 	require.NoError(t, rt.Start(ctx))
 	t.Cleanup(func() {
@@ -111,7 +111,7 @@ func TestWakeDuringLeaseInFlight(t *testing.T) {
 	}
 	// The dispatcher takes the signal while the call is in flight (every
 	// slot is asked for by that call, so it sends none).
-	require.Eventually(t, func() bool { return len(rt.kick) == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(rt.inbox.kick) == 0 }, 10*time.Second, time.Millisecond)
 	close(hook.release)
 	select {
 	case <-started:

@@ -8,64 +8,61 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// newLeaserRuntime is a Runtime with only what goLease uses.
-func newLeaserRuntime() *Runtime {
-	return &Runtime{leaseIdle: make(chan func()), stopLease: make(chan struct{})}
-}
-
 // A lease call ends on a caller goroutine that then takes the next call
-// (leaseIdle accepts it), instead of a goroutine started per call; when
-// leasing stops, the callers end and leaseWG is done.
+// (idle accepts it), instead of a goroutine started per call; when
+// leasing stops, the callers end and wait returns.
 func TestLeaseCallerTakesTheNextCall(t *testing.T) {
-	r := newLeaserRuntime()
+	halt := make(chan struct{})
+	r := newLeaseCallers(halt)
 	first := make(chan struct{})
-	r.goLease(func() { close(first) })
+	r.call(func() { close(first) })
 	<-first
 	second := make(chan struct{})
 	select {
-	case r.leaseIdle <- func() { close(second) }:
+	case r.idle <- func() { close(second) }:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no idle caller took the next lease call")
 	}
 	<-second
-	require.EqualValues(t, 1, r.callers.Load(), "one caller for calls one after the other")
-	close(r.stopLease)
+	require.EqualValues(t, 1, r.count.Load(), "one caller for calls one after the other")
+	close(halt)
 	done := make(chan struct{})
-	go func() { r.leaseWG.Wait(); close(done) }()
+	go func() { r.wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the caller did not end when leasing stopped")
 	}
-	require.Zero(t, r.callers.Load())
+	require.Zero(t, r.count.Load())
 }
 
 // Callers started while others were busy end after their call once more
 // than maxLeasesInFlight exist, so an idle runtime keeps at most that many.
 func TestLeaseCallersBeyondTheLimitEnd(t *testing.T) {
-	r := newLeaserRuntime()
+	halt := make(chan struct{})
+	r := newLeaseCallers(halt)
 	const n = maxLeasesInFlight + 2
 	var started sync.WaitGroup
 	release := make(chan struct{})
 	started.Add(n)
 	for range n {
-		r.goLease(func() { started.Done(); <-release })
+		r.call(func() { started.Done(); <-release })
 	}
 	started.Wait()
-	require.EqualValues(t, n, r.callers.Load(), "every busy call has a caller of its own")
+	require.EqualValues(t, n, r.count.Load(), "every busy call has a caller of its own")
 	close(release)
-	require.Eventually(t, func() bool { return r.callers.Load() == maxLeasesInFlight },
+	require.Eventually(t, func() bool { return r.count.Load() == maxLeasesInFlight },
 		5*time.Second, time.Millisecond, "callers beyond the limit end")
-	close(r.stopLease)
-	r.leaseWG.Wait()
-	require.Zero(t, r.callers.Load())
+	close(halt)
+	r.wait()
+	require.Zero(t, r.count.Load())
 }
 
 // A second lease call beside one in flight waits for half of the slots,
 // so that calls stay large (a quarter made calls of 5 tasks at
 // Concurrency 16, each costing Redis its fixed ~56 µs).
 func TestSecondLeaseAtHalfTheSlots(t *testing.T) {
-	r := newLeaserRuntime()
+	r := &Runtime{}
 	for conc, want := range map[int64]int{1: 1, 2: 1, 3: 1, 16: 8, 64: 32} {
 		r.capacity.Store(conc)
 		require.Equal(t, want, r.secondLeaseAt(), "Concurrency %d", conc)

@@ -210,7 +210,7 @@ func TestIdleWakeUpByPubSub(t *testing.T) {
 		// surely finds it idle, waiting for its one-minute poll.
 		for i := 0; i < 2; i++ {
 			id := enqueue(t, q, "job", "", 1)
-			require.Equal(t, id, waitFor(t, ran, "the task to run long before the poll"))
+			require.Equal(t, id, receive(t, ran, "the task to run long before the poll"))
 			waitGone(t, q, id)
 		}
 	})
@@ -238,7 +238,7 @@ func TestDelayedTask(t *testing.T) {
 		got, err := q.Inspect(context.Background(), tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, queue.StateScheduled, got.State)
-		at := waitFor(t, ran, "the delayed task")
+		at := receive(t, ran, "the delayed task")
 		// Redis keeps milliseconds: it ran no earlier than its due millisecond.
 		require.False(t, at.Before(tk.ProcessAt.Truncate(time.Millisecond)),
 			"ran %v before due %v", at, tk.ProcessAt)
@@ -287,7 +287,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		startedN := 0
 		for released := 0; released < total; released++ {
 			for startedN-released < min(n, total-released) {
-				waitFor(t, started, "a handler to start")
+				receive(t, started, "a handler to start")
 				startedN++
 			}
 			select {
@@ -355,9 +355,9 @@ func TestConfigValidation(t *testing.T) {
 		ran := make(chan struct{})
 		mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error { close(ran); return nil })
 		id := enqueue(t, q, "job", "", 0)
-		waitFor(t, ran, "a task run by Run")
+		receive(t, ran, "a task run by Run")
 		waitGone(t, q, id)
 		cancel()
-		require.NoError(t, waitFor(t, res, "Run to return"))
+		require.NoError(t, receive(t, res, "Run to return"))
 	})
 }

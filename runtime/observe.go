@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -29,6 +30,9 @@ type observer struct {
 	tp         trace.TracerProvider
 	metrics    *telemetry.Metrics
 	unregister func() error
+	// slaBreaches counts runs leased past their level's SLA
+	// (RunStats.SLABreaches).
+	slaBreaches atomic.Int64
 }
 
 func newObserver(r *Runtime) (*observer, error) {

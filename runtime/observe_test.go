@@ -11,15 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/overtake/overtake/checkpoint"
@@ -35,72 +31,15 @@ import (
 // attributes with the SDK's in-memory span recorder, metrics with a manual
 // reader, log fields with zap's observer.
 
-// obsRig is one queue whose producer and workers share a recording tracer
-// provider, a manually read meter provider and an observed logger.
-type obsRig struct {
-	q      *queue.Client
-	tp     *sdktrace.TracerProvider
-	rec    *tracetest.SpanRecorder
-	reader *sdkmetric.ManualReader
-	mp     *sdkmetric.MeterProvider
-	logs   *observer.ObservedLogs
-	log    *zap.Logger
-}
-
-func newObsRig(t *testing.T, b testredis.Backend, cfg queue.Config) *obsRig {
-	t.Helper()
-	o := &obsRig{rec: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	o.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.rec))
-	o.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))
-	t.Cleanup(func() {
-		_ = o.tp.Shutdown(context.Background())
-		_ = o.mp.Shutdown(context.Background())
-	})
-	core, logs := observer.New(zapcore.DebugLevel)
-	o.log, o.logs = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core())), logs
-	cfg.Namespace = b.Prefix
-	if cfg.Name == "" {
-		cfg.Name = "jobs"
-	}
-	cfg.TracerProvider = o.tp
-	var err error
-	o.q, err = queue.New(b.Client, cfg)
-	require.NoError(t, err)
-	return o
-}
-
-// start starts a runtime observed by the rig; it is shut down at cleanup,
-// before the providers.
-func (o *obsRig) start(t *testing.T, ctx context.Context, h handlers.Handler, cfg runtime.Config) *runtime.Runtime {
-	t.Helper()
-	cfg.TracerProvider, cfg.MeterProvider, cfg.Logger = o.tp, o.mp, o.log
-	rt, err := runtime.New(o.q, h, cfg)
-	require.NoError(t, err)
-	require.NoError(t, rt.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Shutdown(sctx)
-	})
-	return rt
-}
-
-func (o *obsRig) enqueue(t *testing.T, typ string, level int, opts ...queue.Option) string {
-	t.Helper()
-	tk, err := o.q.Enqueue(context.Background(), queue.NewTask(typ, nil), append([]queue.Option{queue.Level(level)}, opts...)...)
-	require.NoError(t, err)
-	return tk.ID
-}
-
 // spans waits until n ended spans named "<op> jobs" concern task id, and
 // returns them in the order they ended.
-func (o *obsRig) spans(t *testing.T, op, id string, n int) []sdktrace.ReadOnlySpan {
+func (o *testBundle) spans(t *testing.T, op, id string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	var out []sdktrace.ReadOnlySpan
 	require.Eventually(t, func() bool {
 		out = out[:0]
 		for _, s := range o.rec.Ended() {
-			a := obsAttrs(s.Attributes())
+			a := attrMap(s.Attributes())
 			if s.Name() == op+" jobs/"+a["overtake.task.type"].AsString() && a["messaging.message.id"].AsString() == id {
 				out = append(out, s)
 			}
@@ -111,7 +50,7 @@ func (o *obsRig) spans(t *testing.T, op, id string, n int) []sdktrace.ReadOnlySp
 	return out
 }
 
-func obsAttrs(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
+func attrMap(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
 	m := make(map[attribute.Key]attribute.Value, len(kvs))
 	for _, kv := range kvs {
 		m[kv.Key] = kv.Value
@@ -119,7 +58,7 @@ func obsAttrs(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
 	return m
 }
 
-func obsEventNames(s sdktrace.ReadOnlySpan) []string {
+func spanEventNames(s sdktrace.ReadOnlySpan) []string {
 	var names []string
 	for _, e := range s.Events() {
 		names = append(names, e.Name)
@@ -127,8 +66,8 @@ func obsEventNames(s sdktrace.ReadOnlySpan) []string {
 	return names
 }
 
-// obsEvent returns the attributes of the only event called name.
-func obsEvent(t *testing.T, s sdktrace.ReadOnlySpan, name string) map[attribute.Key]attribute.Value {
+// spanEvent returns the attributes of the only event called name.
+func spanEvent(t *testing.T, s sdktrace.ReadOnlySpan, name string) map[attribute.Key]attribute.Value {
 	t.Helper()
 	var found []sdktrace.Event
 	for _, e := range s.Events() {
@@ -136,12 +75,12 @@ func obsEvent(t *testing.T, s sdktrace.ReadOnlySpan, name string) map[attribute.
 			found = append(found, e)
 		}
 	}
-	require.Len(t, found, 1, "events %q of %s: %v", name, s.Name(), obsEventNames(s))
-	return obsAttrs(found[0].Attributes)
+	require.Len(t, found, 1, "events %q of %s: %v", name, s.Name(), spanEventNames(s))
+	return attrMap(found[0].Attributes)
 }
 
 // metrics collects the rig's metrics by name.
-func (o *obsRig) metrics(t *testing.T) map[string]metricdata.Aggregation {
+func (o *testBundle) metrics(t *testing.T) map[string]metricdata.Aggregation {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, o.reader.Collect(context.Background(), &rm))
@@ -154,8 +93,8 @@ func (o *obsRig) metrics(t *testing.T) map[string]metricdata.Aggregation {
 	return out
 }
 
-// obsCount sums a counter's, or counts a histogram's, data points at level.
-func obsCount(t *testing.T, agg metricdata.Aggregation, level int) int64 {
+// metricCount sums a counter's, or counts a histogram's, data points at level.
+func metricCount(t *testing.T, agg metricdata.Aggregation, level int) int64 {
 	t.Helper()
 	lv := attribute.Int(string(telemetry.LevelKey), level)
 	var n int64
@@ -188,7 +127,7 @@ func obsCount(t *testing.T, agg metricdata.Aggregation, level int) int64 {
 
 // requireTaskLogs checks that every log line about a task carries its ID,
 // type, level and trace ID, and returns the lines about task id.
-func (o *obsRig) requireTaskLogs(t *testing.T, id string, traceID trace.TraceID) []observer.LoggedEntry {
+func (o *testBundle) requireTaskLogs(t *testing.T, id string, traceID trace.TraceID) []observer.LoggedEntry {
 	t.Helper()
 	var mine []observer.LoggedEntry
 	for _, e := range o.logs.All() {
@@ -215,7 +154,7 @@ func (o *obsRig) requireTaskLogs(t *testing.T, id string, traceID trace.TraceID)
 // linked to the preempted run, with resumed and the checkpoint's sequence.
 func TestObservePreemption(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newObsRig(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		type progress struct{ Step int }
 		lowStarted, urgentRan := make(chan progress, 2), make(chan struct{}, 1)
 		mux := handlers.NewMux()
@@ -245,10 +184,10 @@ func TestObservePreemption(t *testing.T) {
 		grace := 3 * time.Second
 		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 1, GracePeriod: grace})
 		lowID := o.enqueue(t, "low", 0)
-		require.Equal(t, progress{}, waitFor(t, lowStarted, "low start"))
+		require.Equal(t, progress{}, receive(t, lowStarted, "low start"))
 		urgentID := o.enqueue(t, "urgent", 2)
-		waitFor(t, urgentRan, "urgent run")
-		require.Equal(t, progress{Step: 7}, waitFor(t, lowStarted, "low resume"))
+		receive(t, urgentRan, "urgent run")
+		require.Equal(t, progress{Step: 7}, receive(t, lowStarted, "low resume"))
 
 		lowEnq := o.spans(t, "enqueue", lowID, 1)[0]
 		urgEnq := o.spans(t, "enqueue", urgentID, 1)[0]
@@ -261,7 +200,7 @@ func TestObservePreemption(t *testing.T) {
 			require.Equal(t, trace.SpanKindConsumer, s.SpanKind())
 			require.Equal(t, lowEnq.SpanContext().TraceID(), s.SpanContext().TraceID())
 			require.Equal(t, lowEnq.SpanContext().SpanID(), s.Parent().SpanID(), "process span is a child of the enqueue span")
-			a := obsAttrs(s.Attributes())
+			a := attrMap(s.Attributes())
 			require.Equal(t, "overtake", a["messaging.system"].AsString())
 			require.Equal(t, "jobs", a["messaging.destination.name"].AsString())
 			require.Equal(t, "process", a["messaging.operation.type"].AsString())
@@ -275,55 +214,55 @@ func TestObservePreemption(t *testing.T) {
 		require.NotEqual(t, lowEnq.SpanContext().TraceID(), urgEnq.SpanContext().TraceID())
 
 		// The preempted run.
-		require.Equal(t, []string{"checkpoint.saved", "preempted", "checkpoint.saved", "requeued"}, obsEventNames(first))
-		pre := obsEvent(t, first, "preempted")
+		require.Equal(t, []string{"checkpoint.saved", "preempted", "checkpoint.saved", "requeued"}, spanEventNames(first))
+		pre := spanEvent(t, first, "preempted")
 		require.Equal(t, urgentID, pre[telemetry.PreemptedByKey].AsString())
 		require.EqualValues(t, 2, pre[telemetry.PreemptedByLevelKey].AsInt64())
 		require.EqualValues(t, grace.Milliseconds(), pre[telemetry.GraceMsKey].AsInt64())
 		for i, e := range []sdktrace.Event{first.Events()[0], first.Events()[2]} {
-			a := obsAttrs(e.Attributes)
+			a := attrMap(e.Attributes)
 			require.EqualValues(t, i+1, a[telemetry.CheckpointSeqKey].AsInt64())
 			require.Positive(t, a[telemetry.CheckpointBytesKey].AsInt64())
 		}
-		require.Equal(t, "preempted", obsEvent(t, first, "requeued")[telemetry.ReasonKey].AsString())
+		require.Equal(t, "preempted", spanEvent(t, first, "requeued")[telemetry.ReasonKey].AsString())
 		require.Equal(t, codes.Unset, first.Status().Code, "a preemption is not an error")
-		require.Equal(t, "preempted", obsAttrs(first.Attributes())[telemetry.OutcomeKey].AsString())
-		require.EqualValues(t, 0, obsAttrs(first.Attributes())[telemetry.PreemptionsBeforeKey].AsInt64())
+		require.Equal(t, "preempted", attrMap(first.Attributes())[telemetry.OutcomeKey].AsString())
+		require.EqualValues(t, 0, attrMap(first.Attributes())[telemetry.PreemptionsBeforeKey].AsInt64())
 		require.Empty(t, first.Links())
 
 		// The urgent run: event and link to the victim's span.
-		vic := obsEvent(t, urgent, "preempted.victim")
+		vic := spanEvent(t, urgent, "preempted.victim")
 		require.Equal(t, lowID, vic[telemetry.VictimIDKey].AsString())
 		require.EqualValues(t, 0, vic[telemetry.LevelKey].AsInt64())
 		require.Len(t, urgent.Links(), 1)
 		require.Equal(t, first.SpanContext(), urgent.Links()[0].SpanContext)
-		require.Equal(t, lowID, obsAttrs(urgent.Links()[0].Attributes)[telemetry.VictimIDKey].AsString())
+		require.Equal(t, lowID, attrMap(urgent.Links()[0].Attributes)[telemetry.VictimIDKey].AsString())
 		require.Equal(t, codes.Ok, urgent.Status().Code)
 
 		// The resumed run: a new span, linked to the preempted one.
-		require.Equal(t, []string{"resumed"}, obsEventNames(second))
-		res := obsEvent(t, second, "resumed")
+		require.Equal(t, []string{"resumed"}, spanEventNames(second))
+		res := spanEvent(t, second, "resumed")
 		require.EqualValues(t, 2, res[telemetry.CheckpointSeqKey].AsInt64())
 		require.EqualValues(t, 1, res[telemetry.PreemptionsBeforeKey].AsInt64())
 		require.Len(t, second.Links(), 1)
 		require.Equal(t, first.SpanContext().TraceID(), second.Links()[0].SpanContext.TraceID())
 		require.Equal(t, first.SpanContext().SpanID(), second.Links()[0].SpanContext.SpanID())
-		require.Equal(t, "previous_run", obsAttrs(second.Links()[0].Attributes)["overtake.link.kind"].AsString())
-		require.EqualValues(t, 1, obsAttrs(second.Attributes())[telemetry.PreemptionsBeforeKey].AsInt64())
+		require.Equal(t, "previous_run", attrMap(second.Links()[0].Attributes)["overtake.link.kind"].AsString())
+		require.EqualValues(t, 1, attrMap(second.Attributes())[telemetry.PreemptionsBeforeKey].AsInt64())
 		require.Equal(t, codes.Ok, second.Status().Code)
-		require.Equal(t, "succeeded", obsAttrs(second.Attributes())[telemetry.OutcomeKey].AsString())
+		require.Equal(t, "succeeded", attrMap(second.Attributes())[telemetry.OutcomeKey].AsString())
 
 		// Metrics per level.
 		m := o.metrics(t)
-		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricPreempted], 0))
-		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricRequeued], 0))
-		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricProcessed], 0))
-		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricProcessed], 2))
-		require.EqualValues(t, 0, obsCount(t, m[telemetry.MetricFailed], 0))
-		require.EqualValues(t, 2, obsCount(t, m[telemetry.MetricWaitDuration], 0))
-		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricWaitDuration], 2))
-		require.EqualValues(t, 2, obsCount(t, m[telemetry.MetricRunDuration], 0))
-		require.EqualValues(t, 2, obsCount(t, m[telemetry.MetricCheckpointSize], 0))
+		require.EqualValues(t, 1, metricCount(t, m[telemetry.MetricPreempted], 0))
+		require.EqualValues(t, 1, metricCount(t, m[telemetry.MetricRequeued], 0))
+		require.EqualValues(t, 1, metricCount(t, m[telemetry.MetricProcessed], 0))
+		require.EqualValues(t, 1, metricCount(t, m[telemetry.MetricProcessed], 2))
+		require.EqualValues(t, 0, metricCount(t, m[telemetry.MetricFailed], 0))
+		require.EqualValues(t, 2, metricCount(t, m[telemetry.MetricWaitDuration], 0))
+		require.EqualValues(t, 1, metricCount(t, m[telemetry.MetricWaitDuration], 2))
+		require.EqualValues(t, 2, metricCount(t, m[telemetry.MetricRunDuration], 0))
+		require.EqualValues(t, 2, metricCount(t, m[telemetry.MetricCheckpointSize], 0))
 		gauge, ok := m[telemetry.MetricQueueDepth].(metricdata.Gauge[int64])
 		require.True(t, ok, "queue depth gauge: %T", m[telemetry.MetricQueueDepth])
 		require.NotEmpty(t, gauge.DataPoints)
@@ -346,7 +285,7 @@ func TestObservePreemption(t *testing.T) {
 // span has the error status, the exception and the retry event.
 func TestObserveRetry(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newObsRig(t, b, queue.Config{Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+		o := setupBundle(t, b, withQueue(queue.Config{Backoff: func(int) time.Duration { return 10 * time.Millisecond }}), withTracing())
 		var runs atomic.Int32
 		done := make(chan struct{})
 		mux := handlers.NewMux()
@@ -359,7 +298,7 @@ func TestObserveRetry(t *testing.T) {
 		})
 		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 2, PollInterval: 20 * time.Millisecond})
 		id := o.enqueue(t, "flaky", 1)
-		waitFor(t, done, "second run")
+		receive(t, done, "second run")
 
 		enq := o.spans(t, "enqueue", id, 1)[0]
 		runs2 := o.spans(t, "process", id, 2)
@@ -369,24 +308,24 @@ func TestObserveRetry(t *testing.T) {
 
 		require.Equal(t, codes.Error, failed.Status().Code)
 		require.Equal(t, "flaky failure", failed.Status().Description)
-		require.Equal(t, []string{"exception", "retry"}, obsEventNames(failed))
-		require.Equal(t, "flaky failure", obsEvent(t, failed, "exception")["exception.message"].AsString())
-		retry := obsEvent(t, failed, "retry")
+		require.Equal(t, []string{"exception", "retry"}, spanEventNames(failed))
+		require.Equal(t, "flaky failure", spanEvent(t, failed, "exception")["exception.message"].AsString())
+		retry := spanEvent(t, failed, "retry")
 		require.EqualValues(t, 1, retry[telemetry.AttemptKey].AsInt64())
 		require.EqualValues(t, 10, retry[telemetry.RetryDelayMsKey].AsInt64())
-		require.Equal(t, "failed", obsAttrs(failed.Attributes())[telemetry.OutcomeKey].AsString())
+		require.Equal(t, "failed", attrMap(failed.Attributes())[telemetry.OutcomeKey].AsString())
 
 		require.Len(t, ok.Links(), 1)
 		require.Equal(t, failed.SpanContext().SpanID(), ok.Links()[0].SpanContext.SpanID())
-		require.EqualValues(t, 1, obsAttrs(ok.Attributes())[telemetry.AttemptKey].AsInt64())
+		require.EqualValues(t, 1, attrMap(ok.Attributes())[telemetry.AttemptKey].AsInt64())
 		require.Equal(t, codes.Ok, ok.Status().Code)
-		require.Empty(t, obsEventNames(ok), "a retry without checkpoint is not a resume")
+		require.Empty(t, spanEventNames(ok), "a retry without checkpoint is not a resume")
 
 		m := o.metrics(t)
-		require.EqualValues(t, 2, obsCount(t, m[telemetry.MetricProcessed], 1))
-		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricFailed], 1))
-		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricRetried], 1))
-		require.EqualValues(t, 0, obsCount(t, m[telemetry.MetricDead], 1))
+		require.EqualValues(t, 2, metricCount(t, m[telemetry.MetricProcessed], 1))
+		require.EqualValues(t, 1, metricCount(t, m[telemetry.MetricFailed], 1))
+		require.EqualValues(t, 1, metricCount(t, m[telemetry.MetricRetried], 1))
+		require.EqualValues(t, 0, metricCount(t, m[telemetry.MetricDead], 1))
 		o.requireTaskLogs(t, id, enq.SpanContext().TraceID())
 	})
 }
@@ -394,7 +333,7 @@ func TestObserveRetry(t *testing.T) {
 // A stored result is an event of the run that stored it, and a log line.
 func TestObserveResult(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newObsRig(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		mux := handlers.NewMux()
 		mux.HandleFunc("report", func(ctx context.Context, _ *queue.TaskInfo) error {
 			return handlers.SetResult(ctx, []byte(`{"rows":1200}`))
@@ -402,8 +341,8 @@ func TestObserveResult(t *testing.T) {
 		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 1})
 		id := o.enqueue(t, "report", 0)
 		run := o.spans(t, "process", id, 1)[0]
-		require.Equal(t, []string{"result.stored"}, obsEventNames(run))
-		require.EqualValues(t, 13, obsEvent(t, run, "result.stored")[telemetry.ResultBytesKey].AsInt64())
+		require.Equal(t, []string{"result.stored"}, spanEventNames(run))
+		require.EqualValues(t, 13, spanEvent(t, run, "result.stored")[telemetry.ResultBytesKey].AsInt64())
 		require.Equal(t, 1, o.logs.FilterMessage("result stored").FilterField(zap.Int("bytes", 13)).Len())
 	})
 }
@@ -411,7 +350,7 @@ func TestObserveResult(t *testing.T) {
 // A panic and dead-lettering show in the span's status and events.
 func TestObservePanicAndDead(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newObsRig(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		mux := handlers.NewMux()
 		mux.HandleFunc("panics", func(ctx context.Context, tk *queue.TaskInfo) error { panic("boom") })
 		mux.HandleFunc("hopeless", func(ctx context.Context, tk *queue.TaskInfo) error {
@@ -425,23 +364,23 @@ func TestObservePanicAndDead(t *testing.T) {
 		s := o.spans(t, "process", panicID, 1)[0]
 		require.Equal(t, codes.Error, s.Status().Code)
 		require.Equal(t, "panic: boom", s.Status().Description)
-		ex := obsEvent(t, s, "exception")
+		ex := spanEvent(t, s, "exception")
 		require.Equal(t, "*handlers.PanicError", ex["exception.type"].AsString())
 		require.Equal(t, "panic: boom", ex["exception.message"].AsString())
 		require.Contains(t, ex["exception.stacktrace"].AsString(), "panic")
-		require.Contains(t, obsEvent(t, s, "dead")[telemetry.ReasonKey].AsString(), "retries exhausted after 1 attempts: panic: boom")
+		require.Contains(t, spanEvent(t, s, "dead")[telemetry.ReasonKey].AsString(), "retries exhausted after 1 attempts: panic: boom")
 
 		for _, id := range []string{deadID, unknownID} {
 			s := o.spans(t, "process", id, 1)[0]
 			require.Equal(t, codes.Error, s.Status().Code)
-			require.Equal(t, []string{"exception", "dead"}, obsEventNames(s))
-			require.Equal(t, s.Status().Description, obsEvent(t, s, "dead")[telemetry.ReasonKey].AsString())
+			require.Equal(t, []string{"exception", "dead"}, spanEventNames(s))
+			require.Equal(t, s.Status().Description, spanEvent(t, s, "dead")[telemetry.ReasonKey].AsString())
 		}
 		require.Contains(t, o.spans(t, "process", deadID, 1)[0].Status().Description, "bad input")
 
 		m := o.metrics(t)
-		require.EqualValues(t, 3, obsCount(t, m[telemetry.MetricDead], 0))
-		require.EqualValues(t, 3, obsCount(t, m[telemetry.MetricFailed], 0))
+		require.EqualValues(t, 3, metricCount(t, m[telemetry.MetricDead], 0))
+		require.EqualValues(t, 3, metricCount(t, m[telemetry.MetricFailed], 0))
 		enq := o.spans(t, "enqueue", panicID, 1)[0]
 		var logged bool
 		for _, e := range o.requireTaskLogs(t, panicID, enq.SpanContext().TraceID()) {
@@ -456,7 +395,7 @@ func TestObservePanicAndDead(t *testing.T) {
 // even when the runtime's own context carries a span.
 func TestObserveShutdownAndParent(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newObsRig(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		started := make(chan int, 2)
 		var runs atomic.Int32
 		mux := handlers.NewMux()
@@ -473,12 +412,12 @@ func TestObserveShutdownAndParent(t *testing.T) {
 		defer appSpan.End()
 		rt1 := o.start(t, appCtx, mux, runtime.Config{Concurrency: 1})
 		id := o.enqueue(t, "long", 1)
-		require.Equal(t, 1, waitFor(t, started, "first run"))
+		require.Equal(t, 1, receive(t, started, "first run"))
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		require.NoError(t, rt1.Shutdown(sctx))
 		cancel()
 		o.start(t, context.Background(), mux, runtime.Config{Concurrency: 1})
-		require.Equal(t, 2, waitFor(t, started, "second run"))
+		require.Equal(t, 2, receive(t, started, "second run"))
 
 		enq := o.spans(t, "enqueue", id, 1)[0]
 		runs2 := o.spans(t, "process", id, 2)
@@ -486,7 +425,7 @@ func TestObserveShutdownAndParent(t *testing.T) {
 			require.Equal(t, enq.SpanContext().SpanID(), s.Parent().SpanID())
 			require.NotEqual(t, appSpan.SpanContext().TraceID(), s.SpanContext().TraceID())
 		}
-		require.Equal(t, "shutdown", obsEvent(t, runs2[0], "requeued")[telemetry.ReasonKey].AsString())
+		require.Equal(t, "shutdown", spanEvent(t, runs2[0], "requeued")[telemetry.ReasonKey].AsString())
 		require.Equal(t, runs2[0].SpanContext().SpanID(), runs2[1].Links()[0].SpanContext.SpanID())
 	})
 }
@@ -495,7 +434,7 @@ func TestObserveShutdownAndParent(t *testing.T) {
 // its log lines carry that span's trace ID.
 func TestObserveUntracedProducer(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		o := newObsRig(t, b, queue.Config{})
+		o := setupBundle(t, b, withTracing())
 		producer, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "jobs", TracerProvider: noop.NewTracerProvider()})
 		require.NoError(t, err)
 		done := make(chan struct{})
@@ -511,7 +450,7 @@ func TestObserveUntracedProducer(t *testing.T) {
 		tk, err := producer.Enqueue(context.Background(), queue.NewTask("plain", nil))
 		require.NoError(t, err)
 		require.Empty(t, tk.Headers)
-		waitFor(t, done, "run")
+		receive(t, done, "run")
 		s := o.spans(t, "process", tk.ID, 1)[0]
 		require.False(t, s.Parent().IsValid(), "root span")
 		o.requireTaskLogs(t, tk.ID, s.SpanContext().TraceID())

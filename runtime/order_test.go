@@ -39,7 +39,7 @@ func TestStrictOrderOneWorker(t *testing.T) {
 			return nil
 		})
 		startRuntime(t, q, mux, runtime.Config{Concurrency: 1})
-		waitFor(t, done, "all tasks")
+		receive(t, done, "all tasks")
 		mu.Lock()
 		defer mu.Unlock()
 		require.Equal(t, want, got)

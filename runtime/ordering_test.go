@@ -23,12 +23,12 @@ import (
 // With one slot, L1 runs and is preempted by U; after U, L1 resumes before
 // L2 and L3, which keep their FIFO order. slowCleanup makes L1's cleanup
 // outlast U, so U's end frees the slot while L1 has not been requeued yet.
-func ptPreemptedResumesFirst(t *testing.T, b testredis.Backend, mode runtime.UrgentStart, slowCleanup bool) {
+func requirePreemptedResumesFirst(t *testing.T, b testredis.Backend, mode runtime.UrgentStart, slowCleanup bool) {
 	q := setup(t, b, queue.Config{})
-	log := &ptLog{}
+	log := &eventLog{}
 	allDone := make(chan struct{}, 8)
 	l1Started := make(chan struct{}, 1)
-	urgentDone, markUrgentDone := ptOnce()
+	urgentDone, markUrgentDone := closeOnce()
 	mux := handlers.NewMux()
 	mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 		name := string(tk.Payload)
@@ -66,17 +66,17 @@ func ptPreemptedResumesFirst(t *testing.T, b testredis.Backend, mode runtime.Urg
 	for _, n := range []string{"L1", "L2", "L3"} {
 		enqueue(t, q, "low", n, 0)
 	}
-	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll, UrgentStart: mode})
-	ptRecv(t, l1Started, "L1 start")
+	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: fastPoll, UrgentStart: mode})
+	receive(t, l1Started, "L1 start")
 	enqueue(t, q, "urgent", "", 2)
 	for range 4 {
-		ptRecv(t, allDone, "all tasks done")
+		receive(t, allDone, "all tasks done")
 	}
 	require.Equal(t, []string{"start L1", "start U", "start L1", "start L2", "start L3"}, log.list())
 	st := rt.Stats()
 	require.EqualValues(t, 1, st.Preempted)
 	require.EqualValues(t, 1, st.Reserved)
-	ptInvariant4(t, rt)
+	requireInvariant4(t, rt)
 }
 
 func TestPreemptedTaskResumesFirst(t *testing.T) {
@@ -92,7 +92,7 @@ func TestPreemptedTaskResumesFirst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-				ptPreemptedResumesFirst(t, b, tc.mode, tc.slowCleanup)
+				requirePreemptedResumesFirst(t, b, tc.mode, tc.slowCleanup)
 			})
 		})
 	}
@@ -105,10 +105,10 @@ func TestRecoveredTaskResumesFirst(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		q := setup(t, b, queue.Config{LeaseDuration: time.Second})
 		ctx := context.Background()
-		log := &ptLog{}
+		log := &eventLog{}
 		allDone := make(chan struct{}, 8)
 		blockerStarted := make(chan struct{}, 1)
-		release, doRelease := ptOnce()
+		release, doRelease := closeOnce()
 		mux := handlers.NewMux()
 		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			name := string(tk.Payload)
@@ -139,23 +139,23 @@ func TestRecoveredTaskResumesFirst(t *testing.T) {
 		_, err = store.Of(q).SaveCheckpoint(ctx, crashedID, res.Tasks[0].Token, []byte(`"at-42"`))
 		require.NoError(t, err)
 
-		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll})
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: fastPoll})
 		t.Cleanup(doRelease)
 		enqueue(t, q, "low", "blocker", 0)
-		ptRecv(t, blockerStarted, "blocker start")
+		receive(t, blockerStarted, "blocker start")
 		enqueue(t, q, "low", "L2", 0)
 		enqueue(t, q, "low", "L3", 0)
 		// The saturated worker's polls recover the expired lease.
 		require.Eventually(t, func() bool {
 			ids, err := store.Of(q).Pending(ctx, 0)
 			return err == nil && len(ids) == 3 && ids[0] == crashedID
-		}, ptLong, 20*time.Millisecond, "crashed task recovered to the head of its level")
+		}, longWait, 20*time.Millisecond, "crashed task recovered to the head of its level")
 		doRelease()
 		for range 4 {
-			ptRecv(t, allDone, "all tasks done")
+			receive(t, allDone, "all tasks done")
 		}
 		require.Equal(t, []string{"start blocker", "start crashed", "start L2", "start L3"}, log.list())
-		ptGone(t, q, crashedID)
+		requireDeleted(t, q, crashedID)
 		require.Zero(t, rt.Stats().Preempted)
 	})
 }

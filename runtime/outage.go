@@ -22,7 +22,7 @@ import (
 // attempt per backoff, however many loops it runs and whatever go-redis's
 // MaxRetries and DialerRetries.
 // Any call that succeeds ends the outage, whichever loop made it, and
-// every loop resumes at once (redisCalled).
+// every loop resumes at once (redisWatch.called).
 //
 // A failure of a call sent before another call succeeded is stale: the
 // call may have gone out on a connection of the outage that just ended, so
@@ -119,55 +119,115 @@ func answeredErr(err error) bool {
 		errors.Is(err, queue.ErrShapeMismatch)
 }
 
-// redisFailed records that a call to Redis failed with err, and reports
+// redisWatch is the worker's one view of whether Redis answers: the
+// outage every service consults before a call, and what a call showed
+// (called, answered, failed). It wakes the dispatcher when an outage
+// begins (it probes) and when one ends (wake-ups were lost), through
+// hooks the runtime gives it; no service needs more of another to know
+// whether Redis answers.
+type redisWatch struct {
+	redisOutage
+	log *zap.Logger
+	// ctx is the runtime's base context, set by Start: once it ends no
+	// failure begins an outage.
+	ctx context.Context
+	// onDown runs when an outage begins, onBack when one ends.
+	onDown, onBack func()
+}
+
+// stopped reports whether the runtime stopped.
+func (w *redisWatch) stopped() bool { return w.ctx != nil && w.ctx.Err() != nil }
+
+// failed records that a call to Redis failed with err, and reports
 // whether err shows an outage. The dispatcher is woken when one begins: it
 // probes until Redis answers.
-func (r *Runtime) redisFailed(err error) bool {
-	if !isOutage(err) || r.baseCtx.Err() != nil {
+func (w *redisWatch) failed(err error) bool {
+	if !isOutage(err) || w.stopped() {
 		return false
 	}
-	if r.outage.begin() {
-		r.signal()
+	if w.begin() {
+		w.onDown()
 	}
 	return true
 }
 
-// redisAnswered records that a call to Redis succeeded. If that ends an
+// answered records that a call to Redis succeeded. If that ends an
 // outage, the dispatcher looks for work at once: wake-ups published during
 // the outage were lost.
-func (r *Runtime) redisAnswered() {
-	if d, ok := r.outage.end(); ok {
-		r.log.Info("redis reachable again", zap.Duration("outage", d))
-		r.lookNow()
-		go r.checkSubscription() // the commands may reach another server now
+func (w *redisWatch) answered() {
+	if d, ok := w.end(); ok {
+		w.log.Info("redis reachable again", zap.Duration("outage", d))
+		w.onBack()
 	}
 }
 
-// redisCalled records what a call to Redis sent at sent showed, whichever
-// loop made it: any call that Redis answered ends an outage, so that every
-// loop resumes with the first (an ack's retry as well as the dispatcher's
-// probe). It reports whether err is a stale failure: one that shows an
-// outage, of a call sent before another succeeded. Such a call may have
-// gone out on a connection of the outage that just ended; it begins none,
-// and its caller tries again without backing off.
-func (r *Runtime) redisCalled(err error, sent time.Time) (stale bool) {
+// called records what a call to Redis sent at sent showed, whichever
+// service made it: any call that Redis answered ends an outage, so that
+// every service resumes with the first (an ack's retry as well as the
+// dispatcher's probe). It reports whether err is a stale failure: one that
+// shows an outage, of a call sent before another succeeded. Such a call
+// may have gone out on a connection of the outage that just ended; it
+// begins none, and its caller tries again without backing off.
+func (w *redisWatch) called(err error, sent time.Time) (stale bool) {
 	switch {
 	case answeredErr(err):
-		r.redisAnswered()
-	case isOutage(err) && r.outage.answeredSince(sent):
+		w.answered()
+	case isOutage(err) && w.answeredSince(sent):
 		return true
 	default:
-		r.redisFailed(err)
+		w.failed(err)
 	}
 	return false
 }
 
+// awaitProbe waits, while an outage lasts and the dispatcher probes,
+// until the probe finds Redis again, but not past bound: a call made
+// meanwhile would only add connection attempts (go-redis's, up to its
+// DialerRetries each) to the probe's one. It reports whether it waited;
+// not once the dispatcher stopped (probing ended; a handler that outlived
+// Shutdown): then nothing probes, and the caller tries on its own backoff.
+func (w *redisWatch) awaitProbe(probing context.Context, bound time.Time) bool {
+	ended := w.endedCh() // before down(): closed if it ends after
+	if !w.down() || probing.Err() != nil {
+		return false
+	}
+	timer := time.NewTimer(time.Until(bound))
+	defer timer.Stop()
+	select {
+	case <-ended:
+	case <-timer.C:
+	case <-probing.Done():
+	}
+	return true
+}
+
+// waitRedis waits for d and then for the end of any outage; false if the
+// runtime stopped meanwhile. The whole of d, even if an outage ends first:
+// a subscription whose own failure began the outage (a connection closed
+// on SUBSCRIBE while commands get through) would otherwise come back at
+// every probe that ends it, with no backoff between. After a real outage
+// d is short: the subscription failed once, as it began.
+func (w *redisWatch) waitRedis(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+	}
+	for w.down() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-w.endedCh():
+		}
+	}
+	return true
+}
+
 // lookNow makes the dispatcher look for work at once, as on its slow
 // poll: urgent work of every level included, whatever its backoff.
-func (r *Runtime) lookNow() {
-	r.pollNow.Store(true)
-	r.signal()
-}
+func (r *Runtime) lookNow() { r.inbox.lookNow() }
 
 // onceCmd is a command that go-redis sends once, never retried on a new
 // connection.
@@ -189,9 +249,7 @@ func (r *Runtime) probe() {
 	r.mu.Lock()
 	r.leasing++
 	r.mu.Unlock()
-	r.leaseWG.Add(1)
-	go func() {
-		defer r.leaseWG.Done()
+	r.callers.once(func() {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
 		err := reach(ctx, r.eng.Redis())
@@ -199,7 +257,7 @@ func (r *Runtime) probe() {
 			err = r.eng.Redis().Process(ctx, onceCmd{redis.NewStatusCmd(ctx, "ping")})
 		}
 		cancel()
-		stale := r.redisCalled(err, sent)
+		stale := r.redis.called(err, sent)
 		r.mu.Lock()
 		r.leasing--
 		if err != nil && !stale && r.leaseOut.err == nil {
@@ -209,9 +267,6 @@ func (r *Runtime) probe() {
 		if stale {
 			r.lookNow() // Redis answered another call meanwhile
 		}
-		select {
-		case r.leaseDone <- struct{}{}:
-		default:
-		}
-	}()
+		r.inbox.leaseEnded()
+	})
 }

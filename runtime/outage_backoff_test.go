@@ -137,7 +137,7 @@ func TestOutageConnectionRate(t *testing.T) {
 
 			_, err := g.producer.Enqueue(context.Background(), queue.NewTask("job", nil))
 			require.NoError(t, err)
-			waitFor(t, g.started, "a task after the outage")
+			receive(t, g.started, "a task after the outage")
 		})
 	}
 }

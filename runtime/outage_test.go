@@ -69,7 +69,7 @@ func TestRedisOutageMidRun(t *testing.T) {
 	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: held, HeartbeatInterval: 500 * time.Millisecond,
 		MaxRedisBackoff: 200 * time.Millisecond, Logger: log})
 	for i := 0; i < held; i++ {
-		waitFor(t, heldStarted, "handlers to start")
+		receive(t, heldStarted, "handlers to start")
 	}
 	baseline := goruntime.NumGoroutine()
 
@@ -84,7 +84,7 @@ func TestRedisOutageMidRun(t *testing.T) {
 		_, err := producer.Enqueue(ctx, queue.NewTask("job", nil), queue.Level(1))
 		enqErr <- err
 	}()
-	require.Error(t, waitFor(t, enqErr, "Enqueue during the outage to return"))
+	require.Error(t, receive(t, enqErr, "Enqueue during the outage to return"))
 
 	// The runtime notices, logs and backs off: the dispatcher and the acks
 	// of the handlers that returned both retry.

@@ -26,7 +26,7 @@ func TestOutcomeCountsAgree(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		var offset atomic.Int64 // the queue's clock runs ahead by this
 		clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-		o := newObsRig(t, b, queue.Config{Clock: clock})
+		o := setupBundle(t, b, withQueue(queue.Config{Clock: clock}), withTracing())
 		ctx := context.Background()
 		mux := handlers.NewMux()
 		mux.HandleFunc("ok", func(context.Context, *queue.TaskInfo) error { return nil })
@@ -51,8 +51,8 @@ func TestOutcomeCountsAgree(t *testing.T) {
 		// The metrics are recorded as each run's span ends, after RunStats counts it.
 		require.Eventually(t, func() bool {
 			m := o.metrics(t)
-			metrics := [3]int64{obsCount(t, m[telemetry.MetricProcessed], 0), obsCount(t, m[telemetry.MetricFailed], 0),
-				obsCount(t, m[telemetry.MetricDead], 0)}
+			metrics := [3]int64{metricCount(t, m[telemetry.MetricProcessed], 0), metricCount(t, m[telemetry.MetricFailed], 0),
+				metricCount(t, m[telemetry.MetricDead], 0)}
 			return metrics == [3]int64{5, 4, 4}
 		}, 10*time.Second, 5*time.Millisecond, "metrics (processed, failed, dead) never 5, 4, 4")
 

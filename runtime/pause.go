@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -27,45 +28,68 @@ import (
 // running tasks are preempted here: each saves its checkpoint and goes back
 // to the head of its level.
 
-// pausedLevels returns the paused levels, ascending (nil when none).
-func (r *Runtime) pausedLevels() []int {
-	if m := r.paused.Load(); m != nil && len(*m) > 0 {
+// pausedSet is the paused levels as this worker last heard them (from a
+// heartbeat or a wake-up message), read by the lease calls, the wake-ups
+// and the reclaim without a lock.
+type pausedSet struct {
+	m atomic.Pointer[map[int]queue.PauseMode]
+}
+
+// levels returns the paused levels, ascending (nil when none).
+func (p *pausedSet) levels() []int {
+	if m := p.m.Load(); m != nil && len(*m) > 0 {
 		return slices.Sorted(maps.Keys(*m))
 	}
 	return nil
 }
 
-// isPaused reports whether level l is paused.
-func (r *Runtime) isPaused(l int) bool { return r.pauseMode(l) != queue.NotPaused }
-
-// pauseMode returns how level l is paused (queue.NotPaused if it is not).
-func (r *Runtime) pauseMode(l int) queue.PauseMode {
-	if m := r.paused.Load(); m != nil {
+// mode returns how level l is paused (queue.NotPaused if it is not).
+func (p *pausedSet) mode(l int) queue.PauseMode {
+	if m := p.m.Load(); m != nil {
 		return (*m)[l]
 	}
 	return queue.NotPaused
 }
 
-// setPaused applies the paused levels m: levels newly paused with
-// PausePreempt have their running tasks preempted, and the dispatcher
-// looks again (a resumed level may hold work).
-func (r *Runtime) setPaused(m map[int]queue.PauseMode) {
+// set makes m the paused levels. It returns the levels newly paused
+// with PausePreempt, and false if m is the set it had.
+func (p *pausedSet) set(m map[int]queue.PauseMode) (preempt []int, changed bool) {
 	if m == nil {
 		m = map[int]queue.PauseMode{}
 	}
-	old := r.paused.Swap(&m)
+	old := p.m.Swap(&m)
 	if old != nil && maps.Equal(*old, m) {
-		return
+		return nil, false
 	}
 	var was map[int]queue.PauseMode
 	if old != nil {
 		was = *old
 	}
-	r.log.Info("paused levels changed", zap.Ints("paused", slices.Sorted(maps.Keys(m))))
 	for l, mode := range m {
 		if mode == queue.PausePreempt && was[l] != queue.PausePreempt {
-			r.preemptLevel(l)
+			preempt = append(preempt, l)
 		}
+	}
+	return preempt, true
+}
+
+// pausedLevels returns the paused levels, ascending (nil when none).
+func (r *Runtime) pausedLevels() []int { return r.paused.levels() }
+
+// isPaused reports whether level l is paused.
+func (r *Runtime) isPaused(l int) bool { return r.paused.mode(l) != queue.NotPaused }
+
+// setPaused applies the paused levels m: levels newly paused with
+// PausePreempt have their running tasks preempted, and the dispatcher
+// looks again (a resumed level may hold work).
+func (r *Runtime) setPaused(m map[int]queue.PauseMode) {
+	preempt, changed := r.paused.set(m)
+	if !changed {
+		return
+	}
+	r.log.Info("paused levels changed", zap.Ints("paused", slices.Sorted(maps.Keys(m))))
+	for _, l := range preempt {
+		r.preemptLevel(l)
 	}
 	r.signal()
 }
@@ -92,8 +116,8 @@ func (r *Runtime) preemptLevel(l int) {
 // preemptPaused preempts v, marked giving way, because its level is paused
 // with PausePreempt.
 func (r *Runtime) preemptPaused(v *run) {
-	r.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
-	r.stats.preempted.Add(1)
+	r.outcomes.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
+	r.preemptor.counted.preempted.Add(1)
 	v.log.Info("preempting the task: its level was paused")
 	v.cancel(fmt.Errorf("%w: level %d paused", handlers.ErrPreempted, v.t.Level))
 }

@@ -62,12 +62,12 @@ func TestPauseTakesEffectWithinAWakeUp(t *testing.T) {
 		w := newPauseWorker()
 		startRuntime(t, q, w.mux(), runtime.Config{Concurrency: 2})
 		first := enqueue(t, q, "job", "quick", 1) // the dispatcher has run once
-		require.Equal(t, first, waitFor(t, w.started, "a first task")[0])
+		require.Equal(t, first, receive(t, w.started, "a first task")[0])
 
 		require.NoError(t, q.Pause(ctx, 0, queue.PauseWait))
 		paused := enqueue(t, q, "job", "quick", 0)
 		other := enqueue(t, q, "job", "quick", 1)
-		require.Equal(t, other, waitFor(t, w.started, "the level-1 task")[0])
+		require.Equal(t, other, receive(t, w.started, "the level-1 task")[0])
 		select {
 		case s := <-w.started:
 			t.Fatalf("task %s of the paused level ran", s[0])
@@ -99,7 +99,7 @@ func TestPausePreemptsRunningTasks(t *testing.T) {
 		rt := startRuntime(t, q, w.mux(), runtime.Config{Concurrency: 1, PollInterval: 20 * time.Millisecond})
 
 		low := enqueue(t, q, "job", "", 0)
-		require.Equal(t, [2]string{low, ""}, waitFor(t, w.started, "the level-0 task"))
+		require.Equal(t, [2]string{low, ""}, receive(t, w.started, "the level-0 task"))
 
 		// Urgent work at a paused level does not preempt.
 		require.NoError(t, q.Pause(ctx, 2, queue.PauseWait))
@@ -112,7 +112,7 @@ func TestPausePreemptsRunningTasks(t *testing.T) {
 		require.Zero(t, rt.Stats().Preempted)
 
 		require.NoError(t, q.Pause(ctx, 0, queue.PausePreempt))
-		require.ErrorIs(t, waitFor(t, w.ended, "the preempted task's end"), handlers.ErrPreempted)
+		require.ErrorIs(t, receive(t, w.ended, "the preempted task's end"), handlers.ErrPreempted)
 		// A pause with PausePreempt counts as a preemption of the task
 		// (toward MaxPreemptions); a shutdown does not
 		// (TestShutdownRequeuesRunningTasksAtHead).
@@ -128,7 +128,7 @@ func TestPausePreemptsRunningTasks(t *testing.T) {
 		require.EqualValues(t, 1, rt.Stats().Preempted)
 
 		require.NoError(t, q.Resume(ctx, queue.AllLevels))
-		got := []([2]string){waitFor(t, w.started, "a resumed task"), waitFor(t, w.started, "a resumed task")}
+		got := []([2]string){receive(t, w.started, "a resumed task"), receive(t, w.started, "a resumed task")}
 		require.Contains(t, got, [2]string{low, "saved"}, "it resumes from its checkpoint")
 	})
 }

@@ -97,17 +97,44 @@ func parseSchedules(ps []Periodic) ([]*schedule, error) {
 	return out, nil
 }
 
-// runSchedule enqueues s's ticks until the runtime stops leasing.
-func (r *Runtime) runSchedule(s *schedule) {
-	defer r.loops.Done()
+// scheduler enqueues the ticks of Config.Periodic's schedules, one
+// goroutine per schedule, until leasing stops (halt) or the runtime
+// stops. Whether a tick was enqueued by another runtime is Redis's to
+// say (the enqueue script); while Redis is unreachable, a tick waits for
+// the dispatcher's probe (redisWatch) until the next is due.
+type scheduler struct {
+	loops      startStop
+	q          *queue.Client
+	eng        *store.Store
+	log        *zap.Logger
+	maxBackoff time.Duration
+	redis      *redisWatch
+	halt       <-chan struct{} // closed when leasing stops
+	schedules  []*schedule
+}
+
+// start runs each schedule until stop.
+func (sc *scheduler) start(ctx context.Context) {
+	loops := make([]func(context.Context), len(sc.schedules))
+	for i, s := range sc.schedules {
+		loops[i] = func(ctx context.Context) { sc.run(ctx, s) }
+	}
+	sc.loops.start(ctx, loops...)
+}
+
+// stop ends the schedules.
+func (sc *scheduler) stop() { sc.loops.stop() }
+
+// run enqueues s's ticks until leasing stops.
+func (sc *scheduler) run(ctx context.Context, s *schedule) {
 	next := s.next(time.Now())
 	timer := time.NewTimer(time.Until(next))
 	defer timer.Stop()
 	for {
 		select {
-		case <-r.baseCtx.Done():
+		case <-ctx.Done():
 			return
-		case <-r.stopLease:
+		case <-sc.halt:
 			return
 		case <-timer.C:
 		}
@@ -116,15 +143,15 @@ func (r *Runtime) runSchedule(s *schedule) {
 			due = append(due, t)
 		}
 		if len(due) > maxCatchUp {
-			r.log.Warn("periodic ticks skipped: the runtime woke late", zap.String("schedule", s.Name),
+			sc.log.Warn("periodic ticks skipped: the runtime woke late", zap.String("schedule", s.Name),
 				zap.Int("skipped", len(due)-maxCatchUp), zap.Time("first", due[0]))
 			due = due[len(due)-maxCatchUp:]
 		}
 		for _, tick := range due {
-			if r.baseCtx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
-			r.enqueueTick(s, tick)
+			sc.enqueueTick(ctx, s, tick)
 		}
 		next = s.next(due[len(due)-1])
 		timer.Reset(time.Until(next))
@@ -134,21 +161,21 @@ func (r *Runtime) runSchedule(s *schedule) {
 // enqueueTick enqueues s's task for tick, unless another runtime did. An
 // attempt that fails for want of Redis is retried with backoff until the
 // next tick is due; then the tick is skipped.
-func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
-	log := r.log.With(zap.String("schedule", s.Name), zap.Time("tick", tick))
-	if !r.outage.down() { // else no read: the probe is the one attempt
-		r.checkSpec(s, log)
+func (sc *scheduler) enqueueTick(ctx context.Context, s *schedule, tick time.Time) {
+	log := sc.log.With(zap.String("schedule", s.Name), zap.Time("tick", tick))
+	if !sc.redis.down() { // else no read: the probe is the one attempt
+		sc.checkSpec(ctx, s, log)
 	}
 	until := s.next(tick)
-	b := backoff{limit: r.cfg.MaxRedisBackoff}
+	b := backoff{limit: sc.maxBackoff}
 	tried := false // a failure was logged at warn
 	for {
 		// While an outage lasts, wait for the dispatcher's probe to find
 		// Redis, or for the next tick, before a try: the probe is the
 		// worker's one connection attempt per backoff.
-		if ended := r.outage.endedCh(); r.outage.down() {
+		if ended := sc.redis.endedCh(); sc.redis.down() {
 			select {
-			case <-r.baseCtx.Done():
+			case <-ctx.Done():
 				return
 			case <-ended:
 			case <-time.After(time.Until(until)):
@@ -161,13 +188,13 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 				return
 			}
 		}
-		ctx, cancel := context.WithTimeout(r.baseCtx, r.q.Config().LeaseDuration)
+		ectx, cancel := context.WithTimeout(ctx, sc.q.Config().LeaseDuration)
 		sent := time.Now()
-		info, err := r.q.Enqueue(ctx, s.Task, mirror.Option(store.Tick(s.Name, s.Spec, tick)))
+		info, err := sc.q.Enqueue(ectx, s.Task, mirror.Option(store.Tick(s.Name, s.Spec, tick)))
 		cancel()
 		switch {
 		case err == nil:
-			r.redisAnswered()
+			sc.redis.answered()
 			if s.skipped > 0 {
 				log.Info("periodic ticks resumed", zap.Int("skipped", s.skipped))
 			}
@@ -196,9 +223,9 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 			log.Error("periodic task not enqueued", zap.Error(err))
 			return
 		}
-		r.redisCalled(err, sent) // an outage begins, or a stale failure
+		sc.redis.called(err, sent) // an outage begins, or a stale failure
 		wait := b.next()
-		if r.baseCtx.Err() != nil || !time.Now().Add(wait).Before(until) {
+		if ctx.Err() != nil || !time.Now().Add(wait).Before(until) {
 			log.Warn("periodic tick skipped: not enqueued before the next was due", zap.Error(err))
 			return
 		}
@@ -209,7 +236,7 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 		tried = true
 		log.Log(lvl, "periodic task not enqueued; retrying", zap.Error(err), zap.Duration("wait", wait))
 		select {
-		case <-r.baseCtx.Done():
+		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
@@ -223,10 +250,10 @@ func (r *Runtime) enqueueTick(s *schedule, tick time.Time) {
 // the union of both schedules until they agree, most often for the length
 // of a rolling deploy. The key holds the newest writer's spec; no runtime
 // follows another's. A failed read is left to the enqueue that follows.
-func (r *Runtime) checkSpec(s *schedule, log *zap.Logger) {
-	ctx, cancel := context.WithTimeout(r.baseCtx, r.q.Config().LeaseDuration)
+func (sc *scheduler) checkSpec(ctx context.Context, s *schedule, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, sc.q.Config().LeaseDuration)
 	defer cancel()
-	_, spec, err := r.eng.LastTick(ctx, s.Name)
+	_, spec, err := sc.eng.LastTick(ctx, s.Name)
 	if err != nil || spec == "" || spec == s.Spec || spec == s.otherSpec {
 		return
 	}

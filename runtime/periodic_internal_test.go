@@ -50,8 +50,7 @@ func TestPeriodicSpecAndShapeLoggedOnce(t *testing.T) {
 			rt, err := New(q, handlers.NewMux(), Config{WorkerID: "w", Logger: zap.New(core),
 				Periodic: []Periodic{{Name: "nightly", Spec: spec, Task: queue.NewTask("t", nil)}}})
 			require.NoError(t, err)
-			rt.baseCtx = ctx
-			return rt, rt.schedules[0]
+			return rt, rt.sched.schedules[0]
 		}
 		count := func(msg string) int { return logs.FilterMessageSnippet(msg).Len() }
 		const other = "another spec"
@@ -59,19 +58,19 @@ func TestPeriodicSpecAndShapeLoggedOnce(t *testing.T) {
 		daily, ds := newRuntime(queue.Config{}, "@daily")
 		hourly, hs := newRuntime(queue.Config{}, "@hourly")
 
-		daily.enqueueTick(ds, at)
+		daily.sched.enqueueTick(ctx, ds, at)
 		_, spec, err := daily.eng.LastTick(ctx, "nightly")
 		require.NoError(t, err)
 		require.Equal(t, "@daily", spec)
 		for i := range 3 {
-			hourly.enqueueTick(hs, at.Add(time.Duration(i+1)*time.Hour))
+			hourly.sched.enqueueTick(ctx, hs, at.Add(time.Duration(i+1)*time.Hour))
 		}
 		require.Equal(t, 1, count(other), "the other spec, logged once")
 		last, spec, err := hourly.eng.LastTick(ctx, "nightly")
 		require.NoError(t, err)
 		require.Equal(t, "@hourly", spec, "the newest writer's")
 		require.Equal(t, at.Add(3*time.Hour), last.UTC())
-		daily.enqueueTick(ds, at.Add(24*time.Hour))
+		daily.sched.enqueueTick(ctx, ds, at.Add(24*time.Hour))
 		require.Equal(t, 2, count(other), "the daily runtime finds the hourly spec")
 		require.Len(t, logs.FilterMessage("periodic task enqueued").All(), 5, "each runtime enqueues its own ticks")
 
@@ -83,13 +82,12 @@ func TestPeriodicSpecAndShapeLoggedOnce(t *testing.T) {
 		five, err := New(q, handlers.NewMux(), Config{WorkerID: "w", Logger: zap.New(core),
 			Periodic: []Periodic{{Name: "nightly", Spec: "@hourly", Task: queue.NewTask("t", nil)}}})
 		require.NoError(t, err)
-		five.baseCtx = ctx
 		up()
 		_, err = queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "q5", Levels: 2})
 		require.NoError(t, err)
-		fs := five.schedules[0]
-		five.enqueueTick(fs, at)
-		five.enqueueTick(fs, at.Add(time.Hour))
+		fs := five.sched.schedules[0]
+		five.sched.enqueueTick(ctx, fs, at)
+		five.sched.enqueueTick(ctx, fs, at.Add(time.Hour))
 		require.Equal(t, 1, count("differs from the queue's shape"))
 		require.Zero(t, count("retrying"), "a shape mismatch is not retried")
 	})

@@ -97,7 +97,7 @@ func TestPeriodicRuns(t *testing.T) {
 	})
 	task := queue.NewTask("report", []byte("p"), queue.LevelNamed("high"), queue.MaxRetries(2))
 	startRuntime(t, q, mux, runtime.Config{Periodic: []runtime.Periodic{{Name: "r", Spec: "* * * * * *", Task: task}}})
-	tk := waitFor(t, ran, "a periodic run")
+	tk := receive(t, ran, "a periodic run")
 	require.True(t, strings.HasPrefix(tk.ID, "r@"), tk.ID)
 	require.Equal(t, 2, tk.Level)
 	require.Equal(t, 2, tk.MaxRetries)

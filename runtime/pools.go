@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // Pool is a dedicated pool of slots for a band of levels, inside one
@@ -75,10 +74,9 @@ type slotPool struct {
 	reclaim Reclaim
 	busy    int // slots held (run.slot == this pool and run.holdsSlot)
 	pending int // slots asked for by lease calls in flight (lease.go)
-	// autoscale, if set, moves size (under Runtime.mu); scaledAt is when
-	// it last looked.
+	// autoscale, if set, is the autoscaler's rule for size (which it
+	// moves under Runtime.mu).
 	autoscale *Autoscale
-	scaledAt  time.Time
 }
 
 // errPools wraps every Pools configuration error.
@@ -159,8 +157,8 @@ func newPools(c Config, levels int) ([]*slotPool, []int) {
 
 // poolNumber is pool p as the queue numbers slot pools (from 1; 0 without
 // Config.Pools, whose one pool the fleet need not know).
-func (r *Runtime) poolNumber(p int) int {
-	if len(r.pools) == 1 {
+func poolNumber(pools, p int) int {
+	if pools == 1 {
 		return 0
 	}
 	return p + 1
@@ -242,4 +240,30 @@ func (r *Runtime) PoolStats() []PoolStats {
 		}
 	}
 	return out
+}
+
+// resize calls next with each pool's size and used slots (held, and
+// reserved for urgent tasks waiting), sets the size it returns, and makes
+// the total the runtime's concurrency, under mu, as free, preempt and
+// startWaiting read sizes with busy; false while draining (the
+// autoscaler's poolSizer).
+func (r *Runtime) resize(next func(p, size, used int) int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.draining {
+		return false
+	}
+	total := 0
+	for i, p := range r.pools {
+		used := p.busy
+		for _, rn := range r.waiting {
+			if rn.slot == i {
+				used++
+			}
+		}
+		p.size = next(i, p.size, used)
+		total += p.size
+	}
+	r.capacity.Store(int64(total))
+	return true
 }

@@ -103,7 +103,7 @@ func TestPoolsLowBandProgressesUnderFlood(t *testing.T) {
 			low[enqueue(t, q, "quick", "", 0)] = true
 		}
 		for len(low) > 0 {
-			tk := waitFor(t, j.started, "a start")
+			tk := receive(t, j.started, "a start")
 			delete(low, tk.ID)
 			if tk.Level < 2 {
 				continue
@@ -141,8 +141,8 @@ func TestPoolsBorrowAndGiveBack(t *testing.T) {
 					PollInterval: time.Second})
 				enqueue(t, q, "block", "", 2)
 				enqueue(t, q, "block", "", 2)
-				waitFor(t, j.started, "a high task")
-				waitFor(t, j.started, "the high task in the borrowed slot")
+				receive(t, j.started, "a high task")
+				receive(t, j.started, "the high task in the borrowed slot")
 				ps := rt.PoolStats()
 				require.Equal(t, []int{1, 1}, []int{ps[0].Borrowed, ps[1].Lent}, "%+v", ps)
 
@@ -156,13 +156,13 @@ func TestPoolsBorrowAndGiveBack(t *testing.T) {
 					close(j.release) // the high tasks end
 				}
 				for {
-					tk := waitFor(t, j.started, "the bulk task")
+					tk := receive(t, j.started, "the bulk task")
 					if tk.ID == owner {
 						break
 					}
 				}
 				if mode == runtime.ReclaimPreempt {
-					err := waitFor(t, j.ended, "the borrowed task's end")
+					err := receive(t, j.ended, "the borrowed task's end")
 					require.ErrorIs(t, err, handlers.ErrPreempted)
 					require.True(t, strings.Contains(err.Error(), "takes back"), err.Error())
 					require.EqualValues(t, 1, rt.Stats().Preempted)
@@ -193,8 +193,8 @@ func TestPoolsReclaimWaitLeavesBorrowedTask(t *testing.T) {
 			PollInterval: 20 * time.Millisecond}) // the dispatcher looks often
 		enqueue(t, q, "block", "", 0)
 		enqueue(t, q, "block", "", 1)
-		waitFor(t, j.started, "a free task")
-		waitFor(t, j.started, "the free task in the borrowed paying slot")
+		receive(t, j.started, "a free task")
+		receive(t, j.started, "the free task in the borrowed paying slot")
 		ps := rt.PoolStats()
 		require.Equal(t, []int{1, 1}, []int{ps[0].Lent, ps[1].Borrowed}, "%+v", ps)
 
@@ -203,9 +203,9 @@ func TestPoolsReclaimWaitLeavesBorrowedTask(t *testing.T) {
 			10*time.Millisecond, "a borrowed task was cancelled (or the paying task started) while paying waits")
 		require.Zero(t, rt.Stats().Preempted)
 		close(j.release) // the free tasks end by themselves
-		require.Equal(t, paying, waitFor(t, j.started, "the paying task").ID)
+		require.Equal(t, paying, receive(t, j.started, "the paying task").ID)
 		for range 2 {
-			require.NoError(t, waitFor(t, j.ended, "a free task's end"), "a free task was cancelled")
+			require.NoError(t, receive(t, j.ended, "a free task's end"), "a free task was cancelled")
 		}
 		require.Zero(t, rt.Stats().Preempted)
 	})
@@ -221,13 +221,13 @@ func TestPoolsPreemptInsideThePool(t *testing.T) {
 		rt := startRuntime(t, q, j.mux(), runtime.Config{Pools: []runtime.Pool{
 			{Name: "high", Levels: []int{2, 3}, Size: 1}, {Name: "bulk", Levels: []int{0, 1}, Size: 1}}})
 		bulk := enqueue(t, q, "block", "", 0)
-		require.Equal(t, bulk, waitFor(t, j.started, "the bulk task").ID)
+		require.Equal(t, bulk, receive(t, j.started, "the bulk task").ID)
 		mid := enqueue(t, q, "block", "", 2)
-		require.Equal(t, mid, waitFor(t, j.started, "the level-2 task").ID)
+		require.Equal(t, mid, receive(t, j.started, "the level-2 task").ID)
 		urgent := enqueue(t, q, "quick", "", 3)
-		require.Equal(t, urgent, waitFor(t, j.started, "the urgent task").ID)
+		require.Equal(t, urgent, receive(t, j.started, "the urgent task").ID)
 		var perr *handlers.PreemptedError
-		require.True(t, errors.As(waitFor(t, j.ended, "the victim's end"), &perr))
+		require.True(t, errors.As(receive(t, j.ended, "the victim's end"), &perr))
 		require.Equal(t, urgent, perr.ByID)
 		require.EqualValues(t, 1, rt.Stats().Preempted)
 		tk, err := q.Inspect(context.Background(), bulk)
@@ -269,7 +269,7 @@ func TestPoolsConfigErrors(t *testing.T) {
 // deferring (FleetDeferral) to a bulk slot that cannot take the task.
 func TestPoolsFleetDoesNotDeferToOtherBands(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		f := newPtFleet(t, b, queue.Config{Levels: 4})
+		f := newTestFleet(t, b, queue.Config{Levels: 4})
 		t.Cleanup(f.doRelease)
 		cfg := func() runtime.Config {
 			return runtime.Config{Pools: []runtime.Pool{
@@ -280,9 +280,9 @@ func TestPoolsFleetDoesNotDeferToOtherBands(t *testing.T) {
 		bw := f.start(t, "B", cfg())
 		f.jobOn(t, 2, "B") // A's high pool is full; its bulk slot cannot take it
 		u := enqueue(t, f.q, "urgent", "", 3)
-		got := ptRecv(t, f.urgent, "the urgent task's start")
+		got := receive(t, f.urgent, "the urgent task's start")
 		require.Equal(t, u, got.ID)
-		ptRecv(t, f.cancelled, "its victim gives way")
+		receive(t, f.cancelled, "its victim gives way")
 		for _, rt := range []*runtime.Runtime{a, bw} {
 			require.Zero(t, rt.Stats().FleetDeferrals, "a worker deferred to a bulk slot")
 		}
@@ -332,7 +332,7 @@ func TestPoolsAutoscale(t *testing.T) {
 		}
 		enqueue(t, q, "block", "", 0)
 		for range 4 { // 3 high (the pool grew to its Max) and the bulk one
-			waitFor(t, j.started, "a start")
+			receive(t, j.started, "a start")
 		}
 		require.Eventually(t, func() bool {
 			ps := rt.PoolStats()

@@ -52,12 +52,12 @@ func TestPreemptResumeCyclesKeepLease(t *testing.T) {
 		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, HeartbeatInterval: 300 * time.Millisecond,
 			Preemption: preempt.Policy{MaxPreemptions: preempt.Unlimited}})
 		lowID := enqueue(t, q, "low", "", 0)
-		waitFor(t, lowStarted, "low start")
+		receive(t, lowStarted, "low start")
 		const cycles = 60
 		for i := 0; i < cycles; i++ {
 			enqueue(t, q, "urgent", "", 2)
-			waitFor(t, urgentRan, "urgent run")
-			waitFor(t, lowStarted, "low resume")
+			receive(t, urgentRan, "urgent run")
+			receive(t, lowStarted, "low resume")
 			select {
 			case <-double:
 				t.Fatalf("cycle %d: the low task runs twice at once", i)

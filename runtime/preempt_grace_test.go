@@ -22,16 +22,16 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 		// A short lease: were the stuck victim's lease not extended, it
 		// would expire within the test's quiet windows and be recovered.
 		qcfg := queue.Config{LeaseDuration: time.Second}
-		qa := ptClient(t, b, qcfg)
-		runs := newPtRuns()
+		qa := workerClient(t, b, qcfg)
+		runs := newRunTally()
 		victimStarts := make(chan int, 4) // Preemptions seen at start
 		victimCancelled := make(chan struct{}, 1)
 		fillerStarted := make(chan struct{}, 1)
 		urgentStarted := make(chan struct{}, 1)
 		otherStarted := make(chan string, 1)
-		unstick, doUnstick := ptOnce()
-		fillerDone, doFiller := ptOnce()
-		urgentDone, doUrgent := ptOnce()
+		unstick, doUnstick := closeOnce()
+		fillerDone, doFiller := closeOnce()
+		urgentDone, doUrgent := closeOnce()
 		mux := handlers.NewMux()
 		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
@@ -61,25 +61,25 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 			return nil
 		})
 		grace := 200 * time.Millisecond
-		rtA := startRuntime(t, qa, mux, runtime.Config{WorkerID: "A", Concurrency: 2, PollInterval: ptPoll, GracePeriod: grace})
+		rtA := startRuntime(t, qa, mux, runtime.Config{WorkerID: "A", Concurrency: 2, PollInterval: fastPoll, GracePeriod: grace})
 		t.Cleanup(func() { doUnstick(); doFiller(); doUrgent() })
 
 		// Two slots: an opted-out filler and the victim.
 		fillerID := enqueue(t, qa, "filler", "", 0, queue.Preemptible(false))
-		ptRecv(t, fillerStarted, "filler start")
+		receive(t, fillerStarted, "filler start")
 		victimID := enqueue(t, qa, "victim", "", 0)
-		require.Equal(t, 0, ptRecv(t, victimStarts, "victim start"))
+		require.Equal(t, 0, receive(t, victimStarts, "victim start"))
 		urgentID := enqueue(t, qa, "urgent", "", 2)
-		ptRecv(t, urgentStarted, "urgent start")
-		ptRecv(t, victimCancelled, "victim cancelled")
-		require.Eventually(t, func() bool { return rtA.Stats().Stuck == 1 }, ptLong, 10*time.Millisecond,
+		receive(t, urgentStarted, "urgent start")
+		receive(t, victimCancelled, "victim cancelled")
+		require.Eventually(t, func() bool { return rtA.Stats().Stuck == 1 }, longWait, 10*time.Millisecond,
 			"stuck victim counted")
 
 		// The stuck victim took its slot back: with the filler gone, the
 		// urgent task and the victim fill both slots, for longer than a
 		// lease lasts, and another task waits.
 		doFiller()
-		ptGone(t, qa, fillerID)
+		requireDeleted(t, qa, fillerID)
 		otherID := enqueue(t, qa, "other", "", 0)
 		require.Never(t, func() bool { return len(otherStarted) > 0 }, 1500*time.Millisecond, 10*time.Millisecond,
 			"a task started in the stuck victim's slot")
@@ -91,21 +91,21 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 
 		// The urgent task's slot frees; the victim keeps its own.
 		doUrgent()
-		require.Equal(t, otherID, ptRecv(t, otherStarted, "other task in the urgent task's slot"))
-		ptGone(t, qa, urgentID)
+		require.Equal(t, otherID, receive(t, otherStarted, "other task in the urgent task's slot"))
+		requireDeleted(t, qa, urgentID)
 
 		// A second worker with a free slot joins: were the stuck victim's
 		// lease not extended, it would recover the task and run it a
 		// second time at once.
-		rtB := startRuntime(t, ptClient(t, b, qcfg), mux, runtime.Config{WorkerID: "B", Concurrency: 1,
-			PollInterval: ptPoll, GracePeriod: grace})
+		rtB := startRuntime(t, workerClient(t, b, qcfg), mux, runtime.Config{WorkerID: "B", Concurrency: 1,
+			PollInterval: fastPoll, GracePeriod: grace})
 		require.Never(t, func() bool { return runs.maxConcurrent() > 1 || len(victimStarts) > 0 },
 			1500*time.Millisecond, 10*time.Millisecond, "stuck victim ran a second time")
 
 		doUnstick()
-		require.Equal(t, 1, ptRecv(t, victimStarts, "victim resumes after it returned"), "preemptions on resume")
-		ptGone(t, qa, victimID)
-		ptGone(t, qa, otherID)
+		require.Equal(t, 1, receive(t, victimStarts, "victim resumes after it returned"), "preemptions on resume")
+		requireDeleted(t, qa, victimID)
+		requireDeleted(t, qa, otherID)
 		require.Equal(t, 1, runs.maxConcurrent())
 		require.Equal(t, 1, runs.completions(victimID))
 		stA, stB := rtA.Stats(), rtB.Stats()
@@ -113,7 +113,7 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 		require.EqualValues(t, 1, stA.Preempted)
 		require.EqualValues(t, 1, stA.Reserved)
 		require.Zero(t, stB.Preempted)
-		ptInvariant4(t, rtA, rtB)
+		requireInvariant4(t, rtA, rtB)
 	})
 }
 
@@ -122,10 +122,10 @@ func TestStuckVictimKeepsSlotAndLease(t *testing.T) {
 func TestStuckVictimThatFinishesIsAcked(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		q := setup(t, b, queue.Config{})
-		runs := newPtRuns()
+		runs := newRunTally()
 		victimStarted := make(chan struct{}, 2)
 		urgentDone := make(chan struct{}, 1)
-		unstick, doUnstick := ptOnce()
+		unstick, doUnstick := closeOnce()
 		mux := handlers.NewMux()
 		mux.HandleFunc("victim", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
@@ -139,21 +139,21 @@ func TestStuckVictimThatFinishesIsAcked(t *testing.T) {
 			urgentDone <- struct{}{}
 			return nil
 		})
-		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll, GracePeriod: 200 * time.Millisecond})
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: fastPoll, GracePeriod: 200 * time.Millisecond})
 		t.Cleanup(doUnstick)
 
 		victimID := enqueue(t, q, "victim", "", 0)
-		ptRecv(t, victimStarted, "victim start")
+		receive(t, victimStarted, "victim start")
 		enqueue(t, q, "urgent", "", 2)
-		ptRecv(t, urgentDone, "urgent run")
-		require.Eventually(t, func() bool { return rt.Stats().Stuck == 1 }, ptLong, 10*time.Millisecond)
+		receive(t, urgentDone, "urgent run")
+		require.Eventually(t, func() bool { return rt.Stats().Stuck == 1 }, longWait, 10*time.Millisecond)
 		doUnstick()
-		ptGone(t, q, victimID)
+		requireDeleted(t, q, victimID)
 		require.Empty(t, victimStarted, "victim ran again after it finished")
 		require.Equal(t, 1, runs.completions(victimID))
 		st := rt.Stats()
 		require.EqualValues(t, 1, st.Preempted)
 		require.EqualValues(t, 1, st.Stuck)
-		ptInvariant4(t, rt)
+		requireInvariant4(t, rt)
 	})
 }

@@ -19,17 +19,17 @@ import (
 // Tests that the runtime does NOT preempt when the policy or the situation
 // says it must not, and that the thrash guards hold.
 
-// ptNoPreemption runs a "low" task at lowLevel that blocks until the test
+// requireNoPreemption runs a "low" task at lowLevel that blocks until the test
 // releases it, then enqueues an "urgent" task at urgentLevel on a one-slot
 // runtime. The urgent task must not start, and the low task must not be
 // cancelled, while the low one runs; once released, the urgent task runs.
-func ptNoPreemption(t *testing.T, b testredis.Backend, cfg runtime.Config, lowLevel int, lowOpts []queue.Option, urgentLevel int) {
+func requireNoPreemption(t *testing.T, b testredis.Backend, cfg runtime.Config, lowLevel int, lowOpts []queue.Option, urgentLevel int) {
 	t.Helper()
 	q := setup(t, b, queue.Config{})
 	lowStarted := make(chan struct{}, 4)
 	lowCancelled := make(chan error, 4)
 	urgentStarted := make(chan struct{}, 1)
-	release, doRelease := ptOnce()
+	release, doRelease := closeOnce()
 	mux := handlers.NewMux()
 	mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 		lowStarted <- struct{}{}
@@ -46,26 +46,26 @@ func ptNoPreemption(t *testing.T, b testredis.Backend, cfg runtime.Config, lowLe
 		return nil
 	})
 	cfg.Concurrency = 1
-	cfg.PollInterval = ptPoll
+	cfg.PollInterval = fastPoll
 	rt := startRuntime(t, q, mux, cfg)
 	t.Cleanup(doRelease) // runs before the runtime's shutdown
 
 	lowID := enqueue(t, q, "low", "", lowLevel, lowOpts...)
-	ptRecv(t, lowStarted, "low start")
+	receive(t, lowStarted, "low start")
 	urgentID := enqueue(t, q, "urgent", "", urgentLevel)
 	require.Never(t, func() bool { return len(urgentStarted) > 0 || len(lowCancelled) > 0 },
-		ptQuiet, 10*time.Millisecond, "urgent task started or low task cancelled while the low task ran")
+		quietSpell, 10*time.Millisecond, "urgent task started or low task cancelled while the low task ran")
 
 	doRelease()
-	ptRecv(t, urgentStarted, "urgent start after the low task ended")
-	ptGone(t, q, lowID)
-	ptGone(t, q, urgentID)
+	receive(t, urgentStarted, "urgent start after the low task ended")
+	requireDeleted(t, q, lowID)
+	requireDeleted(t, q, urgentID)
 	require.Empty(t, lowCancelled, "low task was cancelled")
 	require.Empty(t, lowStarted, "low task ran twice")
 	st := rt.Stats()
 	require.Zero(t, st.Preempted, "preemptions")
 	require.Zero(t, st.Reserved, "reservations")
-	ptInvariant4(t, rt)
+	requireInvariant4(t, rt)
 }
 
 // A free slot in this runtime takes the urgent task; nothing is preempted.
@@ -75,7 +75,7 @@ func TestNoPreemptionWithFreeLocalSlot(t *testing.T) {
 		lowStarted := make(chan struct{}, 1)
 		lowCancelled := make(chan error, 1)
 		urgentStarted := make(chan struct{}, 1)
-		release, doRelease := ptOnce()
+		release, doRelease := closeOnce()
 		mux := handlers.NewMux()
 		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			lowStarted <- struct{}{}
@@ -91,17 +91,17 @@ func TestNoPreemptionWithFreeLocalSlot(t *testing.T) {
 			urgentStarted <- struct{}{}
 			return nil
 		})
-		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 2, PollInterval: ptPoll})
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 2, PollInterval: fastPoll})
 		t.Cleanup(doRelease)
 
 		lowID := enqueue(t, q, "low", "", 0)
-		ptRecv(t, lowStarted, "low start")
+		receive(t, lowStarted, "low start")
 		urgentID := enqueue(t, q, "urgent", "", 2)
-		ptRecv(t, urgentStarted, "urgent start in the free slot")
-		ptGone(t, q, urgentID)
+		receive(t, urgentStarted, "urgent start in the free slot")
+		requireDeleted(t, q, urgentID)
 		require.Empty(t, lowCancelled, "low task cancelled although a slot was free")
 		doRelease()
-		ptGone(t, q, lowID)
+		requireDeleted(t, q, lowID)
 		require.Empty(t, lowCancelled)
 		st := rt.Stats()
 		require.Zero(t, st.Preempted)
@@ -113,35 +113,35 @@ func TestNoPreemptionWithFreeLocalSlot(t *testing.T) {
 // A task never preempts one of its own level.
 func TestNoPreemptionAtEqualLevel(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		ptNoPreemption(t, b, runtime.Config{}, 2, nil, 2)
+		requireNoPreemption(t, b, runtime.Config{}, 2, nil, 2)
 	})
 }
 
 // A task enqueued with Preemptible(false) runs to its end.
 func TestNoPreemptionOfOptedOutTask(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		ptNoPreemption(t, b, runtime.Config{}, 0, []queue.Option{queue.Preemptible(false)}, 2)
+		requireNoPreemption(t, b, runtime.Config{}, 0, []queue.Option{queue.Preemptible(false)}, 2)
 	})
 }
 
 // Preemption.Disabled turns preemption off.
 func TestNoPreemptionWhenDisabled(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		ptNoPreemption(t, b, runtime.Config{Preemption: preempt.Policy{Disabled: true}}, 0, nil, 2)
+		requireNoPreemption(t, b, runtime.Config{Preemption: preempt.Policy{Disabled: true}}, 0, nil, 2)
 	})
 }
 
 // An arriving level listed in NeverPreempt waits like everyone else.
 func TestNoPreemptionByNeverPreemptLevel(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		ptNoPreemption(t, b, runtime.Config{Preemption: preempt.Policy{NeverPreempt: []int{2}}}, 0, nil, 2)
+		requireNoPreemption(t, b, runtime.Config{Preemption: preempt.Policy{NeverPreempt: []int{2}}}, 0, nil, 2)
 	})
 }
 
 // A running level listed in NeverPreempted is never preempted.
 func TestNoPreemptionOfNeverPreemptedLevel(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		ptNoPreemption(t, b, runtime.Config{Preemption: preempt.Policy{NeverPreempted: []int{0}}}, 0, nil, 2)
+		requireNoPreemption(t, b, runtime.Config{Preemption: preempt.Policy{NeverPreempted: []int{0}}}, 0, nil, 2)
 	})
 }
 
@@ -154,8 +154,8 @@ func TestNoPreemptionPastMaxPreemptions(t *testing.T) {
 		lowStarts := make(chan int, 4) // Preemptions seen at each start
 		lowCancelled := make(chan error, 4)
 		urgentStarted := make(chan string, 2)
-		release, doRelease := ptOnce()
-		runs := newPtRuns()
+		release, doRelease := closeOnce()
+		runs := newRunTally()
 		mux := handlers.NewMux()
 		mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 			leave := runs.enter(tk)
@@ -182,30 +182,30 @@ func TestNoPreemptionPastMaxPreemptions(t *testing.T) {
 			urgentStarted <- tk.ID
 			return nil
 		})
-		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll,
+		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, PollInterval: fastPoll,
 			Preemption: preempt.Policy{MaxPreemptions: 1}})
 		t.Cleanup(doRelease)
 
 		lowID := enqueue(t, q, "low", "", 0)
-		require.Equal(t, 0, ptRecv(t, lowStarts, "low start"))
+		require.Equal(t, 0, receive(t, lowStarts, "low start"))
 		u1 := enqueue(t, q, "urgent", "", 2)
-		require.Equal(t, u1, ptRecv(t, urgentStarted, "first urgent task"))
-		require.ErrorIs(t, ptRecv(t, lowCancelled, "first preemption"), handlers.ErrPreempted)
-		require.Equal(t, 1, ptRecv(t, lowStarts, "low resume"), "preemptions seen on resume")
+		require.Equal(t, u1, receive(t, urgentStarted, "first urgent task"))
+		require.ErrorIs(t, receive(t, lowCancelled, "first preemption"), handlers.ErrPreempted)
+		require.Equal(t, 1, receive(t, lowStarts, "low resume"), "preemptions seen on resume")
 
 		u2 := enqueue(t, q, "urgent", "", 2)
 		require.Never(t, func() bool { return len(urgentStarted) > 0 || len(lowCancelled) > 0 },
-			ptQuiet, 10*time.Millisecond, "task preempted past MaxPreemptions")
+			quietSpell, 10*time.Millisecond, "task preempted past MaxPreemptions")
 		doRelease()
-		require.Equal(t, u2, ptRecv(t, urgentStarted, "second urgent task after the low one"))
-		ptGone(t, q, lowID)
-		ptGone(t, q, u2)
+		require.Equal(t, u2, receive(t, urgentStarted, "second urgent task after the low one"))
+		requireDeleted(t, q, lowID)
+		requireDeleted(t, q, u2)
 		require.Equal(t, 1, runs.completions(lowID))
 		require.LessOrEqual(t, runs.maxPreemptions(), 1)
 		st := rt.Stats()
 		require.EqualValues(t, 1, st.Preempted)
 		require.EqualValues(t, 1, st.Reserved)
-		ptInvariant4(t, rt)
+		requireInvariant4(t, rt)
 	})
 }
 
@@ -238,17 +238,17 @@ func TestPreemptionWaitsForMinRunTime(t *testing.T) {
 
 		before := time.Now() // the low run starts after this
 		lowID := enqueue(t, q, "low", "", 0)
-		ptRecv(t, lowStarts, "low start")
+		receive(t, lowStarts, "low start")
 		urgentID := enqueue(t, q, "urgent", "", 2)
-		at := ptRecv(t, urgentAt, "urgent start")
+		at := receive(t, urgentAt, "urgent start")
 		require.GreaterOrEqual(t, at.Sub(before), minRun, "urgent task preempted a task younger than MinRunTime")
-		require.ErrorIs(t, ptRecv(t, lowCancelled, "preemption"), handlers.ErrPreempted)
-		ptRecv(t, lowStarts, "low resume")
-		ptGone(t, q, lowID)
-		ptGone(t, q, urgentID)
+		require.ErrorIs(t, receive(t, lowCancelled, "preemption"), handlers.ErrPreempted)
+		receive(t, lowStarts, "low resume")
+		requireDeleted(t, q, lowID)
+		requireDeleted(t, q, urgentID)
 		st := rt.Stats()
 		require.EqualValues(t, 1, st.Preempted)
 		require.EqualValues(t, 1, st.Reserved)
-		ptInvariant4(t, rt)
+		requireInvariant4(t, rt)
 	})
 }

@@ -15,12 +15,12 @@ import (
 // When a preempting task starts: after its victim returned
 // (StartAfterVictim) or at once (StartImmediately).
 
-// ptStartRig has a one-slot runtime whose victim, once preempted, blocks
+// urgentStartRig has a one-slot runtime whose victim, once preempted, blocks
 // in its cleanup until the test closes release.
-type ptStartRig struct {
+type urgentStartRig struct {
 	q             *queue.Client
 	rt            *runtime.Runtime
-	log           *ptLog
+	log           *eventLog
 	victimBlocked chan struct{} // closed when the victim is cancelled and blocks
 	urgentStarted chan struct{} // closed when the urgent task starts
 	victimResumed chan struct{}
@@ -29,14 +29,14 @@ type ptStartRig struct {
 	urgentID      string
 }
 
-func newPtStartRig(t *testing.T, b testredis.Backend, mode runtime.UrgentStart) *ptStartRig {
+func newUrgentStartRig(t *testing.T, b testredis.Backend, mode runtime.UrgentStart) *urgentStartRig {
 	t.Helper()
-	rig := &ptStartRig{q: setup(t, b, queue.Config{}), log: &ptLog{}, victimResumed: make(chan struct{}, 1)}
+	rig := &urgentStartRig{q: setup(t, b, queue.Config{}), log: &eventLog{}, victimResumed: make(chan struct{}, 1)}
 	var blocked, urgent func()
 	var release chan struct{}
-	rig.victimBlocked, blocked = ptOnce()
-	rig.urgentStarted, urgent = ptOnce()
-	release, rig.doRelease = ptOnce()
+	rig.victimBlocked, blocked = closeOnce()
+	rig.urgentStarted, urgent = closeOnce()
+	release, rig.doRelease = closeOnce()
 	victimStarted := make(chan struct{}, 1)
 	mux := handlers.NewMux()
 	mux.HandleFunc("victim", func(ctx context.Context, tk *queue.TaskInfo) error {
@@ -59,37 +59,37 @@ func newPtStartRig(t *testing.T, b testredis.Backend, mode runtime.UrgentStart) 
 		return nil
 	})
 	// A long grace period: the victim's cleanup must not run into it.
-	rig.rt = startRuntime(t, rig.q, mux, runtime.Config{Concurrency: 1, PollInterval: ptPoll,
+	rig.rt = startRuntime(t, rig.q, mux, runtime.Config{Concurrency: 1, PollInterval: fastPoll,
 		UrgentStart: mode, GracePeriod: 30 * time.Second})
 	t.Cleanup(rig.doRelease)
 	rig.victimID = enqueue(t, rig.q, "victim", "", 0)
-	ptRecv(t, victimStarted, "victim start")
+	receive(t, victimStarted, "victim start")
 	rig.urgentID = enqueue(t, rig.q, "urgent", "", 2)
-	ptRecv(t, rig.victimBlocked, "victim cancelled")
+	receive(t, rig.victimBlocked, "victim cancelled")
 	return rig
 }
 
-func (rig *ptStartRig) finish(t *testing.T) {
+func (rig *urgentStartRig) finish(t *testing.T) {
 	t.Helper()
-	ptRecv(t, rig.victimResumed, "victim resumes")
-	ptGone(t, rig.q, rig.victimID)
-	ptGone(t, rig.q, rig.urgentID)
+	receive(t, rig.victimResumed, "victim resumes")
+	requireDeleted(t, rig.q, rig.victimID)
+	requireDeleted(t, rig.q, rig.urgentID)
 	st := rig.rt.Stats()
 	require.EqualValues(t, 1, st.Preempted)
 	require.EqualValues(t, 1, st.Reserved)
 	require.Zero(t, st.Stuck)
-	ptInvariant4(t, rig.rt)
+	requireInvariant4(t, rig.rt)
 }
 
 // StartAfterVictim: the urgent handler starts only once the victim's
 // handler returned.
 func TestUrgentStartsAfterVictim(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		rig := newPtStartRig(t, b, runtime.StartAfterVictim)
-		require.Never(t, func() bool { return ptClosed(rig.urgentStarted) },
-			ptQuiet, 10*time.Millisecond, "urgent task started while its victim was still running")
+		rig := newUrgentStartRig(t, b, runtime.StartAfterVictim)
+		require.Never(t, func() bool { return isClosed(rig.urgentStarted) },
+			quietSpell, 10*time.Millisecond, "urgent task started while its victim was still running")
 		rig.doRelease()
-		ptRecv(t, rig.urgentStarted, "urgent start")
+		receive(t, rig.urgentStarted, "urgent start")
 		rig.finish(t)
 		require.Equal(t, []string{"victim-cancelled", "victim-return", "urgent-start", "victim-resume"}, rig.log.list())
 	})
@@ -99,8 +99,8 @@ func TestUrgentStartsAfterVictim(t *testing.T) {
 // blocked in its cleanup.
 func TestUrgentStartsImmediately(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		rig := newPtStartRig(t, b, runtime.StartImmediately)
-		ptRecv(t, rig.urgentStarted, "urgent start while the victim is blocked")
+		rig := newUrgentStartRig(t, b, runtime.StartImmediately)
+		receive(t, rig.urgentStarted, "urgent start while the victim is blocked")
 		require.Equal(t, -1, rig.log.index("victim-return"))
 		rig.doRelease()
 		rig.finish(t)

@@ -16,32 +16,32 @@ import (
 // Victim choice: the lowest level first; among equal levels the task that
 // loses the least work, i.e. the one with the most recent checkpoint.
 
-// ptVictimRig runs "job" tasks that report their start, save a checkpoint
+// victimJobs runs "job" tasks that report their start, save a checkpoint
 // when the test says so, and otherwise wait for cancellation (reporting
 // its cause) or for the test's release.
-type ptVictimRig struct {
+type victimJobs struct {
 	started   chan string                   // task ID, on every start
 	cancelled chan string                   // task ID, when cancelled by preemption
 	urgent    chan string                   // urgent task ID, on start
 	saveReq   map[string]chan chan struct{} // per ID: ask for a save, get an ack
 	release   chan struct{}
 	doRelease func()
-	runs      *ptRuns
+	runs      *runTally
 }
 
-func newPtVictimRig(ids ...string) *ptVictimRig {
-	r := &ptVictimRig{
+func newVictimJobs(ids ...string) *victimJobs {
+	r := &victimJobs{
 		started: make(chan string, 16), cancelled: make(chan string, 16), urgent: make(chan string, 4),
-		saveReq: map[string]chan chan struct{}{}, runs: newPtRuns(),
+		saveReq: map[string]chan chan struct{}{}, runs: newRunTally(),
 	}
-	r.release, r.doRelease = ptOnce()
+	r.release, r.doRelease = closeOnce()
 	for _, id := range ids {
 		r.saveReq[id] = make(chan chan struct{})
 	}
 	return r
 }
 
-func (r *ptVictimRig) mux(t *testing.T) handlers.Handler {
+func (r *victimJobs) mux(t *testing.T) handlers.Handler {
 	mux := handlers.NewMux()
 	mux.HandleFunc("job", func(ctx context.Context, tk *queue.TaskInfo) error {
 		leave := r.runs.enter(tk)
@@ -59,7 +59,7 @@ func (r *ptVictimRig) mux(t *testing.T) handlers.Handler {
 				leave(true)
 				return nil
 			case <-ctx.Done():
-				if ptPreempted(ctx) {
+				if wasPreempted(ctx) {
 					r.cancelled <- tk.ID
 				}
 				leave(false)
@@ -75,11 +75,11 @@ func (r *ptVictimRig) mux(t *testing.T) handlers.Handler {
 }
 
 // save makes task id save a checkpoint now and waits until it did.
-func (r *ptVictimRig) save(t *testing.T, id string) {
+func (r *victimJobs) save(t *testing.T, id string) {
 	t.Helper()
 	ack := make(chan struct{})
 	r.saveReq[id] <- ack
-	ptRecv(t, ack, "checkpoint of "+id)
+	receive(t, ack, "checkpoint of "+id)
 }
 
 // The lowest level gives way even when it would lose the most work: the
@@ -88,29 +88,29 @@ func (r *ptVictimRig) save(t *testing.T, id string) {
 func TestVictimIsLowestLevel(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		q := setup(t, b, queue.Config{})
-		rig := newPtVictimRig("low", "mid")
-		rt := startRuntime(t, q, rig.mux(t), runtime.Config{Concurrency: 2, PollInterval: ptPoll})
+		rig := newVictimJobs("low", "mid")
+		rt := startRuntime(t, q, rig.mux(t), runtime.Config{Concurrency: 2, PollInterval: fastPoll})
 		t.Cleanup(rig.doRelease)
 
 		enqueue(t, q, "job", "", 0, queue.ID("low"))
-		require.Equal(t, "low", ptRecv(t, rig.started, "low start"))
+		require.Equal(t, "low", receive(t, rig.started, "low start"))
 		enqueue(t, q, "job", "", 1, queue.ID("mid"))
-		require.Equal(t, "mid", ptRecv(t, rig.started, "mid start"))
+		require.Equal(t, "mid", receive(t, rig.started, "mid start"))
 		rig.save(t, "mid")
 
 		u := enqueue(t, q, "urgent", "", 2)
-		require.Equal(t, u, ptRecv(t, rig.urgent, "urgent start"))
-		require.Equal(t, "low", ptRecv(t, rig.cancelled, "victim"))
-		require.Equal(t, "low", ptRecv(t, rig.started, "victim resumes"))
+		require.Equal(t, u, receive(t, rig.urgent, "urgent start"))
+		require.Equal(t, "low", receive(t, rig.cancelled, "victim"))
+		require.Equal(t, "low", receive(t, rig.started, "victim resumes"))
 		require.Empty(t, rig.cancelled, "a second task was preempted")
 		rig.doRelease()
-		ptGone(t, q, "low")
-		ptGone(t, q, "mid")
+		requireDeleted(t, q, "low")
+		requireDeleted(t, q, "mid")
 		require.Equal(t, 1, rig.runs.maxConcurrent())
 		st := rt.Stats()
 		require.EqualValues(t, 1, st.Preempted)
 		require.EqualValues(t, 1, st.Reserved)
-		ptInvariant4(t, rt)
+		requireInvariant4(t, rt)
 	})
 }
 
@@ -120,28 +120,28 @@ func TestVictimIsLowestLevel(t *testing.T) {
 func TestVictimHasMostRecentCheckpoint(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		q := setup(t, b, queue.Config{})
-		rig := newPtVictimRig("fresh", "older")
-		rt := startRuntime(t, q, rig.mux(t), runtime.Config{Concurrency: 2, PollInterval: ptPoll})
+		rig := newVictimJobs("fresh", "older")
+		rt := startRuntime(t, q, rig.mux(t), runtime.Config{Concurrency: 2, PollInterval: fastPoll})
 		t.Cleanup(rig.doRelease)
 
 		enqueue(t, q, "job", "", 0, queue.ID("fresh"))
-		require.Equal(t, "fresh", ptRecv(t, rig.started, "fresh start"))
+		require.Equal(t, "fresh", receive(t, rig.started, "fresh start"))
 		enqueue(t, q, "job", "", 0, queue.ID("older"))
-		require.Equal(t, "older", ptRecv(t, rig.started, "older start"))
+		require.Equal(t, "older", receive(t, rig.started, "older start"))
 		rig.save(t, "older")
 		rig.save(t, "fresh")
 
 		u := enqueue(t, q, "urgent", "", 1)
-		require.Equal(t, u, ptRecv(t, rig.urgent, "urgent start"))
-		require.Equal(t, "fresh", ptRecv(t, rig.cancelled, "victim"))
-		require.Equal(t, "fresh", ptRecv(t, rig.started, "victim resumes"))
+		require.Equal(t, u, receive(t, rig.urgent, "urgent start"))
+		require.Equal(t, "fresh", receive(t, rig.cancelled, "victim"))
+		require.Equal(t, "fresh", receive(t, rig.started, "victim resumes"))
 		require.Empty(t, rig.cancelled, "a second task was preempted")
 		rig.doRelease()
-		ptGone(t, q, "fresh")
-		ptGone(t, q, "older")
+		requireDeleted(t, q, "fresh")
+		requireDeleted(t, q, "older")
 		st := rt.Stats()
 		require.EqualValues(t, 1, st.Preempted)
 		require.EqualValues(t, 1, st.Reserved)
-		ptInvariant4(t, rt)
+		requireInvariant4(t, rt)
 	})
 }

@@ -9,16 +9,32 @@ import (
 // outcomeCounts accumulates this worker's outcomes per level (and per pool,
 // with Config.Pools) between two heartbeats, which add them to the fleet's
 // rates in Redis (see queue.RateWindow): rates cost no Redis command per
-// task.
+// task. Runs count into it as they end; the heartbeater takes the counts.
 type outcomeCounts struct {
+	// poolOf names each level's pool; nil with one pool, whose counts
+	// are the levels'.
+	poolOf []string
+	first  string // the first pool's name, for a level out of range
 	mu     sync.Mutex
 	levels map[int]store.LevelCounts
 	pools  map[string]store.LevelCounts
 }
 
+// newOutcomeCounts returns the counts of a runtime with pools.
+func newOutcomeCounts(pools []*slotPool, poolOf []int) *outcomeCounts {
+	o := &outcomeCounts{}
+	if len(pools) > 1 {
+		o.poolOf = make([]string, len(poolOf))
+		for l, p := range poolOf {
+			o.poolOf[l] = pools[p].name
+		}
+		o.first = pools[0].name
+	}
+	return o
+}
+
 // count applies f to the counts of level l and of its pool.
-func (r *Runtime) count(l int, f func(*store.LevelCounts)) {
-	o := &r.outcomes
+func (o *outcomeCounts) count(l int, f func(*store.LevelCounts)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.levels == nil {
@@ -27,17 +43,19 @@ func (r *Runtime) count(l int, f func(*store.LevelCounts)) {
 	c := o.levels[l]
 	f(&c)
 	o.levels[l] = c
-	if len(r.pools) > 1 {
-		name := r.pools[r.bandOf(l)].name
+	if o.poolOf != nil {
+		name := o.first
+		if l >= 0 && l < len(o.poolOf) {
+			name = o.poolOf[l]
+		}
 		pc := o.pools[name]
 		f(&pc)
 		o.pools[name] = pc
 	}
 }
 
-// takeCounts returns the counts since the last take and starts afresh.
-func (r *Runtime) takeCounts() (levels map[int]store.LevelCounts, pools map[string]store.LevelCounts) {
-	o := &r.outcomes
+// take returns the counts since the last take and starts afresh.
+func (o *outcomeCounts) take() (levels map[int]store.LevelCounts, pools map[string]store.LevelCounts) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	levels, pools = o.levels, o.pools
@@ -45,9 +63,8 @@ func (r *Runtime) takeCounts() (levels map[int]store.LevelCounts, pools map[stri
 	return levels, pools
 }
 
-// restoreCounts adds back counts a failed heartbeat could not deliver.
-func (r *Runtime) restoreCounts(levels map[int]store.LevelCounts, pools map[string]store.LevelCounts) {
-	o := &r.outcomes
+// restore adds back counts a failed heartbeat could not deliver.
+func (o *outcomeCounts) restore(levels map[int]store.LevelCounts, pools map[string]store.LevelCounts) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.levels == nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // announcedIn returns the highest level of pool p's band announced since
-// the dispatcher last looked (woken, mask: see raiseWake), or -1.
+// the dispatcher last looked (woken, mask: see inbox.raise), or -1.
 func (r *Runtime) announcedIn(p int, woken int64, mask uint64) int {
 	band := r.pools[p].levels
 	for i := len(band) - 1; i >= 0; i-- {
@@ -122,8 +122,8 @@ func (r *Runtime) reclaim(p int, announced int, polled bool) bool {
 			continue
 		}
 		taken++
-		r.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
-		r.stats.preempted.Add(1)
+		r.outcomes.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
+		r.preemptor.counted.preempted.Add(1)
 		v.log.Info("preempting a task in a borrowed slot: its pool's work arrived", zap.String("slot_pool", pl.name))
 		v.cancel(cause)
 	}

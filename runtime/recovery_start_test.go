@@ -132,7 +132,7 @@ func TestAckWaitsForProbeAfterOutage(t *testing.T) {
 		MaxRedisBackoff: 10 * time.Second, Logger: log})
 	held, err := g.producer.Enqueue(context.Background(), queue.NewTask("held", nil))
 	require.NoError(t, err)
-	waitFor(t, started, "the held task to start")
+	receive(t, started, "the held task to start")
 
 	require.NoError(t, g.srv.Stop()) // the proxy still accepts, and closes
 	require.Eventually(t, func() bool { return dispatcherBackoff(logs) >= 1500*time.Millisecond },
@@ -143,7 +143,7 @@ func TestAckWaitsForProbeAfterOutage(t *testing.T) {
 	})
 	first := g.good.arm()
 	require.NoError(t, g.srv.Restart())
-	waitFor(t, first, "a good call after the restart")
+	receive(t, first, "a good call after the restart")
 
 	enqueued := time.Now()
 	_, err = g.producer.Enqueue(context.Background(), queue.NewTask("job", nil))
@@ -235,7 +235,7 @@ func TestRecoveryStartProbe(t *testing.T) {
 		for what, lat := range map[string][]time.Duration{"call": fromCall, "return": fromReturn} {
 			slices.Sort(lat)
 			t.Logf("%s, from the Enqueue's %s: p50 %v, p99 %v, max %v over %d trials", name, what,
-				foPct(lat, 50), foPct(lat, 99), lat[len(lat)-1], len(lat))
+				percentile(lat, 50), percentile(lat, 99), lat[len(lat)-1], len(lat))
 		}
 	}
 }
@@ -305,7 +305,7 @@ func TestReachableStartProbe(t *testing.T) {
 		}
 		t.Logf("MaxRedisBackoff %v (0: default): every trial: %v", limit, lat)
 		slices.Sort(lat)
-		t.Logf("outage %v, MaxRedisBackoff %v: p50 %v, p99 %v, max %v over %d trials", outage, limit, foPct(lat, 50),
-			foPct(lat, 99), lat[len(lat)-1], len(lat))
+		t.Logf("outage %v, MaxRedisBackoff %v: p50 %v, p99 %v, max %v over %d trials", outage, limit, percentile(lat, 50),
+			percentile(lat, 99), lat[len(lat)-1], len(lat))
 	}
 }

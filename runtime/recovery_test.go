@@ -58,7 +58,7 @@ func TestLeaseExpiryRecoversCrashedWorker(t *testing.T) {
 			return nil
 		})
 		startRuntime(t, q, mux, runtime.Config{PollInterval: time.Minute})
-		got := waitFor(t, resumed, "the recovered task")
+		got := receive(t, resumed, "the recovered task")
 		require.Equal(t, recoveredRun{id, recProgress{Step: 3}, 1, 0}, got)
 
 		// The crashed worker wakes up: it can neither save, nor finish.
@@ -117,17 +117,17 @@ func TestLeaseLostToAnotherRuntime(t *testing.T) {
 		logA, logsA := observedLogger(t)
 		startRuntime(t, qA, mux, runtime.Config{Concurrency: 1, HeartbeatInterval: 50 * time.Millisecond, Logger: logA})
 		id := enqueue(t, q, "job", "", 0)
-		stale := waitFor(t, aStarted, "A to start the task")
+		stale := receive(t, aStarted, "A to start the task")
 		require.Equal(t, id, stale.ID)
 
 		startRuntime(t, q, mux, runtime.Config{Concurrency: 1})
-		require.Equal(t, recoveredRun{id, recProgress{Step: 1}, 1, 0}, waitFor(t, resumed, "B to resume the task"))
+		require.Equal(t, recoveredRun{id, recProgress{Step: 1}, 1, 0}, receive(t, resumed, "B to resume the task"))
 		waitGone(t, q, id)
-		require.ErrorIs(t, waitFor(t, aCause, "A's handler to be cancelled"), queue.ErrLeaseLost)
+		require.ErrorIs(t, receive(t, aCause, "A's handler to be cancelled"), queue.ErrLeaseLost)
 		require.ErrorIs(t, store.Of(qA).Ack(ctx, stale), queue.ErrLeaseLost)
 
 		close(release)
-		require.ErrorIs(t, waitFor(t, aLateSave, "A's late save"), queue.ErrLeaseLost)
+		require.ErrorIs(t, receive(t, aLateSave, "A's late save"), queue.ErrLeaseLost)
 		waitForLog(t, logsA, "A dropping its result", func(e observer.LoggedEntry) bool {
 			eid, _ := fieldString(e, "task_id")
 			return eid == id && e.Message == "lease lost while running; result dropped"

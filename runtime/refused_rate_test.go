@@ -89,7 +89,7 @@ func TestOutageRefusedConnectionRate(t *testing.T) {
 		{Name: "every-second", Spec: "@every 1s", Task: queue.NewTask("tick", nil)}}})
 	held, err := producer.Enqueue(context.Background(), queue.NewTask("held", nil))
 	require.NoError(t, err)
-	require.Equal(t, held.ID, waitFor(t, started, "the held task to start"))
+	require.Equal(t, held.ID, receive(t, started, "the held task to start"))
 
 	const outage = 8 * time.Second
 	start := time.Now()
@@ -107,7 +107,7 @@ func TestOutageRefusedConnectionRate(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond, "the ack of the task that ended during the outage did not land")
 	job, err := producer.Enqueue(context.Background(), queue.NewTask("job", nil))
 	require.NoError(t, err)
-	require.Equal(t, job.ID, waitFor(t, started, "a task after the outage"))
+	require.Equal(t, job.ID, receive(t, started, "a task after the outage"))
 }
 
 // requireOutagePace asserts, for an outage from start to end, at most one

@@ -41,12 +41,12 @@ func TestRefusedTransitionsNotReported(t *testing.T) {
 		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 2, Logger: log, MaxRedisBackoff: 20 * time.Millisecond})
 
 		bad := enqueue(t, q, "bad", "", 1)
-		require.Equal(t, bad, waitFor(t, ran, "the bad task's run"))
+		require.Equal(t, bad, receive(t, ran, "the bad task's run"))
 		waitForLog(t, logs, "the refused dead letter logged as corruption", func(e observer.LoggedEntry) bool {
 			return e.Message == "corrupt queue data; the task's dead letter was refused" && e.ContextMap()["task_id"] == bad
 		})
 		flaky := enqueue(t, q, "flaky", "", 1)
-		require.Equal(t, flaky, waitFor(t, ran, "the flaky task's run"))
+		require.Equal(t, flaky, receive(t, ran, "the flaky task's run"))
 		waitForLog(t, logs, "the refused retry logged as corruption", func(e observer.LoggedEntry) bool {
 			return e.Message == "corrupt queue data; the task's retry was refused" && e.ContextMap()["task_id"] == flaky
 		})

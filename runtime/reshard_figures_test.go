@@ -41,7 +41,7 @@ var logKinds = []string{"planned failure", "BUSYKEY", "TRYAGAIN", "non local key
 	"ASK", "MOVED", "CLUSTERDOWN", "lease lost"}
 
 func measureReshard(t *testing.T, ctx context.Context, q *queue.Client, cc *redis.ClusterClient,
-	runs *ptRuns, ids []string, seen *observer.ObservedLogs) *reshardFigures {
+	runs *runTally, ids []string, seen *observer.ObservedLogs) *reshardFigures {
 	f := &reshardFigures{Tasks: len(ids), Stranded: map[string]int{}, LogKinds: map[string]int{},
 		LogSample: map[string]string{}}
 	runs.mu.Lock()

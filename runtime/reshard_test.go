@@ -83,7 +83,7 @@ func TestReshardUnderLoad(t *testing.T) {
 	cc := cl.Client().(*redis.ClusterClient)
 	slot := int(cc.ClusterKeySlot(ctx, "{"+qcfg.Namespace+":"+qcfg.Name+"}").Val())
 
-	runs := newPtRuns()
+	runs := newRunTally()
 	var mu sync.Mutex
 	completed := 0
 	progress := make(chan int, total*4) // completions so far, after each
@@ -143,7 +143,7 @@ func TestReshardUnderLoad(t *testing.T) {
 	var rts []*runtime.Runtime
 	for i := range workers {
 		rts = append(rts, startRuntime(t, newQ(), mux, runtime.Config{
-			WorkerID: fmt.Sprintf("reshard-%d", i), Concurrency: conc, PollInterval: ptPoll,
+			WorkerID: fmt.Sprintf("reshard-%d", i), Concurrency: conc, PollInterval: fastPoll,
 			Logger: zap.New(logs),
 		}))
 	}
@@ -188,7 +188,7 @@ func TestReshardUnderLoad(t *testing.T) {
 
 	// Migrate once the runtimes are busy; urgent waves arrive meanwhile.
 	for n := 0; n < 2*workers*conc; {
-		n = ptRecv(t, progress, "the first completions")
+		n = receive(t, progress, "the first completions")
 	}
 	type result struct {
 		m   *testredis.Migration
@@ -231,7 +231,7 @@ func TestReshardUnderLoad(t *testing.T) {
 	f := measureReshard(t, ctx, q, cc, runs, ids, seen)
 	f.Slot, f.Migration = slot, mig.m
 	t.Logf("migration of slot %d: %s in %v (err %v)", slot, describeMigration(mig.m), mig.dur.Round(time.Millisecond), mig.err)
-	t.Logf("runtimes: %+v; enqueue calls refused: %v", ptStats(rts...), enqErrs)
+	t.Logf("runtimes: %+v; enqueue calls refused: %v", sumStats(rts...), enqErrs)
 	f.log(t)
 	require.NoError(t, mig.err, "migration")
 	f.require(t)

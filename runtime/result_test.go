@@ -36,7 +36,7 @@ func TestResultAfterRetry(t *testing.T) {
 		startRuntime(t, q, mux, runtime.Config{Concurrency: 2})
 		id := enqueue(t, q, "report", "", 1)
 
-		err := waitFor(t, tooLarge, "the second attempt")
+		err := receive(t, tooLarge, "the second attempt")
 		require.ErrorIs(t, err, queue.ErrResultTooLarge)
 		require.ErrorContains(t, err, "65 bytes exceed the limit of 64")
 		var got *queue.TaskInfo

@@ -14,6 +14,7 @@ import (
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/tasklog"
 	"github.com/overtake/overtake/internal/telemetry"
+	"github.com/overtake/overtake/queue"
 )
 
 // run is one leased task held by this worker: running, winding down after
@@ -82,8 +83,7 @@ func (r *Runtime) prepare(rn *run) {
 
 // execute runs the handler for rn in a pool goroutine and settles the task.
 func (r *Runtime) execute(rn *run) {
-	defer r.tasks.Done()
-	defer r.handlers.Add(-1)
+	defer r.workers.done()
 	// The handler's logger (handlers.Logger): the run's, with the attempt.
 	ctx := tasklog.NewContext(rn.ctx, rn.log.WithLazy(zap.Int(telemetry.FieldAttempt, rn.t.Attempt)))
 	var cancelTimeout context.CancelFunc = func() {}
@@ -95,7 +95,7 @@ func (r *Runtime) execute(rn *run) {
 	r.mu.Lock()
 	rn.ending = true
 	r.mu.Unlock()
-	r.settle(ctx, rn, err)
+	r.done.settle(ctx, rn, err)
 	r.finished(rn)
 }
 
@@ -114,7 +114,7 @@ func (r *Runtime) finished(rn *run) {
 	r.freeSlot(rn)
 	if rn.early {
 		rn.early = false
-		r.early.Add(-1)
+		r.workers.early.Add(-1)
 	}
 	r.mu.Unlock()
 	r.signal()
@@ -137,5 +137,37 @@ func (r *Runtime) freeSlot(rn *run) {
 				break
 			}
 		}
+	}
+}
+
+// heldLeases snapshots the held runs' tasks, and the capacity to report
+// to the fleet: none while draining (the heartbeater's leaseHolder).
+func (r *Runtime) heldLeases() ([]*store.Task, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	leases := make([]*store.Task, 0, len(r.runs))
+	for _, rn := range r.runs {
+		leases = append(leases, rn.t)
+	}
+	if r.draining {
+		return leases, 0
+	}
+	return leases, r.Concurrency()
+}
+
+// leaseLost cancels the run of task id with queue.ErrLeaseLost if it holds
+// the lease of token (the task may have been requeued and leased here
+// again since the heartbeat's snapshot). A run whose handler returned is
+// not cancelled: its outcome may just have landed (an ack carried by a
+// lease call), else its transition gets queue.ErrLeaseLost by itself.
+func (r *Runtime) leaseLost(id, token string) {
+	r.mu.Lock()
+	rn := r.runs[id]
+	ending := rn != nil && rn.ending
+	r.mu.Unlock()
+	if rn != nil && rn.t.Token == token && !ending {
+		// r.log, not rn.log: the dispatcher may be setting that up.
+		r.log.Error("lease lost; cancelling the task", telemetry.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
+		rn.cancel(queue.ErrLeaseLost)
 	}
 }

@@ -10,11 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/panjf2000/ants/v2"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/victim"
 	"github.com/overtake/overtake/queue"
 )
 
@@ -28,7 +27,7 @@ type Runtime struct {
 	log *zap.Logger
 	obs *observer
 
-	pool *ants.Pool
+	workers workers // the handlers' ants pool (workers.go)
 
 	capacity     atomic.Int64 // current concurrency: Config.Concurrency, or the autoscaler's choice
 	unregisterCc func() error // the concurrency gauge
@@ -39,81 +38,44 @@ type Runtime struct {
 	pools    []*slotPool     // the slots by pool (pools.go); one without Config.Pools
 	poolOf   []int           // the pool of each level
 	draining bool            // shutting down: report no capacity to the fleet
-	// unsettled names the tasks whose outcome could not be written during
-	// a shutdown (see Shutdown's error).
-	unsettled []string
-	// shutdownBy is the deadline of Shutdown's context (unix ns) while
-	// Shutdown waits, 0 otherwise (no deadline, or Shutdown returned):
-	// transitions stop retrying by then (finishWithRetry).
-	shutdownBy atomic.Int64
 	// runsCtx is the parent of every run: Shutdown cancels it (cause
 	// handlers.ErrShutdown) to tell every handler at once, those a lease
 	// call still in flight starts included.
 	runsCtx  context.Context
 	stopRuns context.CancelCauseFunc
 
-	kick chan struct{} // a slot freed or a task arrived
-	// pollNow makes the dispatcher look for work as on its slow poll when
-	// kick wakes it: Redis answered again, or the wake-up subscription
-	// came back, after wake-ups may have been lost (lookNow).
-	pollNow   atomic.Bool
-	outage    redisOutage   // whether Redis answers (outage.go)
-	wakeLevel atomic.Int64  // highest level announced since the dispatcher last looked
-	wakeMask  atomic.Uint64 // every level (below 64) announced since then, bit per level
-	// deferral is the episode of bounded deference to the fleet the
-	// dispatcher is in, if any (see deference.go). Dispatcher goroutine only.
-	deferral fleetDeferral
+	inbox inbox       // what wakes the dispatcher (inbox.go)
+	redis *redisWatch // whether Redis answers (outage.go)
 
-	paused   atomic.Pointer[map[int]queue.PauseMode] // paused levels, see pause.go
-	outcomes outcomeCounts                           // for the fleet's rates, see rates.go
+	paused   pausedSet      // paused levels, see pause.go
+	outcomes *outcomeCounts // for the fleet's rates, see rates.go
+	beats    *heartbeater   // heartbeat.go
 
-	baseCtx context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
-	// The wake-up subscription, its check channel's name, whether an ACL
-	// refused that channel and whether checkSubscription closed it
-	// (wake.go).
-	sub          atomic.Pointer[redis.PubSub]
-	checkName    string
-	noCheck      atomic.Bool
-	subElsewhere atomic.Bool
-	stopLease    chan struct{} // closed when leasing stops
+	baseCtx   context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
+	wakes     *wakeListener   // the wake-up subscription (wake.go)
+	stopLease chan struct{}   // closed when leasing stops
 	// dispatchCtx ends once the dispatcher stopped (after it sent the
-	// acks queued for its lease calls); early counts the runs whose slot
-	// was freed before their ack landed (ack.go; changed under mu).
+	// acks queued for its lease calls).
 	dispatchCtx context.Context
 	endDispatch context.CancelFunc
-	early       atomic.Int64
 	stopAll     context.CancelFunc
-	loops       sync.WaitGroup // dispatcher, listener, heartbeat, autoscaler
+	loops       sync.WaitGroup // the dispatcher and the rejoins it starts (giveway.go)
 	dispatchWG  sync.WaitGroup
-	leaseWG     sync.WaitGroup // lease calls in flight and their callers (lease.go)
-	// leaseIdle hands a lease call to an idle caller goroutine, and
-	// callers counts those goroutines (leaser.go).
-	leaseIdle chan func()
-	callers   atomic.Int32
+	callers     *leaseCallers // run the lease calls and the probe (leaser.go)
 	// Lease calls in flight and what the ended ones left for the
 	// dispatcher (lease.go); guarded by mu.
-	leasing   int
-	backlog   bool // the last lease call that ended filled every slot it asked for
-	leaseOut  leaseOutcome
-	leaseDone chan struct{}  // a lease call ended (buffered, 1)
-	onWake    func()         // tests only: a wake-up message was turned into a signal
-	tasks     sync.WaitGroup // running handlers
-	handlers  atomic.Int64   // goroutines handed to the pool and not yet returned
-	started   atomic.Bool
-	shutOnce  sync.Once
-	shutErr   error
+	leasing  int
+	backlog  bool // the last lease call that ended filled every slot it asked for
+	leaseOut leaseOutcome
+	started  atomic.Bool
+	shutOnce sync.Once
+	shutErr  error
 
-	stats counters
-
-	schedules []*schedule // Config.Periodic, parsed (periodic.go)
-}
-
-// counters are cumulative figures, exposed by Stats.
-type counters struct {
-	processed, failed, dead, preempted, reserved, stuck atomic.Int64
-	scaledUp, scaledDown                                atomic.Int64
-	slaBreaches                                         atomic.Int64
-	deferred, overrides                                 atomic.Int64
+	sched *scheduler // Config.Periodic (periodic.go)
+	done  *completer // the runs' outcomes (settle.go, ack.go)
+	// preemptor chooses victims and reserves urgent work (victim.go).
+	preemptor *preemptor
+	scaler    *autoscaler // the pools' sizes (pool_autoscale.go)
 }
 
 // RunStats are cumulative counts of one runtime since it started.
@@ -180,21 +142,39 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		q: q, eng: eng, h: handlers.Recover()(h), cfg: cfg,
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
-		kick:      make(chan struct{}, 1),
-		leaseDone: make(chan struct{}, 1),
-		leaseIdle: make(chan func()),
 		stopLease: make(chan struct{}),
 	}
+	r.callers = newLeaseCallers(r.stopLease)
+	r.inbox.init()
+	r.redis = &redisWatch{log: r.log, onDown: r.signal, onBack: func() {
+		r.lookNow()
+		go r.wakes.checkSubscription(r.baseCtx) // the commands may reach another server now
+	}}
 	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
-	r.checkName = eng.CheckChannel(cfg.WorkerID)
+	r.wakes = &wakeListener{eng: eng, log: r.log, redis: r.redis, to: r, maxBackoff: cfg.MaxRedisBackoff,
+		check: cfg.wakeCheckInterval(), checkName: eng.CheckChannel(cfg.WorkerID)}
 	r.pools, r.poolOf = newPools(cfg, q.Levels())
-	r.schedules, _ = parseSchedules(cfg.Periodic) // validated above
-	r.wakeLevel.Store(-1)
+	r.outcomes = newOutcomeCounts(r.pools, r.poolOf)
+	r.preemptor = &preemptor{eng: eng, q: q, log: r.log, worker: cfg.WorkerID,
+		policy: victim.Policy{Policy: cfg.Preemption}, poolOf: r.poolOf, slots: r}
+	for _, p := range r.pools {
+		r.preemptor.bands = append(r.preemptor.bands, p.levels)
+	}
+	r.done = &completer{eng: eng, q: q, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
+		outcomes: r.outcomes, slots: r, dispatched: r.dispatchCtx}
+	r.beats = &heartbeater{eng: eng, worker: cfg.WorkerID, interval: cfg.HeartbeatInterval, log: r.log,
+		held: r, counts: r.outcomes, redis: r.redis}
+	schedules, _ := parseSchedules(cfg.Periodic) // validated above
+	r.sched = &scheduler{q: q, eng: eng, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
+		halt: r.stopLease, schedules: schedules}
+	r.scaler = newAutoscaler(r.pools, &autoscaler{depths: q.Depths, log: r.log, redis: r.redis, halt: r.stopLease,
+		slots: r, report: r.beats.beat})
 	r.capacity.Store(int64(cfg.Concurrency))
 	var err error
 	if r.obs, err = newObserver(r); err != nil {
 		return nil, err
 	}
+	r.done.obs = r.obs
 	return r, nil
 }
 
@@ -203,11 +183,11 @@ func (r *Runtime) WorkerID() string { return r.cfg.WorkerID }
 
 // Stats returns the runtime's cumulative counts.
 func (r *Runtime) Stats() RunStats {
-	s := &r.stats
-	return RunStats{Processed: s.processed.Load(), Failed: s.failed.Load(), Dead: s.dead.Load(),
-		Preempted: s.preempted.Load(), Reserved: s.reserved.Load(), Stuck: s.stuck.Load(),
-		ScaledUp: s.scaledUp.Load(), ScaledDown: s.scaledDown.Load(), SLABreaches: s.slaBreaches.Load(),
-		FleetDeferrals: s.deferred.Load(), FleetOverrides: s.overrides.Load()}
+	p := &r.preemptor.counted
+	return RunStats{Processed: r.done.processed.Load(), Failed: r.done.failed.Load(), Dead: r.done.dead.Load(),
+		Preempted: p.preempted.Load(), Reserved: p.reserved.Load(), Stuck: p.stuck.Load(),
+		ScaledUp: r.scaler.scaledUp.Load(), ScaledDown: r.scaler.scaledDown.Load(), SLABreaches: r.obs.slaBreaches.Load(),
+		FleetDeferrals: p.deferred.Load(), FleetOverrides: p.overrides.Load()}
 }
 
 // Start registers the worker and starts leasing; it returns at once.
@@ -220,56 +200,42 @@ func (r *Runtime) Start(ctx context.Context) error {
 	// Concurrency (or Autoscale.Max) workers plus room for victims winding
 	// down (StartImmediately) and for handlers stuck past their grace; see
 	// poolSize.
-	pool, err := ants.NewPool(r.cfg.poolSize()+r.cfg.earlyMax(), ants.WithNonblocking(false), ants.WithLogger(zapAntsLogger{r.cfg.Logger}))
+	err := r.workers.start(r.cfg.poolSize(), r.cfg.earlyMax(), r.cfg.Logger)
 	if err != nil {
 		r.started.Store(false)
-		return fmt.Errorf("overtake: pool: %w", err)
+		return err
 	}
-	r.pool = pool
 	if err := r.obs.register(); err != nil {
-		pool.Release()
+		r.workers.release()
 		r.started.Store(false)
 		return err
 	}
 	if r.unregisterCc, err = r.obs.metrics.RegisterConcurrency(r.capacity.Load, r.q.Name()); err != nil {
 		r.obs.close()
-		pool.Release()
+		r.workers.release()
 		r.started.Store(false)
 		return err
 	}
 	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
 	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
-	if err := r.heartbeat(ctx); err != nil {
-		r.redisFailed(err) // the dispatcher probes before it leases
+	r.redis.ctx = r.baseCtx
+	r.done.start(r.baseCtx)
+	if err := r.beats.beat(ctx); err != nil {
+		r.redis.failed(err) // the dispatcher probes before it leases
 		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 	}
-	sub := r.eng.Redis().Subscribe(r.baseCtx, r.subChannels()...)
-	// Wait for the subscription to be confirmed, so no announcement made
-	// after Start returns is missed.
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = sub.Receive(rctx)
-	cancel()
-	if err != nil {
-		r.log.Warn("wake-up subscription not confirmed; relying on the fallback poll until it is", zap.Error(err))
-	}
-	r.loops.Add(3)
+	r.wakes.start(ctx, r.baseCtx)
+	r.loops.Add(1)
 	r.dispatchWG.Add(1)
-	go r.listen(sub, err)
-	go r.heartbeatLoop()
+	r.beats.start(r.baseCtx)
 	go r.dispatch()
 	fields := []zap.Field{zap.Int("concurrency", r.Concurrency())}
 	if a := r.cfg.Autoscale; a != nil {
 		fields = append(fields, zap.Int("autoscale_min", a.Min), zap.Int("autoscale_max", a.Max),
 			zap.Duration("autoscale_interval", a.Interval))
 	}
-	if ok, every := r.poolsAutoscale(); ok {
-		r.loops.Add(1)
-		go r.poolAutoscaleLoop(every)
-	}
-	r.loops.Add(len(r.schedules))
-	for _, s := range r.schedules {
-		go r.runSchedule(s)
-	}
+	r.scaler.start(r.baseCtx)
+	r.sched.start(r.baseCtx)
 	r.log.Info("runtime started", fields...)
 	return nil
 }
@@ -287,16 +253,4 @@ func (r *Runtime) Run(ctx context.Context) error {
 }
 
 // signal wakes the dispatcher without blocking.
-func (r *Runtime) signal() {
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
-}
-
-// zapAntsLogger routes ants' messages to zap.
-type zapAntsLogger struct{ l *zap.Logger }
-
-func (z zapAntsLogger) Printf(format string, args ...any) {
-	z.l.Warn(fmt.Sprintf(format, args...))
-}
+func (r *Runtime) signal() { r.inbox.signal() }

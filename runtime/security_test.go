@@ -51,12 +51,12 @@ func TestRuntimeWithACLOverTLS(t *testing.T) {
 	})
 	low := enqueue(t, q, "low", "", 0)
 	startRuntime(t, q, mux, runtime.Config{Concurrency: 1})
-	require.Equal(t, low, waitFor(t, started, "the low task"))
+	require.Equal(t, low, receive(t, started, "the low task"))
 	urgent := enqueue(t, q, "urgent", "", 2)
-	require.Equal(t, low, waitFor(t, preempted, "the low task to give way"))
-	require.Equal(t, urgent, waitFor(t, done, "the urgent task"))
-	require.Equal(t, low, waitFor(t, started, "the low task to resume"))
-	require.Equal(t, low, waitFor(t, done, "the low task to finish from its checkpoint"))
+	require.Equal(t, low, receive(t, preempted, "the low task to give way"))
+	require.Equal(t, urgent, receive(t, done, "the urgent task"))
+	require.Equal(t, low, receive(t, started, "the low task to resume"))
+	require.Equal(t, low, receive(t, done, "the low task to finish from its checkpoint"))
 	waitGone(t, q, low)
 
 	// The same user cannot touch another namespace.

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,9 +19,60 @@ import (
 	"github.com/overtake/overtake/queue"
 )
 
+// completer writes the outcome of every run that ends: ack, retry,
+// dead letter or requeue (settle), and retries a transition while Redis
+// is unreachable, for at most a lease duration (finishWithRetry). A
+// successful run's ack rides on the dispatcher's next lease call when its
+// slot can be freed early (ack.go). It owns the counts of outcomes
+// (RunStats' Processed, Failed, Dead), the tasks whose outcome could not
+// be written during a shutdown, and how long a shutdown lets transitions
+// retry. Transitions run in the handlers' pool goroutines: the completer
+// has none of its own, and its start is only the context it works under.
+type completer struct {
+	eng        *store.Store
+	q          *queue.Client
+	log        *zap.Logger
+	maxBackoff time.Duration
+	redis      *redisWatch
+	obs        *observer
+	outcomes   *outcomeCounts
+	slots      ackSlots
+	// dispatched ends once the dispatcher stopped (after it sent the acks
+	// queued for its lease calls): no lease call carries an ack after,
+	// and no probe looks for Redis.
+	dispatched context.Context
+	base       context.Context // the runtime's, set by start
+
+	processed, failed, dead atomic.Int64 // RunStats
+	// shutdownBy is the deadline of Shutdown's context (unix ns) while
+	// Shutdown waits, 0 otherwise (no deadline, or Shutdown returned):
+	// transitions stop retrying by then (finishWithRetry). stopping says
+	// a shutdown began.
+	shutdownBy atomic.Int64
+	stopping   atomic.Bool
+	mu         sync.Mutex
+	// unsettled names the tasks whose outcome could not be written during
+	// a shutdown (see Shutdown's error).
+	unsettled []string
+}
+
+// ackSlots is what the completer needs of the slots for an early ack.
+type ackSlots interface {
+	// carryAck queues rn's ack for the next lease call and frees rn's
+	// slot, when it can; wait then returns the ack's result.
+	carryAck(rn *run) (wait func(context.Context) error, ok bool)
+	// retake makes rn hold its slot again: its carried ack failed, and
+	// Redis still counts the lease.
+	retake(rn *run)
+}
+
+// start sets the context the completer's own calls (the uniqueness lock's
+// release) run under: the runtime's, which ends as it stops.
+func (c *completer) start(base context.Context) { c.base = base }
+
 // settle decides the task's next state from the handler's error and writes
 // it to Redis: ack, retry, dead-letter or requeue.
-func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
+func (c *completer) settle(ctx context.Context, rn *run, err error) {
 	t := rn.t
 	if err != nil && errors.Is(context.Cause(ctx), ErrTaskTimeout) && !errors.Is(err, ErrTaskTimeout) {
 		err = fmt.Errorf("%w after %v: %w", ErrTaskTimeout, t.Timeout, err)
@@ -28,7 +81,7 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	runTime := time.Since(rn.started)
 	if errors.Is(context.Cause(ctx), queue.ErrLeaseLost) {
 		rn.log.Warn("lease lost while running; result dropped", zap.Error(err))
-		r.obs.ended(rn, out, runTime, "lease lost")
+		c.obs.ended(rn, out, runTime, "lease lost")
 		return
 	}
 	var perr *handlers.PanicError
@@ -41,11 +94,11 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		// success or failure is processed; one that failed, retried or
 		// dead-lettered (SkipRetry included), is failed too.
 		failed := out.Action != outcome.ActionDone
-		r.stats.processed.Add(1)
+		c.processed.Add(1)
 		if failed {
-			r.stats.failed.Add(1)
+			c.failed.Add(1)
 		}
-		r.count(t.Level, func(c *store.LevelCounts) {
+		c.outcomes.count(t.Level, func(c *store.LevelCounts) {
 			c.Processed++
 			if failed {
 				c.Failed++
@@ -55,14 +108,14 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	var ferr error
 	switch out.Action {
 	case outcome.ActionDone:
-		ferr = r.ack(rn)
+		ferr = c.ack(rn)
 		rn.log.Debug("task done", zap.Duration("run", runTime))
 		if ferr == nil {
-			r.releaseUnique(rn)
+			c.releaseUnique(rn)
 		}
 	case outcome.ActionRequeue:
 		why := requeueReason(ctx)
-		ferr = r.finishWithRetry(rn, "requeue", func(c context.Context) error { return r.eng.Requeue(c, t, why) })
+		ferr = c.finishWithRetry(rn, "requeue", func(tctx context.Context) error { return c.eng.Requeue(tctx, t, why) })
 		if ferr == nil {
 			rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 				zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
@@ -70,19 +123,19 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 	case outcome.ActionDead:
 		// The handler chose it (SkipRetry, an unknown type, a malformed
 		// payload): an expected outcome, logged as a warning.
-		ferr = r.kill(rn, out.Err.Error(), zapcore.WarnLevel)
+		ferr = c.kill(rn, out.Err.Error(), zapcore.WarnLevel)
 	default: // retry, retry after
 		if !t.RetriesLeft() {
-			ferr = r.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err), zapcore.ErrorLevel)
+			ferr = c.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err), zapcore.ErrorLevel)
 			break
 		}
 		delay := out.Delay
 		if out.Action == outcome.ActionRetry {
-			delay = r.q.Config().Backoff(t.Attempt + 1)
+			delay = c.q.Config().Backoff(t.Attempt + 1)
 		}
 		out.Delay = delay // for the span's retry event
-		at := r.q.Config().Clock().Add(delay)
-		ferr = r.finishWithRetry(rn, "retry", func(c context.Context) error { return r.eng.Retry(c, t, at, out.Err.Error()) })
+		at := c.q.Config().Clock().Add(delay)
+		ferr = c.finishWithRetry(rn, "retry", func(tctx context.Context) error { return c.eng.Retry(tctx, t, at, out.Err.Error()) })
 		if ferr == nil {
 			rn.log.Warn("task failed; retry scheduled", zap.Error(out.Err), zap.Int("attempt", t.Attempt+1),
 				zap.Duration("delay", delay))
@@ -97,15 +150,15 @@ func (r *Runtime) settle(ctx context.Context, rn *run, err error) {
 		rn.log.Error("could not record the task's outcome; its lease will expire and it will be recovered",
 			zap.String("action", out.Action.String()), zap.Error(ferr))
 	}
-	r.obs.ended(rn, out, runTime, "")
+	c.obs.ended(rn, out, runTime, "")
 }
 
 // kill dead-letters rn with reason; it is counted (RunStats.Dead) and
 // logged at lvl once the dead letter is stored, not before.
-func (r *Runtime) kill(rn *run, reason string, lvl zapcore.Level) error {
-	err := r.finishWithRetry(rn, "dead letter", func(c context.Context) error { return r.eng.DeadLetter(c, rn.t, reason) })
+func (c *completer) kill(rn *run, reason string, lvl zapcore.Level) error {
+	err := c.finishWithRetry(rn, "dead letter", func(tctx context.Context) error { return c.eng.DeadLetter(tctx, rn.t, reason) })
 	if err == nil {
-		r.stats.dead.Add(1)
+		c.dead.Add(1)
 		rn.log.Log(lvl, "task dead-lettered", zap.String("reason", reason))
 	}
 	return err
@@ -123,13 +176,13 @@ func (r *Runtime) kill(rn *run, reason string, lvl zapcore.Level) error {
 // short by it, and once Shutdown has returned (a handler that outlived
 // it) only the lease bounds the transition: a late handler's outcome is
 // still written while its lease is held.
-func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context) error) error {
-	deadline := time.Now().Add(r.q.Config().LeaseDuration)
+func (c *completer) finishWithRetry(rn *run, what string, fn func(context.Context) error) error {
+	deadline := time.Now().Add(c.q.Config().LeaseDuration)
 	bound := deadline // the first attempt's
-	bo := backoff{limit: r.cfg.MaxRedisBackoff}
+	bo := backoff{limit: c.maxBackoff}
 	moving := false // a refusal while the queue's slot migrates was logged
 	for {
-		r.awaitRedis(bound)
+		c.redis.awaitProbe(c.dispatched, bound)
 		attempt := time.Now().Add(5 * time.Second)
 		if bound.Before(attempt) {
 			attempt = bound
@@ -138,15 +191,15 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 		sent := time.Now()
 		err := fn(ctx)
 		cancel()
-		stale := r.redisCalled(err, sent)
+		stale := c.redis.called(err, sent)
 		wait := bo.next()
 		if stale {
 			wait = 0 // Redis answered another call since this one was sent
 		}
-		bound = r.retryBound(deadline)
+		bound = c.retryBound(deadline)
 		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(bound) {
 			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
-				r.noteUnsettled(rn.t.ID, err)
+				c.noteUnsettled(rn.t.ID, err)
 			}
 			return err
 		}
@@ -158,7 +211,7 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 		}
 		if errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema) {
 			rn.log.Error("corrupt queue data; the task's "+what+" was refused", zap.Error(err))
-			r.noteUnsettled(rn.t.ID, err)
+			c.noteUnsettled(rn.t.ID, err)
 			return err
 		}
 		switch {
@@ -170,38 +223,17 @@ func (r *Runtime) finishWithRetry(rn *run, what string, fn func(context.Context)
 			rn.log.Warn("the queue's cluster slot is migrating; retrying "+what, zap.Error(err))
 			moving = true
 		}
-		if !r.outage.down() || r.dispatchCtx.Err() != nil {
-			time.Sleep(wait) // else the next round's awaitRedis waits for the probe
+		if !c.redis.down() || c.dispatched.Err() != nil {
+			time.Sleep(wait) // else the next round's awaitProbe waits for the probe
 		}
 	}
-}
-
-// awaitRedis waits, while an outage lasts and the dispatcher probes, until
-// the probe finds Redis again, but not past bound: a call made meanwhile
-// would only add connection attempts (go-redis's, up to its
-// DialerRetries each) to the probe's one. It reports whether it waited;
-// not once the dispatcher stopped (a handler that outlived Shutdown):
-// then nothing probes, and the caller tries on its own backoff.
-func (r *Runtime) awaitRedis(bound time.Time) bool {
-	ended := r.outage.endedCh() // before down(): closed if it ends after
-	if !r.outage.down() || r.dispatchCtx.Err() != nil {
-		return false
-	}
-	timer := time.NewTimer(time.Until(bound))
-	defer timer.Stop()
-	select {
-	case <-ended:
-	case <-timer.C:
-	case <-r.dispatchCtx.Done():
-	}
-	return true
 }
 
 // retryBound is when a transition that must end by deadline stops
 // retrying: by then, or, while Shutdown waits, 100 ms before Shutdown's
 // deadline if that is earlier.
-func (r *Runtime) retryBound(deadline time.Time) time.Time {
-	if by := r.shutdownBy.Load(); by != 0 {
+func (c *completer) retryBound(deadline time.Time) time.Time {
+	if by := c.shutdownBy.Load(); by != 0 {
 		if end := time.Unix(0, by).Add(-100 * time.Millisecond); end.Before(deadline) {
 			return end
 		}
@@ -221,3 +253,43 @@ func requeueReason(ctx context.Context) store.RequeueReason {
 	}
 	return store.RequeueYield
 }
+
+// beginShutdown says a shutdown began; deadline, if ok, is its context's:
+// transitions stop retrying a little before it.
+func (c *completer) beginShutdown(deadline time.Time, ok bool) {
+	c.stopping.Store(true)
+	if ok {
+		c.shutdownBy.Store(deadline.UnixNano())
+	}
+}
+
+// shutdownReturned says Shutdown returned while handlers still ran: from
+// now on their outcome is recorded under their lease alone, nobody waits
+// for it.
+func (c *completer) shutdownReturned() { c.shutdownBy.Store(0) }
+
+// noteUnsettled records, during a shutdown, a task whose outcome could
+// not be written (Redis unreachable): Shutdown's error names it.
+func (c *completer) noteUnsettled(id string, err error) {
+	if c.shutdownBy.Load() == 0 && !c.stopping.Load() {
+		return
+	}
+	c.mu.Lock()
+	c.unsettled = append(c.unsettled, id+" ("+err.Error()+")")
+	c.mu.Unlock()
+}
+
+// unsettledError names the tasks whose requeue failed during the shutdown.
+func (c *completer) unsettledError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.unsettled) == 0 {
+		return nil
+	}
+	return fmt.Errorf("overtake: shutdown: %d task(s) could not be requeued; they are recovered when their lease "+
+		"expires: %v", len(c.unsettled), c.unsettled)
+}
+
+// countDead counts a task dead-lettered without a run (set aside by a
+// lease call).
+func (c *completer) countDead() { c.dead.Add(1) }

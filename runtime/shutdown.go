@@ -46,9 +46,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 
 func (r *Runtime) shutdown(ctx context.Context) error {
 	begin := time.Now()
-	if dl, ok := ctx.Deadline(); ok {
-		r.shutdownBy.Store(dl.UnixNano())
-	}
+	r.done.beginShutdown(ctx.Deadline())
 	r.mu.Lock()
 	r.draining = true // from now on every heartbeat reports no capacity
 	r.mu.Unlock()
@@ -61,7 +59,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		if err := r.heartbeat(ctx); err != nil {
+		if err := r.beats.beat(ctx); err != nil {
 			r.log.Warn("could not report shutdown to the fleet", zap.Error(err))
 		}
 	}()
@@ -86,17 +84,17 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	}
 	if r.cfg.DrainTimeout > 0 {
 		dctx, cancel := context.WithDeadline(ctx, begin.Add(r.cfg.DrainTimeout))
-		r.waitTasks(dctx)
+		r.workers.wait(dctx)
 		cancel()
 		r.preemptAll()
 	}
-	if !r.waitTasks(ctx) {
+	if !r.workers.wait(ctx) {
 		// From now on the handlers that return record their outcome under
 		// their lease alone (finishWithRetry): nobody waits for it here.
-		r.shutdownBy.Store(0)
+		r.done.shutdownReturned()
 		err := r.stillRunning(ctx)
 		go func() { // finish stopping once the stuck handlers return
-			r.tasks.Wait()
+			r.workers.tasks.Wait()
 			<-reported
 			r.teardown(context.Background())
 		}()
@@ -104,7 +102,7 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 	}
 	<-reported
 	r.teardown(ctx)
-	return r.unsettledError()
+	return r.done.unsettledError()
 }
 
 // preemptAll tells every handler, those about to start included, to stop
@@ -122,36 +120,19 @@ func (r *Runtime) preemptAll() {
 func (r *Runtime) teardown(ctx context.Context) {
 	r.stopAll()
 	r.loops.Wait()
+	r.wakes.stop()
+	r.beats.stop()
+	r.sched.stop()
+	r.scaler.stop()
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if counts, pools := r.takeCounts(); len(counts) > 0 {
-		// The outcomes since the last heartbeat, for the fleet's rates.
-		if _, err := r.eng.Heartbeat(dctx, store.Heartbeat{Worker: r.cfg.WorkerID, TTL: time.Second, Counts: counts,
-			PoolCounts: pools, Pools: r.poolLayout()}); err != nil {
-			r.log.Warn("could not report the last outcomes for the fleet's rates", zap.Error(err))
-		}
-	}
-	if derr := r.eng.Deregister(dctx, r.cfg.WorkerID); derr != nil {
-		r.log.Warn("deregister failed", zap.Error(derr))
-	}
-	r.pool.Release()
+	r.beats.farewell(dctx)
+	r.workers.release()
 	if uerr := r.unregisterCc(); uerr != nil {
 		r.log.Warn("unregister concurrency gauge", zap.Error(uerr))
 	}
 	r.obs.close()
 	r.log.Info("runtime stopped", zap.Any("stats", r.Stats()))
-}
-
-// waitTasks waits for every handler to return; false if ctx ended first.
-func (r *Runtime) waitTasks(ctx context.Context) bool {
-	done := make(chan struct{})
-	go func() { r.tasks.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // stillRunning names the tasks whose handlers ignored the shutdown past
@@ -181,7 +162,7 @@ func (r *Runtime) stillRunning(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("%d task(s) could not be requeued yet (their outcome is still being written); "+
 			"if that fails they are recovered when their lease expires: %v", len(writing), writing))
 	}
-	if uerr := r.unsettledError(); uerr != nil {
+	if uerr := r.done.unsettledError(); uerr != nil {
 		errs = append(errs, uerr)
 	}
 	return joinSemicolon(errs)
@@ -195,32 +176,4 @@ func joinSemicolon(errs []error) error {
 		args[i] = e
 	}
 	return fmt.Errorf(strings.TrimSuffix(format, "; "), args...)
-}
-
-// noteUnsettled records, during a shutdown, a task whose outcome could
-// not be written (Redis unreachable): Shutdown's error names it.
-func (r *Runtime) noteUnsettled(id string, err error) {
-	if r.shutdownBy.Load() == 0 && !r.isDraining() {
-		return
-	}
-	r.mu.Lock()
-	r.unsettled = append(r.unsettled, id+" ("+err.Error()+")")
-	r.mu.Unlock()
-}
-
-func (r *Runtime) isDraining() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.draining
-}
-
-// unsettledError names the tasks whose requeue failed during the shutdown.
-func (r *Runtime) unsettledError() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.unsettled) == 0 {
-		return nil
-	}
-	return fmt.Errorf("overtake: shutdown: %d task(s) could not be requeued; they are recovered when their lease "+
-		"expires: %v", len(r.unsettled), r.unsettled)
 }

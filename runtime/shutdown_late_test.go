@@ -61,7 +61,7 @@ func TestShutdownLateHandlerAcked(t *testing.T) {
 				core, logs := observer.New(zapcore.DebugLevel)
 				first.Logger = zap.New(core)
 				rt := startRuntime(t, q, mux, first)
-				require.Equal(t, id, waitFor(t, started, "the stubborn task"))
+				require.Equal(t, id, receive(t, started, "the stubborn task"))
 
 				ctx, cancel := context.WithTimeout(context.Background(), budget)
 				defer cancel()
@@ -108,7 +108,7 @@ func TestShutdownLateHandlerRetriesItsAck(t *testing.T) {
 	id := enqueue(t, q, "stubborn", "", 1)
 	rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, HeartbeatInterval: 200 * time.Millisecond,
 		MaxRedisBackoff: 50 * time.Millisecond, Logger: zap.New(core)}) // records only: it logs after Shutdown
-	require.Equal(t, id, waitFor(t, started, "the stubborn task"))
+	require.Equal(t, id, receive(t, started, "the stubborn task"))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, rt.Shutdown(ctx), context.DeadlineExceeded)
@@ -147,7 +147,7 @@ func TestShutdownRedisDownTellsHandlersAtOnce(t *testing.T) {
 	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 1, MaxRedisBackoff: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, rt.Start(context.Background()))
-	require.Equal(t, id, waitFor(t, started, "the job"))
+	require.Equal(t, id, receive(t, started, "the job"))
 	require.NoError(t, srv.Stop())
 
 	const budget = 5 * time.Second
@@ -156,10 +156,10 @@ func TestShutdownRedisDownTellsHandlersAtOnce(t *testing.T) {
 	begin := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- rt.Shutdown(ctx) }()
-	after := waitFor(t, told, "the handler told to stop").Sub(begin)
+	after := receive(t, told, "the handler told to stop").Sub(begin)
 	t.Logf("handler told %v after Shutdown(%v) with Redis down", after, budget)
 	require.Less(t, after, 500*time.Millisecond, "the handler was told late")
-	serr := waitFor(t, done, "Shutdown")
+	serr := receive(t, done, "Shutdown")
 	t.Logf("Shutdown returned after %v: %v", time.Since(begin), serr)
 	require.Error(t, serr)
 }

@@ -69,7 +69,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 		later := []string{enqueue(t, q, "later", "", 1), enqueue(t, q, "later", "", 1)}
 		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: running})
 		for i := 0; i < running; i++ {
-			waitFor(t, started, "long tasks to start")
+			receive(t, started, "long tasks to start")
 		}
 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -77,7 +77,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 		require.NoError(t, rt.Shutdown(ctx))
 		require.NoError(t, rt.Shutdown(ctx), "second Shutdown")
 		for i := 0; i < running; i++ {
-			require.ErrorIs(t, waitFor(t, causes, "cancellation causes"), handlers.ErrShutdown)
+			require.ErrorIs(t, receive(t, causes, "cancellation causes"), handlers.ErrShutdown)
 		}
 		require.Empty(t, laterRan, "a waiting task ran during shutdown")
 
@@ -98,7 +98,7 @@ func TestShutdownRequeuesRunningTasksAtHead(t *testing.T) {
 		startRuntime(t, q, mux, runtime.Config{Concurrency: running})
 		var got []string
 		for i := 0; i < running; i++ {
-			r := waitFor(t, resumed, "resumed runs")
+			r := receive(t, resumed, "resumed runs")
 			require.Equal(t, shutProgress{Step: 2}, r.Progress)
 			require.Zero(t, r.Attempt)
 			require.Zero(t, r.Preemptions)
@@ -147,8 +147,8 @@ func TestShutdownDrainTimeout(t *testing.T) {
 		short := enqueue(t, q, "short", "", 1)
 		long := enqueue(t, q, "long", "", 1)
 		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 2, DrainTimeout: drain})
-		waitFor(t, started, "tasks to start")
-		waitFor(t, started, "tasks to start")
+		receive(t, started, "tasks to start")
+		receive(t, started, "tasks to start")
 
 		shutStart := time.Now()
 		res := make(chan error, 1)
@@ -163,11 +163,11 @@ func TestShutdownDrainTimeout(t *testing.T) {
 			return err == nil && len(ws) == 1 && ws[0].ID == rt.WorkerID() && ws[0].Capacity == 0
 		}, 10*time.Second, 2*time.Millisecond, "worker never reported draining")
 		close(release)
-		require.NoError(t, waitFor(t, res, "Shutdown"))
+		require.NoError(t, receive(t, res, "Shutdown"))
 
 		require.Empty(t, shortCancelled, "the short task was cancelled instead of drained")
 		waitGone(t, q, short)
-		c := waitFor(t, longCancelled, "the long task's cancellation")
+		c := receive(t, longCancelled, "the long task's cancellation")
 		require.ErrorIs(t, c.cause, handlers.ErrShutdown)
 		require.GreaterOrEqual(t, c.at.Sub(shutStart), drain, "cancelled before the drain ended")
 		tk, err := q.Inspect(context.Background(), long)
@@ -215,7 +215,7 @@ func TestShutdownStuckHandler(t *testing.T) {
 		id := enqueue(t, q, "stubborn", "", 2)
 		other := enqueue(t, q, "after", "", 2) // waits behind it
 		rt := startRuntime(t, q, mux, runtime.Config{Concurrency: 1, HeartbeatInterval: 200 * time.Millisecond})
-		require.Equal(t, id, waitFor(t, started, "the stubborn task"))
+		require.Equal(t, id, receive(t, started, "the stubborn task"))
 
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
@@ -238,8 +238,8 @@ func TestShutdownStuckHandler(t *testing.T) {
 		// The stuck handler returns: its late save counts (the lease is still
 		// its own), and the task is requeued and resumed from it elsewhere.
 		close(release)
-		require.NoError(t, waitFor(t, lateSave, "the late save"))
-		require.Equal(t, shutProgress{Step: 99}, waitFor(t, resumed, "the task resumed elsewhere"))
+		require.NoError(t, receive(t, lateSave, "the late save"))
+		require.Equal(t, shutProgress{Step: 99}, receive(t, resumed, "the task resumed elsewhere"))
 		waitGone(t, q, id)
 		require.EqualValues(t, 1, runs.Load())
 	})
@@ -263,7 +263,7 @@ func TestShutdownRedisUnreachable(t *testing.T) {
 	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 1, MaxRedisBackoff: 100 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, rt.Start(context.Background()))
-	require.Equal(t, id, waitFor(t, started, "the job"))
+	require.Equal(t, id, receive(t, started, "the job"))
 	require.NoError(t, srv.Stop())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -39,8 +39,8 @@ func (o *observer) checkSLA(ctx context.Context, rn *run, wait time.Duration) {
 	if !ok || wait <= sla {
 		return
 	}
-	o.r.stats.slaBreaches.Add(1)
-	o.r.count(t.OriginalLevel, func(c *store.LevelCounts) { c.SLABreaches++ })
+	o.slaBreaches.Add(1)
+	o.r.outcomes.count(t.OriginalLevel, func(c *store.LevelCounts) { c.SLABreaches++ })
 	o.metrics.RecordSLABreach(ctx, telemetry.Labels{Queue: o.r.q.Name(), Level: t.OriginalLevel,
 		LevelName: o.r.q.LevelName(t.OriginalLevel)})
 	if rn.span != nil {

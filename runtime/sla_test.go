@@ -36,11 +36,11 @@ func (c *slaClock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 // slaRun enqueues tasks at the given levels (IDs as keys), lets the clock run
 // on by wait, starts a runtime with sla and waits until every task ran.
 func slaRun(t *testing.T, b testredis.Backend, qcfg queue.Config, levels map[string]int,
-	wait time.Duration, sla map[int]time.Duration) (*obsRig, *runtime.Runtime) {
+	wait time.Duration, sla map[int]time.Duration) (*testBundle, *runtime.Runtime) {
 	t.Helper()
 	clk := newSLAClock()
 	qcfg.Clock = clk.Now
-	o := newObsRig(t, b, qcfg)
+	o := setupBundle(t, b, withQueue(qcfg), withTracing())
 	for id, l := range levels {
 		o.enqueue(t, "job", l, queue.ID(id))
 	}
@@ -71,16 +71,16 @@ func TestSLABreach(t *testing.T) {
 
 		require.EqualValues(t, 1, rt.Stats().SLABreaches)
 		m := o.metrics(t)
-		require.EqualValues(t, 1, obsCount(t, m[telemetry.MetricSLABreaches], 1))
-		require.Zero(t, obsCount(t, m[telemetry.MetricSLABreaches], 2))
-		require.Zero(t, obsCount(t, m[telemetry.MetricSLABreaches], 0))
+		require.EqualValues(t, 1, metricCount(t, m[telemetry.MetricSLABreaches], 1))
+		require.Zero(t, metricCount(t, m[telemetry.MetricSLABreaches], 2))
+		require.Zero(t, metricCount(t, m[telemetry.MetricSLABreaches], 0))
 
-		ev := obsEvent(t, o.spans(t, "process", "late", 1)[0], telemetry.EventSLABreached)
+		ev := spanEvent(t, o.spans(t, "process", "late", 1)[0], telemetry.EventSLABreached)
 		require.EqualValues(t, 1, ev[telemetry.LevelKey].AsInt64())
 		require.EqualValues(t, 5000, ev[telemetry.WaitMsKey].AsInt64())
 		require.EqualValues(t, 2000, ev[telemetry.SLAMsKey].AsInt64())
 		for _, id := range []string{"ontime", "nosla"} {
-			require.NotContains(t, obsEventNames(o.spans(t, "process", id, 1)[0]), telemetry.EventSLABreached, id)
+			require.NotContains(t, spanEventNames(o.spans(t, "process", id, 1)[0]), telemetry.EventSLABreached, id)
 		}
 
 		logs := o.logs.FilterMessage("task waited longer than its level's SLA").All()
@@ -101,8 +101,8 @@ func TestSLAOfOriginalLevel(t *testing.T) {
 			o, rt := slaRun(t, b, qcfg, map[string]int{"aged": 0}, 3*time.Second,
 				map[int]time.Duration{0: 10 * time.Second, 1: time.Second})
 			span := o.spans(t, "process", "aged", 1)[0]
-			require.EqualValues(t, 1, obsAttrs(span.Attributes())[telemetry.LevelKey].AsInt64(), "ran aged one level up")
-			require.NotContains(t, obsEventNames(span), telemetry.EventSLABreached)
+			require.EqualValues(t, 1, attrMap(span.Attributes())[telemetry.LevelKey].AsInt64(), "ran aged one level up")
+			require.NotContains(t, spanEventNames(span), telemetry.EventSLABreached)
 			require.Zero(t, rt.Stats().SLABreaches)
 		})
 	})
@@ -110,11 +110,11 @@ func TestSLAOfOriginalLevel(t *testing.T) {
 		testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 			o, rt := slaRun(t, b, qcfg, map[string]int{"aged": 0}, 3*time.Second,
 				map[int]time.Duration{0: 2 * time.Second, 1: time.Hour})
-			ev := obsEvent(t, o.spans(t, "process", "aged", 1)[0], telemetry.EventSLABreached)
+			ev := spanEvent(t, o.spans(t, "process", "aged", 1)[0], telemetry.EventSLABreached)
 			require.EqualValues(t, 0, ev[telemetry.LevelKey].AsInt64())
 			require.EqualValues(t, 3000, ev[telemetry.WaitMsKey].AsInt64())
 			require.EqualValues(t, 1, rt.Stats().SLABreaches)
-			require.EqualValues(t, 1, obsCount(t, o.metrics(t)[telemetry.MetricSLABreaches], 0))
+			require.EqualValues(t, 1, metricCount(t, o.metrics(t)[telemetry.MetricSLABreaches], 0))
 		})
 	})
 }

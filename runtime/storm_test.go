@@ -36,8 +36,8 @@ func TestPreemptionStorm(t *testing.T) {
 			maxPre      = 2
 		)
 		qcfg := queue.Config{}
-		q := ptClient(t, b, qcfg)
-		runs := newPtRuns()
+		q := workerClient(t, b, qcfg)
+		runs := newRunTally()
 		allDone := make(chan struct{})
 		var doneOnce sync.Once
 		lowStarted := make(chan string, lows*(maxPre+2))
@@ -111,8 +111,8 @@ func TestPreemptionStorm(t *testing.T) {
 
 		var rts []*runtime.Runtime
 		for i := range workers {
-			rts = append(rts, startRuntime(t, ptClient(t, b, qcfg), mux, runtime.Config{
-				WorkerID: fmt.Sprintf("storm-%d", i), Concurrency: concurrency, PollInterval: ptPoll,
+			rts = append(rts, startRuntime(t, workerClient(t, b, qcfg), mux, runtime.Config{
+				WorkerID: fmt.Sprintf("storm-%d", i), Concurrency: concurrency, PollInterval: fastPoll,
 				Preemption: preempt.Policy{MaxPreemptions: maxPre},
 			}))
 		}
@@ -129,7 +129,7 @@ func TestPreemptionStorm(t *testing.T) {
 			ids = append(ids, tk.ID)
 		}
 		for range lows {
-			ptRecv(t, lowStarted, "the pools to fill with low tasks")
+			receive(t, lowStarted, "the pools to fill with low tasks")
 		}
 
 		// Urgent tasks arrive in waves: once a wave is through and the low
@@ -151,27 +151,27 @@ func TestPreemptionStorm(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				return urgentDone >= i+batch
-			}, ptLong, 5*time.Millisecond, "wave %d through", i/batch)
+			}, longWait, 5*time.Millisecond, "wave %d through", i/batch)
 			require.Eventually(t, func() bool {
 				running, done := runs.runningOf(lowIDs)
 				return running+done == lows
-			}, ptLong, 5*time.Millisecond, "low tasks resumed after wave %d", i/batch)
+			}, longWait, 5*time.Millisecond, "low tasks resumed after wave %d", i/batch)
 		}
-		ptRecv(t, allDone, "every task done")
+		receive(t, allDone, "every task done")
 		t.Logf("storm: %d urgent tasks through %d slots in %v", urgents, lows, time.Since(start))
 
 		runs.requireExactlyOnce(t, ids)
 		require.Equal(t, 1, runs.maxConcurrent(), "a task ran twice at once")
 		t.Logf("storm: most preemptions of one task: %d", runs.maxPreemptions())
 		require.LessOrEqual(t, runs.maxPreemptions(), maxPre, "a task was preempted past MaxPreemptions")
-		st := ptStats(rts...)
+		st := sumStats(rts...)
 		t.Logf("storm: %+v", st)
 		require.Positive(t, st.Preempted, "the storm preempted nothing")
 		require.LessOrEqual(t, st.Preempted, st.Reserved)
 		require.LessOrEqual(t, st.Reserved, int64(urgents))
 		require.LessOrEqual(t, st.Preempted, int64(lows*maxPre))
 		require.Zero(t, st.Dead+st.Failed)
-		ptInvariant4(t, rts...)
+		requireInvariant4(t, rts...)
 		require.Eventually(t, func() bool {
 			qs, err := q.Stats(ctx)
 			if err != nil {
@@ -183,6 +183,6 @@ func TestPreemptionStorm(t *testing.T) {
 				}
 			}
 			return true
-		}, ptLong, 20*time.Millisecond, "queue empty")
+		}, longWait, 20*time.Millisecond, "queue empty")
 	})
 }

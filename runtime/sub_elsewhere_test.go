@@ -76,7 +76,7 @@ func TestSubscriptionFollowsCommandsServer(t *testing.T) {
 	require.NoError(t, err)
 	_, err = producer.Enqueue(ctx, queue.NewTask("job", nil))
 	require.NoError(t, err)
-	waitFor(t, g.started, "a task enqueued on the new server")
+	receive(t, g.started, "a task enqueued on the new server")
 }
 
 // An ACL written for the wake channel alone (&{ns:*}:wake, the rule

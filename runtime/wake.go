@@ -5,13 +5,69 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/overtake/overtake/internal/mirror"
+	"github.com/overtake/overtake/internal/store"
+	"github.com/overtake/overtake/queue"
 )
+
+// wakeListener keeps the wake-up subscription: it turns each message of
+// the wake channel (the level of a task that became pending, or the new
+// set of paused levels) into word for the dispatcher (waker), so idle
+// workers never poll Redis in a loop, and checks that the subscription
+// still reaches the server the commands reach. It owns the subscription,
+// the check channel's name and what it learned of them.
+type wakeListener struct {
+	loops      startStop
+	eng        *store.Store
+	log        *zap.Logger
+	redis      *redisWatch
+	to         waker
+	maxBackoff time.Duration
+	check      time.Duration // how long the subscription may stay silent
+	// sub is the subscription, checkName its check channel's name;
+	// noCheck says an ACL refused that channel, subElsewhere that
+	// checkSubscription closed the subscription.
+	sub          atomic.Pointer[redis.PubSub]
+	checkName    string
+	noCheck      atomic.Bool
+	subElsewhere atomic.Bool
+	onWake       func() // tests only: a wake-up message was turned into a signal
+}
+
+// waker is what the wake listener tells the rest of the worker.
+type waker interface {
+	// announced says a task of level l became pending (isLevel false:
+	// the message named no level) and wakes the dispatcher.
+	announced(l int, isLevel bool)
+	// setPaused applies the paused levels a message carried.
+	setPaused(m map[int]queue.PauseMode)
+	// lookNow makes the dispatcher look for work as on its slow poll:
+	// the wake-ups published while the subscription was lost are lost.
+	lookNow()
+}
+
+// start subscribes, waits (within ctx, at most 5 s) for the subscription
+// to be confirmed, so that no announcement made after Start returns is
+// missed, and listens until stop. base bounds the subscription.
+func (w *wakeListener) start(ctx, base context.Context) {
+	sub := w.eng.Redis().Subscribe(base, w.channels()...)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err := sub.Receive(rctx)
+	cancel()
+	if err != nil {
+		w.log.Warn("wake-up subscription not confirmed; relying on the fallback poll until it is", zap.Error(err))
+	}
+	w.loops.start(base, func(ctx context.Context) { w.listen(ctx, sub, err) })
+}
+
+// stop closes the subscription and ends the listener.
+func (w *wakeListener) stop() { w.loops.stop() }
 
 // listen turns wake-up messages (the level of a task that became pending)
 // into dispatcher signals, so idle workers never poll Redis in a loop.
@@ -29,18 +85,15 @@ import (
 // go-redis's FailoverClient does not move it from) or if the message does
 // not come within as long. Once subscribed again it makes the dispatcher
 // look for work: the wake-ups published meanwhile are lost.
-func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
-	defer r.loops.Done()
-	ctx := r.baseCtx
+func (w *wakeListener) listen(ctx context.Context, sub *redis.PubSub, startErr error) {
 	// A receive blocks until a message or its timeout, whatever ctx: the
 	// subscription is closed as the runtime stops, which ends it.
-	cur := &r.sub
+	cur := &w.sub
 	cur.Store(sub)
 	stop := context.AfterFunc(ctx, func() { _ = cur.Load().Close() })
 	defer stop()
 	defer func() { _ = cur.Load().Close() }()
-	bo := backoff{limit: r.cfg.MaxRedisBackoff}
-	check := r.cfg.wakeCheckInterval()
+	bo := backoff{limit: w.maxBackoff}
 	confirmed := startErr == nil // a subscription was confirmed once
 	lost := false                // none was since the last failure
 	heard := confirmed           // a message came since the last failure
@@ -52,28 +105,28 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 	// new connection) or on which Redis refused the SUBSCRIBE (NOPERM),
 	// and not subscribe on it again.
 	failed := func(err error) bool {
-		if r.subElsewhere.Swap(false) { // checkSubscription closed it
+		if w.subElsewhere.Swap(false) { // checkSubscription closed it
 			err = errSubElsewhere
 		}
-		if ch := r.checkChannel(); ch != "" && redis.HasErrorPrefix(err, "NOPERM") {
-			r.log.Warn("the ACL refuses the subscription check channel; checking with PINGs, which miss a "+
+		if ch := w.checkChannel(); ch != "" && redis.HasErrorPrefix(err, "NOPERM") {
+			w.log.Warn("the ACL refuses the subscription check channel; checking with PINGs, which miss a "+
 				"subscription left on an old primary: allow "+ch+" (see docs/operations.md)", zap.Error(err))
-			r.noCheck.Store(true)
+			w.noCheck.Store(true)
 			bo.reset()
 		}
 		old := sub
-		sub, fresh = r.eng.Redis().Subscribe(ctx), true
+		sub, fresh = w.eng.Redis().Subscribe(ctx), true
 		cur.Store(sub)
 		_ = old.Close()
 		heard, pinged = false, false
 		if !lost && confirmed {
-			r.log.Warn("wake-up subscription lost; the dispatcher polls until it is back", zap.Error(err))
+			w.log.Warn("wake-up subscription lost; the dispatcher polls until it is back", zap.Error(err))
 		}
 		lost = true
 		if !errors.Is(err, errSubElsewhere) { // Redis answers the commands
-			r.redisFailed(err)
+			w.redis.failed(err)
 		}
-		return r.waitRedis(bo.next())
+		return w.redis.waitRedis(ctx, bo.next())
 	}
 	if startErr != nil && !failed(startErr) { // (Start logged it)
 		return
@@ -84,10 +137,10 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 		var err error
 		if fresh {
 			fresh = false
-			err = sub.Subscribe(ctx, r.subChannels()...)
+			err = sub.Subscribe(ctx, w.channels()...)
 		}
 		if err == nil {
-			msg, err = sub.ReceiveTimeout(ctx, check)
+			msg, err = sub.ReceiveTimeout(ctx, w.check)
 		}
 		if ctx.Err() != nil {
 			return
@@ -97,10 +150,10 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 			// Silent for check: a message to itself tells a dead or
 			// misplaced subscription from a quiet channel.
 			pinged = true
-			if r.checkChannel() == "" {
+			if w.checkChannel() == "" {
 				err = sub.Ping(ctx)
 			} else {
-				err = r.publishCheck(ctx) // the message comes on this subscription, if it is there
+				err = w.publishCheck(ctx) // the message comes on this subscription, if it is there
 			}
 			if err == nil {
 				continue
@@ -119,13 +172,13 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 				bo.reset()
 				if lost {
 					lost = false
-					r.log.Info("wake-up subscription back")
-					r.lookNow()
+					w.log.Info("wake-up subscription back")
+					w.to.lookNow()
 				}
 			}
 		case *redis.Message:
-			if m.Channel != r.checkChannel() {
-				r.wake(m.Payload)
+			if m.Channel != w.checkChannel() {
+				w.wake(m.Payload)
 			}
 		}
 	}
@@ -136,15 +189,15 @@ func (r *Runtime) listen(sub *redis.PubSub, startErr error) {
 // reach another server than before (a failover) while the subscription,
 // which saw no failure, stays on the old one. If the check message reaches
 // no one, the subscription is closed and its listener subscribes again.
-func (r *Runtime) checkSubscription() {
-	sub := r.sub.Load()
-	if sub == nil || r.checkChannel() == "" || r.baseCtx.Err() != nil {
+func (w *wakeListener) checkSubscription(ctx context.Context) {
+	sub := w.sub.Load()
+	if sub == nil || w.checkChannel() == "" || ctx.Err() != nil {
 		return // the listener did not start, or the ACL refuses the channel
 	}
-	ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if errors.Is(r.publishCheck(ctx), errSubElsewhere) {
-		r.subElsewhere.Store(true)
+	if errors.Is(w.publishCheck(ctx), errSubElsewhere) {
+		w.subElsewhere.Store(true)
 		_ = sub.Close()
 	}
 }
@@ -153,25 +206,25 @@ func (r *Runtime) checkSubscription() {
 // "" once an ACL refused it (an ACL written for the wake channel alone):
 // the check is then a PING, which tells a dead connection but not a
 // misplaced one.
-func (r *Runtime) checkChannel() string {
-	if r.noCheck.Load() {
+func (w *wakeListener) checkChannel() string {
+	if w.noCheck.Load() {
 		return ""
 	}
-	return r.checkName
+	return w.checkName
 }
 
-// subChannels are the channels of the wake-up subscription.
-func (r *Runtime) subChannels() []string {
-	if ch := r.checkChannel(); ch != "" {
-		return []string{r.eng.WakeChannel(), ch}
+// channels are the channels of the wake-up subscription.
+func (w *wakeListener) channels() []string {
+	if ch := w.checkChannel(); ch != "" {
+		return []string{w.eng.WakeChannel(), ch}
 	}
-	return []string{r.eng.WakeChannel()}
+	return []string{w.eng.WakeChannel()}
 }
 
 // publishCheck publishes the check message through the commands'
 // connections: errSubElsewhere if it reached no subscriber.
-func (r *Runtime) publishCheck(ctx context.Context) error {
-	n, err := r.eng.Redis().Publish(ctx, r.checkChannel(), "check").Result()
+func (w *wakeListener) publishCheck(ctx context.Context) error {
+	n, err := w.eng.Redis().Publish(ctx, w.checkChannel(), "check").Result()
 	if err == nil && n == 0 {
 		err = errSubElsewhere
 	}
@@ -183,41 +236,15 @@ func (r *Runtime) publishCheck(ctx context.Context) error {
 var errSubElsewhere = errors.New("overtake: the wake-up subscription is not on the server the commands reach " +
 	"(an old primary after a failover?)")
 
-// waitRedis waits for d and then for the end of any outage; false if the
-// runtime stopped meanwhile. The whole of d, even if an outage ends first:
-// a subscription whose own failure began the outage (a connection closed
-// on SUBSCRIBE while commands get through) would otherwise come back at
-// every probe that ends it, with no backoff between. After a real outage
-// d is short: the subscription failed once, as it began.
-func (r *Runtime) waitRedis(d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-r.baseCtx.Done():
-		return false
-	case <-timer.C:
-	}
-	for r.outage.down() {
-		select {
-		case <-r.baseCtx.Done():
-			return false
-		case <-r.outage.endedCh():
-		}
-	}
-	return true
-}
-
 // wake turns one wake-up message into a dispatcher signal.
-func (r *Runtime) wake(payload string) {
-	if m, ok := r.eng.PausedFromMessage(payload); ok { // the paused levels changed
-		r.setPaused(mirror.PauseModes(m))
+func (w *wakeListener) wake(payload string) {
+	if m, ok := w.eng.PausedFromMessage(payload); ok { // the paused levels changed
+		w.to.setPaused(mirror.PauseModes(m))
 		return
 	}
-	if l, err := strconv.Atoi(payload); err == nil && !r.isPaused(l) {
-		r.raiseWake(int64(l))
-	}
-	r.signal()
-	if r.onWake != nil {
-		r.onWake() // tests only
+	l, err := strconv.Atoi(payload)
+	w.to.announced(l, err == nil)
+	if w.onWake != nil {
+		w.onWake() // tests only
 	}
 }
