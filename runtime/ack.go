@@ -38,6 +38,13 @@ func (c *completer) ack(rn *run) error {
 		if err == nil || errors.Is(err, queue.ErrLeaseLost) {
 			return err
 		}
+		if errors.Is(err, queue.ErrNotReplicated) {
+			// Done on the primary, not confirmed by the replicas (a lost
+			// replica, Config.WaitReplicas): sending it again would find
+			// the lease gone, and Redis answered, so it is no outage.
+			rn.log.Warn("the task's ack was not confirmed by the replicas", zap.Error(err))
+			return nil
+		}
 		c.slots.retake(rn)          // counted busy again, like the lease Redis still counts
 		if !store.SlotMoving(err) { // (finishWithRetry says that one once)
 			rn.log.Warn("redis unavailable; retrying ack", zap.Error(err))

@@ -106,6 +106,7 @@ func isOutage(err error) bool {
 	var reply redis.Error
 	return err != nil && !errors.As(err, &reply) && !errors.Is(err, queue.ErrCorrupt) &&
 		!errors.Is(err, queue.ErrSchema) && !errors.Is(err, queue.ErrShapeMismatch) && !errors.Is(err, queue.ErrLeaseLost) &&
+		!errors.Is(err, queue.ErrNotReplicated) && // done on the primary: Redis answered
 		!errors.Is(err, context.Canceled)
 }
 
