@@ -212,6 +212,14 @@ func (c Config) validate(q *queue.Client) error {
 	if _, err := parseSchedules(c.Periodic); err != nil {
 		return bad("%v", err)
 	}
+	for _, p := range c.Periodic {
+		// Refused now, not at every tick: the queue's levels, names and
+		// classes are known here.
+		if err := q.Check(p.Task); err != nil {
+			return fmt.Errorf("%w: periodic schedule %q: its task would be refused at every tick: %w",
+				ErrInvalidConfig, p.Name, err)
+		}
+	}
 	switch {
 	case c.Concurrency < 1:
 		return bad("Concurrency must be at least 1, got %d", c.Concurrency)

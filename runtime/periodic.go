@@ -34,13 +34,16 @@ type Periodic struct {
 	// Spec says when, as github.com/robfig/cron/v3 parses it: a cron
 	// expression of 5 fields (minute, hour, day of month, month, day of
 	// week) or 6 (seconds first), a descriptor (@hourly, @daily, ...) or
-	// "@every <duration>" (whole seconds, at least 1 s; its ticks are the
-	// multiples of the duration, so every runtime agrees on them). Times
+	// "@every <duration>" (whole seconds, at least 1 s, else New refuses
+	// it; its ticks are the multiples of the duration, so every runtime
+	// agrees on them). Times
 	// are in UTC unless the spec starts with CRON_TZ=<zone>. Required.
 	Spec string
 	// Task is enqueued at each tick with its options (level, class,
 	// Unique, MaxRetries, ...); its ID is "<Name>@<tick, RFC 3339 in
-	// UTC>". Required.
+	// UTC>". Required. New refuses a Task the queue would refuse
+	// (queue.Client.Check): a level, level name or class it does not
+	// have, an oversized payload.
 	Task *queue.Task
 }
 
@@ -90,11 +93,27 @@ func parseSchedules(ps []Periodic) ([]*schedule, error) {
 		s := &schedule{Periodic: p, next: sch.Next}
 		if d, ok := sch.(cron.ConstantDelaySchedule); ok {
 			every := d.Delay // whole seconds, at least one (cron.Every)
+			if asked := everyOf(spec); asked != every {
+				// cron rounds it silently: "@every 500ms" would run every 1 s.
+				return nil, fmt.Errorf("periodic schedule %q: Spec %q: @every takes whole seconds, at least 1s; "+
+					"%v would run every %v", p.Name, p.Spec, asked, every)
+			}
 			s.next = func(t time.Time) time.Time { return t.Truncate(every).Add(every) }
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// everyOf returns the duration an "@every <duration>" spec asks for, 0 if
+// it cannot be read (cron has read it already).
+func everyOf(spec string) time.Duration {
+	_, after, ok := strings.Cut(spec, "@every ")
+	if !ok {
+		return 0
+	}
+	d, _ := time.ParseDuration(strings.TrimSpace(after))
+	return d
 }
 
 // scheduler enqueues the ticks of Config.Periodic's schedules, one

@@ -110,8 +110,24 @@ func TestPeriodicRuns(t *testing.T) {
 		{{Name: "a", Spec: "61 * * * *", Task: task}},
 		{{Name: "a", Spec: "", Task: task}},
 		{{Name: "a", Spec: "CRON_TZ=Nowhere/Else @daily", Task: task}},
+		// issue 30, row 1: refused at New, not logged at every tick.
+		{{Name: "a", Spec: "@every 1s", Task: queue.NewTask("report", nil, queue.LevelNamed("hgih"))}},
+		{{Name: "a", Spec: "@every 1s", Task: queue.NewTask("report", nil, queue.Class("gold"))}},
+		{{Name: "a", Spec: "@every 1s", Task: queue.NewTask("report", nil, queue.Level(7))}},
+		{{Name: "a", Spec: "@every 500ms", Task: task}},
+		{{Name: "a", Spec: "@every 1500ms", Task: task}},
+		{{Name: "a", Spec: "CRON_TZ=UTC @every 2s500ms", Task: task}},
 	} {
 		_, err := runtime.New(q, mux, runtime.Config{Periodic: ps})
 		require.ErrorIs(t, err, runtime.ErrInvalidConfig, "%+v", ps)
 	}
+	_, err := runtime.New(q, mux, runtime.Config{Periodic: []runtime.Periodic{
+		{Name: "a", Spec: "@every 1s", Task: queue.NewTask("report", nil, queue.LevelNamed("hgih"))}}})
+	require.ErrorIs(t, err, queue.ErrInvalidLevel, "the queue's own error, for errors.Is")
+	require.ErrorContains(t, err, `"hgih"`)
+	_, err = runtime.New(q, mux, runtime.Config{Periodic: []runtime.Periodic{{Name: "a", Spec: "@every 500ms", Task: task}}})
+	require.ErrorContains(t, err, "500ms would run every 1s")
+	_, err = runtime.New(q, mux, runtime.Config{Periodic: []runtime.Periodic{{Name: "a", Spec: "@every 2s", Task: task},
+		{Name: "b", Spec: "@every 1m", Task: task}}})
+	require.NoError(t, err, "whole seconds are fine")
 }
