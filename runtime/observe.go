@@ -164,6 +164,18 @@ func (o *observer) checkpointSaved(rn *run, size int, seq int64) {
 	rn.log.Debug("checkpoint saved", zap.Int("bytes", size), zap.Int64("checkpoint_seq", seq))
 }
 
+// unsavedPreemption records a preempted run that returned with no
+// checkpoint saved during the run (completer.unsavedPreemption): the
+// overtake.checkpoint.missed counter always, the warning when log says
+// so, with skipped, the runs of its type not logged since the last line.
+func (o *observer) unsavedPreemption(rn *run, log bool, skipped int) {
+	o.metrics.RecordCheckpointMissed(context.WithoutCancel(rn.ctx), o.labels(rn.t), rn.t.Type)
+	if log {
+		rn.log.Warn("preempted with no checkpoint saved: the next run starts over",
+			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Int("not_logged", skipped))
+	}
+}
+
 // resultStored records that rn's handler stored its task's result.
 func (o *observer) resultStored(rn *run, size int) {
 	if rn.span != nil {

@@ -44,6 +44,11 @@ type completer struct {
 	base       context.Context // the runtime's, set by start
 
 	processed, failed, dead atomic.Int64 // RunStats
+	// unsaved counts preempted runs that returned with no checkpoint
+	// saved during the run (RunStats.UnsavedPreemptions); unsavedLog
+	// limits their warning per task type.
+	unsaved    atomic.Int64
+	unsavedLog unsavedLog
 	// shutdownBy is the deadline of Shutdown's context (unix ns) while
 	// Shutdown waits, 0 otherwise (no deadline, or Shutdown returned):
 	// transitions stop retrying by then (finishWithRetry). stopping says
@@ -120,6 +125,9 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 			rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 				zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 		}
+		if why == store.RequeuePreempted && rn.cp.SaveCount() == 0 {
+			c.unsavedPreemption(rn)
+		}
 	case outcome.ActionDead:
 		// The handler chose it (SkipRetry, an unknown type, a malformed
 		// payload): an expected outcome, logged as a warning.
@@ -151,6 +159,18 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 			zap.String("action", out.Action.String()), zap.Error(ferr))
 	}
 	c.obs.ended(rn, out, runTime, "")
+}
+
+// unsavedPreemption counts and, at most once a minute per task type,
+// warns of a run that returned after preemption with no checkpoint saved
+// during the run (the checkpoint handle counted no successful Save): its
+// next run starts over, from the checkpoint an earlier run saved if any.
+// A run that saved in this run is not one; a task that never ran (a
+// reserved task requeued by a shutdown) never reaches settle.
+func (c *completer) unsavedPreemption(rn *run) {
+	c.unsaved.Add(1)
+	log, skipped := c.unsavedLog.allow(rn.t.Type, time.Now())
+	c.obs.unsavedPreemption(rn, log, skipped)
 }
 
 // kill dead-letters rn with reason; it is counted (RunStats.Dead) and
