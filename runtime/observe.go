@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -225,7 +224,7 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 		if !rn.t.RetriesLeft() {
-			telemetry.AddDead(span, fmt.Sprintf("retries exhausted after %d attempts: %v", rn.t.Attempt+1, out.Err))
+			telemetry.AddDead(span, exhaustedReason(rn.t, out.Err))
 			o.metrics.RecordDead(ctx, l)
 		} else {
 			telemetry.AddRetry(span, rn.t.Attempt+1, out.Delay)

@@ -134,7 +134,7 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 		ferr = c.kill(rn, out.Err.Error(), zapcore.WarnLevel)
 	default: // retry, retry after
 		if !t.RetriesLeft() {
-			ferr = c.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err), zapcore.ErrorLevel)
+			ferr = c.kill(rn, exhaustedReason(t, out.Err), zapcore.ErrorLevel)
 			break
 		}
 		delay := out.Delay
@@ -171,6 +171,19 @@ func (c *completer) unsavedPreemption(rn *run) {
 	c.unsaved.Add(1)
 	log, skipped := c.unsavedLog.allow(rn.t.Type, time.Now())
 	c.obs.unsavedPreemption(rn, log, skipped)
+}
+
+// exhaustedReason is the dead letter's reason of t, whose last run failed
+// with err and whose retries ran out: its failed runs against its budget,
+// in the words of the overtake command's inspect ("retries exhausted: 3
+// failed of at most 3 (the first run and 2 retries): boom").
+func exhaustedReason(t *store.Task, err error) string {
+	retries := "retries"
+	if t.MaxRetries == 1 {
+		retries = "retry"
+	}
+	return fmt.Sprintf("retries exhausted: %d failed of at most %d (the first run and %d %s): %v",
+		t.Attempt+1, t.MaxRetries+1, t.MaxRetries, retries, err)
 }
 
 // kill dead-letters rn with reason; it is counted (RunStats.Dead) and
