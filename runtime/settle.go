@@ -24,10 +24,11 @@ import (
 // is unreachable, for at most a lease duration (finishWithRetry). A
 // successful run's ack rides on the dispatcher's next lease call when its
 // slot can be freed early (ack.go). It owns the counts of outcomes
-// (RunStats' Processed, Failed, Dead), the tasks whose outcome could not
-// be written during a shutdown, and how long a shutdown lets transitions
-// retry. Transitions run in the handlers' pool goroutines: the completer
-// has none of its own, and its start is only the context it works under.
+// (RunStats' Processed, Failed, Dead, UnsavedPreemptions), the tasks
+// whose outcome could not be written during a shutdown, and how long a
+// shutdown lets transitions retry. Transitions run in the handlers' pool
+// goroutines: the completer has none of its own, and its start is only
+// the context it works under.
 type completer struct {
 	eng        *store.Store
 	q          *queue.Client
