@@ -19,6 +19,7 @@ var funcs = template.FuncMap{
 	"bytes": fmtBytes,
 	"rate":  fmtRate,
 	"lv":    func(l int) string { return fmt.Sprintf("lv%d", l%6) },
+	"tries": attemptsText,
 }
 
 // fmtDur rounds d for a person: "850ms", "4.2s", "3m05s", "2h10m".

@@ -111,8 +111,8 @@ func TestRetriesExhaustedDeadLetters(t *testing.T) {
 			require.Equal(t, i, receive(t, runs, "an attempt"))
 		}
 		dead := waitState(t, q, id, queue.StateDead)
-		require.Contains(t, dead.LastError, "boom on attempt 3")
-		require.Contains(t, dead.LastError, "retries exhausted")
+		require.Equal(t, "retries exhausted: 3 failed of at most 3 (the first run and 2 retries): boom on attempt 3",
+			dead.LastError, "the cause, and the runs against the budget in the CLI's words")
 		require.Equal(t, 3, dead.Attempt)
 		requireDeadLettered(t, q, id)
 		require.Empty(t, runs, "ran after its budget was spent")

@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -164,6 +163,18 @@ func (o *observer) checkpointSaved(rn *run, size int, seq int64) {
 	rn.log.Debug("checkpoint saved", zap.Int("bytes", size), zap.Int64("checkpoint_seq", seq))
 }
 
+// unsavedPreemption records a preempted run that returned with no
+// checkpoint saved during the run (completer.unsavedPreemption): the
+// overtake.checkpoint.missed counter always, the warning when log says
+// so, with skipped, the runs of its type not logged since the last line.
+func (o *observer) unsavedPreemption(rn *run, log bool, skipped int) {
+	o.metrics.RecordCheckpointMissed(context.WithoutCancel(rn.ctx), o.labels(rn.t), rn.t.Type)
+	if log {
+		rn.log.Warn("preempted with no checkpoint saved: the next run starts over",
+			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Int("not_logged", skipped))
+	}
+}
+
 // resultStored records that rn's handler stored its task's result.
 func (o *observer) resultStored(rn *run, size int) {
 	if rn.span != nil {
@@ -213,7 +224,7 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 		recordError(span, out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 		if !rn.t.RetriesLeft() {
-			telemetry.AddDead(span, fmt.Sprintf("retries exhausted after %d attempts: %v", rn.t.Attempt+1, out.Err))
+			telemetry.AddDead(span, exhaustedReason(rn.t, out.Err))
 			o.metrics.RecordDead(ctx, l)
 		} else {
 			telemetry.AddRetry(span, rn.t.Attempt+1, out.Delay)

@@ -368,7 +368,7 @@ func TestObservePanicAndDead(t *testing.T) {
 		require.Equal(t, "*handlers.PanicError", ex["exception.type"].AsString())
 		require.Equal(t, "panic: boom", ex["exception.message"].AsString())
 		require.Contains(t, ex["exception.stacktrace"].AsString(), "panic")
-		require.Contains(t, spanEvent(t, s, "dead")[telemetry.ReasonKey].AsString(), "retries exhausted after 1 attempts: panic: boom")
+		require.Contains(t, spanEvent(t, s, "dead")[telemetry.ReasonKey].AsString(), "retries exhausted: 1 failed of at most 1 (the first run and 0 retries): panic: boom")
 
 		for _, id := range []string{deadID, unknownID} {
 			s := o.spans(t, "process", id, 1)[0]

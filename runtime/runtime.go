@@ -108,6 +108,12 @@ type RunStats struct {
 	// of the fleet, after deferring to it for Preemption.FleetDeferral (a
 	// killed, draining or non-preempting worker did not take them).
 	FleetOverrides int64
+	// UnsavedPreemptions counts preempted runs that returned with no
+	// checkpoint saved during the run (checkpoint.Save never succeeded):
+	// each next run starts over, from an earlier run's checkpoint if any.
+	// Each is also counted by overtake.checkpoint.missed and warned of,
+	// at most once a minute per task type.
+	UnsavedPreemptions int64
 }
 
 // shapeTimeout bounds the shape check of New.
@@ -187,7 +193,8 @@ func (r *Runtime) Stats() RunStats {
 	return RunStats{Processed: r.done.processed.Load(), Failed: r.done.failed.Load(), Dead: r.done.dead.Load(),
 		Preempted: p.preempted.Load(), Reserved: p.reserved.Load(), Stuck: p.stuck.Load(),
 		ScaledUp: r.scaler.scaledUp.Load(), ScaledDown: r.scaler.scaledDown.Load(), SLABreaches: r.obs.slaBreaches.Load(),
-		FleetDeferrals: p.deferred.Load(), FleetOverrides: p.overrides.Load()}
+		FleetDeferrals: p.deferred.Load(), FleetOverrides: p.overrides.Load(),
+		UnsavedPreemptions: r.done.unsaved.Load()}
 }
 
 // Start registers the worker and starts leasing; it returns at once.

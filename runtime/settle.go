@@ -24,10 +24,11 @@ import (
 // is unreachable, for at most a lease duration (finishWithRetry). A
 // successful run's ack rides on the dispatcher's next lease call when its
 // slot can be freed early (ack.go). It owns the counts of outcomes
-// (RunStats' Processed, Failed, Dead), the tasks whose outcome could not
-// be written during a shutdown, and how long a shutdown lets transitions
-// retry. Transitions run in the handlers' pool goroutines: the completer
-// has none of its own, and its start is only the context it works under.
+// (RunStats' Processed, Failed, Dead, UnsavedPreemptions), the tasks
+// whose outcome could not be written during a shutdown, and how long a
+// shutdown lets transitions retry. Transitions run in the handlers' pool
+// goroutines: the completer has none of its own, and its start is only
+// the context it works under.
 type completer struct {
 	eng        *store.Store
 	q          *queue.Client
@@ -44,6 +45,11 @@ type completer struct {
 	base       context.Context // the runtime's, set by start
 
 	processed, failed, dead atomic.Int64 // RunStats
+	// unsaved counts preempted runs that returned with no checkpoint
+	// saved during the run (RunStats.UnsavedPreemptions); unsavedLog
+	// limits their warning per task type.
+	unsaved    atomic.Int64
+	unsavedLog unsavedLog
 	// shutdownBy is the deadline of Shutdown's context (unix ns) while
 	// Shutdown waits, 0 otherwise (no deadline, or Shutdown returned):
 	// transitions stop retrying by then (finishWithRetry). stopping says
@@ -120,13 +126,16 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 			rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 				zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 		}
+		if why == store.RequeuePreempted && rn.cp.SaveCount() == 0 {
+			c.unsavedPreemption(rn)
+		}
 	case outcome.ActionDead:
 		// The handler chose it (SkipRetry, an unknown type, a malformed
 		// payload): an expected outcome, logged as a warning.
 		ferr = c.kill(rn, out.Err.Error(), zapcore.WarnLevel)
 	default: // retry, retry after
 		if !t.RetriesLeft() {
-			ferr = c.kill(rn, fmt.Sprintf("retries exhausted after %d attempts: %v", t.Attempt+1, out.Err), zapcore.ErrorLevel)
+			ferr = c.kill(rn, exhaustedReason(t, out.Err), zapcore.ErrorLevel)
 			break
 		}
 		delay := out.Delay
@@ -151,6 +160,31 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 			zap.String("action", out.Action.String()), zap.Error(ferr))
 	}
 	c.obs.ended(rn, out, runTime, "")
+}
+
+// unsavedPreemption counts and, at most once a minute per task type,
+// warns of a run that returned after preemption with no checkpoint saved
+// during the run (the checkpoint handle counted no successful Save): its
+// next run starts over, from the checkpoint an earlier run saved if any.
+// A run that saved in this run is not one; a task that never ran (a
+// reserved task requeued by a shutdown) never reaches settle.
+func (c *completer) unsavedPreemption(rn *run) {
+	c.unsaved.Add(1)
+	log, skipped := c.unsavedLog.allow(rn.t.Type, time.Now())
+	c.obs.unsavedPreemption(rn, log, skipped)
+}
+
+// exhaustedReason is the dead letter's reason of t, whose last run failed
+// with err and whose retries ran out: its failed runs against its budget,
+// in the words of the overtake command's inspect ("retries exhausted: 3
+// failed of at most 3 (the first run and 2 retries): boom").
+func exhaustedReason(t *store.Task, err error) string {
+	retries := "retries"
+	if t.MaxRetries == 1 {
+		retries = "retry"
+	}
+	return fmt.Sprintf("retries exhausted: %d failed of at most %d (the first run and %d %s): %v",
+		t.Attempt+1, t.MaxRetries+1, t.MaxRetries, retries, err)
 }
 
 // kill dead-letters rn with reason; it is counted (RunStats.Dead) and

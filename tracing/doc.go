@@ -42,26 +42,28 @@
 // messaging.destination.name, and all but overtake.worker.concurrency
 // carry overtake.level and overtake.level.name.
 //
-//	| name                        | instrument      | unit   | extra attributes |
-//	|-----------------------------|-----------------|--------|------------------|
-//	| overtake.task.wait.duration | histogram       | s      |                  |
-//	| overtake.task.run.duration  | histogram       | s      | overtake.outcome |
-//	| overtake.task.processed     | counter         | {task} |                  |
-//	| overtake.task.failed        | counter         | {task} |                  |
-//	| overtake.task.preempted     | counter         | {task} |                  |
-//	| overtake.task.retried       | counter         | {task} |                  |
-//	| overtake.task.requeued      | counter         | {task} |                  |
-//	| overtake.task.dead          | counter         | {task} |                  |
-//	| overtake.checkpoint.size    | histogram       | By     |                  |
-//	| overtake.sla.breaches       | counter         | {task} |                  |
-//	| overtake.queue.depth        | gauge (async)   | {task} |                  |
-//	| overtake.worker.concurrency | gauge (async)   | {slot} | (no level)       |
+//	| name                        | instrument      | unit   | extra attributes   |
+//	|-----------------------------|-----------------|--------|--------------------|
+//	| overtake.task.wait.duration | histogram       | s      |                    |
+//	| overtake.task.run.duration  | histogram       | s      | overtake.outcome   |
+//	| overtake.task.processed     | counter         | {task} |                    |
+//	| overtake.task.failed        | counter         | {task} |                    |
+//	| overtake.task.preempted     | counter         | {task} |                    |
+//	| overtake.task.retried       | counter         | {task} |                    |
+//	| overtake.task.requeued      | counter         | {task} |                    |
+//	| overtake.task.dead          | counter         | {task} |                    |
+//	| overtake.checkpoint.size    | histogram       | By     |                    |
+//	| overtake.checkpoint.missed  | counter         | {task} | overtake.task.type |
+//	| overtake.sla.breaches       | counter         | {task} |                    |
+//	| overtake.queue.depth        | gauge (async)   | {task} |                    |
+//	| overtake.worker.concurrency | gauge (async)   | {slot} | (no level)         |
 //
 // overtake.worker.concurrency is one worker's slots: its configured
 // concurrency, or the value its autoscaler chose.
 // processed counts runs that succeeded or failed (failed is a subset);
-// preempted runs count only as preempted. overtake.outcome is succeeded,
-// failed or preempted.
+// preempted runs count only as preempted. overtake.checkpoint.missed counts
+// preempted runs that returned with no checkpoint saved during the run.
+// overtake.outcome is succeeded, failed or preempted.
 //
 // # Logs
 //

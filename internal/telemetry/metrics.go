@@ -32,6 +32,10 @@ const (
 	MetricRequeued = "overtake.task.requeued"
 	// MetricCheckpointSize is the histogram of checkpoint sizes, in By.
 	MetricCheckpointSize = "overtake.checkpoint.size"
+	// MetricCheckpointMissed counts preempted runs that returned with no
+	// checkpoint saved during the run: the next run starts over (from
+	// the task's earlier checkpoint, if any). It carries overtake.task.type.
+	MetricCheckpointMissed = "overtake.checkpoint.missed"
 	// MetricSLABreaches counts tasks that waited longer than their SLA.
 	MetricSLABreaches = "overtake.sla.breaches"
 	// MetricQueueDepth is the gauge of pending tasks per level.
@@ -94,10 +98,11 @@ type Metrics struct {
 	wait, run                                             metric.Float64Histogram
 	ckpt                                                  metric.Int64Histogram
 	processed, failed, dead, preempted, retried, requeued metric.Int64Counter
-	slaBreaches                                           metric.Int64Counter
+	slaBreaches, ckptMissed                               metric.Int64Counter
 	depth, concurrency                                    metric.Int64ObservableGauge
 	sets                                                  sync.Map // Labels -> *series
 	runSets                                               sync.Map // runKey -> *series
+	typeSets                                              sync.Map // typeKey -> *series
 }
 
 // series is a cached attribute set with its measurement options, built
@@ -122,6 +127,12 @@ type runKey struct {
 	o RunResult
 }
 
+// typeKey selects the cached attribute set of labels and a task type.
+type typeKey struct {
+	l   Labels
+	typ string
+}
+
 // NewMetrics creates the instruments on mp's meter [InstrumentationName].
 // A nil mp gives instruments that record nothing.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
@@ -129,7 +140,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		mp = noop.NewMeterProvider()
 	}
 	m := &Metrics{meter: mp.Meter(InstrumentationName, metric.WithSchemaURL(SchemaURL))}
-	var errs [12]error
+	var errs [13]error
 	m.wait, errs[0] = m.meter.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time a task waited in its level before a worker leased it."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
@@ -155,6 +166,8 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("Pending tasks per level."))
 	m.concurrency, errs[11] = m.meter.Int64ObservableGauge(MetricWorkerConcurrency, metric.WithUnit("{slot}"),
 		metric.WithDescription("Tasks the worker runs at once (its slots), as set or autoscaled."))
+	m.ckptMissed = counter(MetricCheckpointMissed,
+		"Preempted runs that returned with no checkpoint saved during the run: the next run starts over.", &errs[12])
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -249,6 +262,21 @@ func (m *Metrics) RecordCheckpoint(ctx context.Context, l Labels, size int) {
 	if m != nil {
 		m.ckpt.Record(ctx, int64(size), m.set(l).rec...)
 	}
+}
+
+// RecordCheckpointMissed counts a preempted run of a task of type typ
+// that returned with no checkpoint saved during the run.
+func (m *Metrics) RecordCheckpointMissed(ctx context.Context, l Labels, typ string) {
+	if m == nil {
+		return
+	}
+	k := typeKey{l, typ}
+	s, ok := m.typeSets.Load(k)
+	if !ok {
+		s = newSeries(attribute.NewSet(append(m.set(l).set.ToSlice(), TaskTypeKey.String(typ))...))
+		m.typeSets.Store(k, s)
+	}
+	m.ckptMissed.Add(ctx, 1, s.(*series).add...)
 }
 
 // RegisterDepth reports the pending tasks of queue per level as the gauge

@@ -25,6 +25,7 @@ func TestMetricNamesAndUnits(t *testing.T) {
 	m.RecordDead(ctx, l)
 	m.RecordSLABreach(ctx, l)
 	m.RecordCheckpoint(ctx, l, 2048)
+	m.RecordCheckpointMissed(ctx, l, "report")
 	unregister, err := m.RegisterDepth(func(context.Context) (map[int]int64, error) {
 		return map[int]int64{0: 5}, nil
 	}, nil, "q")
@@ -43,6 +44,7 @@ func TestMetricNamesAndUnits(t *testing.T) {
 		MetricProcessed: "{task}", MetricFailed: "{task}", MetricDead: "{task}",
 		MetricPreempted: "{task}", MetricRetried: "{task}", MetricRequeued: "{task}",
 		MetricSLABreaches: "{task}", MetricQueueDepth: "{task}", MetricWorkerConcurrency: "{slot}",
+		MetricCheckpointMissed: "{task}",
 	}
 	got := collect(t, r)
 	if len(got) != len(want) {
