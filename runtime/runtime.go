@@ -190,10 +190,24 @@ func (r *Runtime) Stats() RunStats {
 		FleetDeferrals: p.deferred.Load(), FleetOverrides: p.overrides.Load()}
 }
 
-// Start registers the worker and starts leasing; it returns at once.
+// Start registers the worker and starts leasing. It returns once Redis
+// answered the worker's first heartbeat, at once when Redis is up; while
+// Redis cannot be reached it waits, trying again, for at most
+// Config.StartTimeout, then fails with an error wrapping
+// ErrRedisUnreachable that names the address, as it does when ctx ends
+// first. With StartTimeout negative it returns at once and the worker
+// waits for Redis in the background.
 func (r *Runtime) Start(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("overtake: runtime already started")
+	}
+	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
+	r.redis.ctx = r.baseCtx
+	if err := r.awaitRedis(ctx); err != nil {
+		r.stopAll()
+		r.started.Store(false)
+		return err
 	}
 	// The pool (and its goroutines) exists only between Start and Shutdown,
 	// so a runtime that is never started holds nothing. It holds
@@ -216,14 +230,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.started.Store(false)
 		return err
 	}
-	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
-	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
-	r.redis.ctx = r.baseCtx
 	r.done.start(r.baseCtx)
-	if err := r.beats.beat(ctx); err != nil {
-		r.redis.failed(err) // the dispatcher probes before it leases
-		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
-	}
 	r.wakes.start(ctx, r.baseCtx)
 	r.loops.Add(1)
 	r.dispatchWG.Add(1)
@@ -241,7 +248,9 @@ func (r *Runtime) Start(ctx context.Context) error {
 }
 
 // Run starts the runtime and blocks until ctx ends, then shuts down within
-// Config.ShutdownTimeout.
+// Config.ShutdownTimeout. It returns Start's error when the runtime could
+// not start: Redis did not answer within Config.StartTimeout, or ctx
+// ended before it did (ErrRedisUnreachable).
 func (r *Runtime) Run(ctx context.Context) error {
 	if err := r.Start(ctx); err != nil {
 		return err

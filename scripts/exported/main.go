@@ -22,8 +22,10 @@ import (
 // (Schema, LevelNames, Classes) and its Apply, InUse, ErrNoQueue,
 // TaskDetail (TaskInfo, Worker, Token, LeaseDeadline, RunSpans),
 // InspectDetail and RunningDetails; plus 1 for Client.Check (issue 30:
-// runtime.New refuses a periodic task Enqueue would refuse).
-const limit = 373 + 17 + 1
+// runtime.New refuses a periodic task Enqueue would refuse); plus 3 for
+// runtime's Config.StartTimeout, ErrRedisUnreachable and RedisLogger
+// (issue 30: a worker that cannot reach Redis fails at start).
+const limit = 373 + 17 + 1 + 3
 
 func main() {
 	root := "."
