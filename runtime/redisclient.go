@@ -11,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/internal/store"
 )
 
 // What the runtime does with the go-redis client itself, beside the
@@ -73,10 +75,15 @@ func redisAddr(rdb redis.UniversalClient) string {
 // answers or StartTimeout passes, and then fails with an error wrapping
 // ErrRedisUnreachable; so it does if ctx ends first. Each try dials once
 // (reach) before the heartbeat, so that a Redis that is away costs one
-// connection attempt a try, not go-redis's DialerRetries.
+// connection attempt a try, not go-redis's DialerRetries. A heartbeat
+// refused because the queue's shape is not this worker's (checked there
+// when Redis was down at New) fails at once, whatever StartTimeout: a
+// worker of another shape must not run.
 func (r *Runtime) awaitRedis(ctx context.Context) error {
 	if r.cfg.StartTimeout < 0 {
-		if err := r.beats.beat(ctx); err != nil {
+		if err := r.beats.beat(ctx); store.ShapeRefused(err) {
+			return fmt.Errorf("overtake: start: %w", err)
+		} else if err != nil {
 			r.redis.failed(err) // the dispatcher probes before it leases
 			r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
 		}
@@ -92,6 +99,8 @@ func (r *Runtime) awaitRedis(ctx context.Context) error {
 		if err == nil {
 			if err = r.beats.beat(wctx); err == nil {
 				return nil
+			} else if store.ShapeRefused(err) {
+				return fmt.Errorf("overtake: start: %w", err)
 			}
 		}
 		if tries == 1 {
