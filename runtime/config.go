@@ -122,6 +122,17 @@ type Config struct {
 	// against a Redis that is loading its data; 100 ms resumes within
 	// about 100 ms for about ten attempts a second.
 	MaxRedisBackoff time.Duration
+	// StartTimeout bounds how long Start (and Run) waits for Redis to
+	// answer the worker's first heartbeat, trying again on the
+	// MaxRedisBackoff backoff; Start then fails with an error wrapping
+	// ErrRedisUnreachable that names the address. A worker whose Redis
+	// answers starts at once. Zero means the default, 30 s: a worker with
+	// a wrong address, or started while Redis is down, exits with an error
+	// instead of running without doing anything. A fleet that may start
+	// before its Redis sets it longer. Negative: Start does not wait; the
+	// worker starts and waits for Redis in the background, as long as it
+	// runs.
+	StartTimeout time.Duration
 	// SLA is the longest wait each level allows, by level: e.g.
 	// {2: 10 * time.Second}. A task leased after waiting longer, since it
 	// last became pending (Task.ReadyAt, by the queue's clock), counts as
@@ -176,6 +187,9 @@ func (c Config) withDefaults(q *queue.Client) Config {
 	}
 	if c.Logger == nil {
 		c.Logger = defaultLogger()
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 30 * time.Second
 	}
 	if c.MaxRedisBackoff == 0 {
 		c.MaxRedisBackoff = 2 * time.Second

@@ -135,9 +135,11 @@ func (r *Runtime) dispatch() {
 			case errors.Is(err, queue.ErrShapeMismatch):
 				// Not an outage: the queue's stored levels are not this
 				// worker's (checked on its first lease when Redis was down
-				// at New). It leases nothing until an operator fixes the
-				// config or the shape.
-				r.log.Error("queue shape differs from this worker's config; backing off", zap.Error(err), zap.Duration("backoff", wait))
+				// at New and Start did not wait). A worker of another shape
+				// must not run: it stops, and Run returns err.
+				r.log.Error("queue shape differs from this worker's config; stopping", zap.Error(err))
+				r.halt(err)
+				return
 			case errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema):
 				// Not an outage: a key of the queue holds the wrong type (or
 				// data of another schema). Nothing was changed; an operator

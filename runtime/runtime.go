@@ -70,6 +70,11 @@ type Runtime struct {
 	started  atomic.Bool
 	shutOnce sync.Once
 	shutErr  error
+	// halted is closed when the runtime must stop on its own (halt), with
+	// haltErr, which Run returns.
+	halted   chan struct{}
+	haltOnce sync.Once
+	haltErr  error
 
 	sched *scheduler // Config.Periodic (periodic.go)
 	done  *completer // the runs' outcomes (settle.go, ack.go)
@@ -123,11 +128,13 @@ const shapeTimeout = 5 * time.Second
 //
 // Like queue.New, New checks q's Levels, LevelNames and Classes against
 // the shape the queue holds in Redis, unless q passed that check already,
-// and fails with an error wrapping queue.ErrShapeMismatch (naming both)
-// when they differ: a worker that disagrees on the levels would lease in
-// the wrong order or not at all. When Redis cannot be reached within 5 s,
-// the first lease and heartbeat check it instead; while the shapes
-// differ, the worker logs the error and backs off, leasing nothing.
+// and fails with an error wrapping queue.ErrShapeMismatch (naming both,
+// and the fix) when they differ: a worker that disagrees on the levels
+// would lease in the wrong order or not at all. When Redis cannot be
+// reached within 5 s, Start's first heartbeat checks it instead, and Start
+// fails with that error; when that heartbeat could not reach Redis either
+// (Config.StartTimeout negative), the first lease does, and the runtime
+// stops leasing and shuts down, and Run returns the error.
 func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	if q == nil || h == nil {
 		return nil, fmt.Errorf("%w: nil queue client or handler", ErrInvalidConfig)
@@ -148,7 +155,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		q: q, eng: eng, h: handlers.Recover()(h), cfg: cfg,
 		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
 		runs:      make(map[string]*run),
-		stopLease: make(chan struct{}),
+		stopLease: make(chan struct{}), halted: make(chan struct{}),
 	}
 	r.callers = newLeaseCallers(r.stopLease)
 	r.inbox.init()
@@ -197,10 +204,24 @@ func (r *Runtime) Stats() RunStats {
 		UnsavedPreemptions: r.done.unsaved.Load()}
 }
 
-// Start registers the worker and starts leasing; it returns at once.
+// Start registers the worker and starts leasing. It returns once Redis
+// answered the worker's first heartbeat, at once when Redis is up; while
+// Redis cannot be reached it waits, trying again, for at most
+// Config.StartTimeout, then fails with an error wrapping
+// ErrRedisUnreachable that names the address, as it does when ctx ends
+// first. With StartTimeout negative it returns at once and the worker
+// waits for Redis in the background.
 func (r *Runtime) Start(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("overtake: runtime already started")
+	}
+	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
+	r.redis.ctx = r.baseCtx
+	if err := r.awaitRedis(ctx); err != nil {
+		r.stopAll()
+		r.started.Store(false)
+		return err
 	}
 	// The pool (and its goroutines) exists only between Start and Shutdown,
 	// so a runtime that is never started holds nothing. It holds
@@ -223,14 +244,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.started.Store(false)
 		return err
 	}
-	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
-	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
-	r.redis.ctx = r.baseCtx
 	r.done.start(r.baseCtx)
-	if err := r.beats.beat(ctx); err != nil {
-		r.redis.failed(err) // the dispatcher probes before it leases
-		r.log.Warn("first heartbeat failed; will retry", zap.Error(err))
-	}
 	r.wakes.start(ctx, r.baseCtx)
 	r.loops.Add(1)
 	r.dispatchWG.Add(1)
@@ -248,15 +262,44 @@ func (r *Runtime) Start(ctx context.Context) error {
 }
 
 // Run starts the runtime and blocks until ctx ends, then shuts down within
-// Config.ShutdownTimeout.
+// Config.ShutdownTimeout. It returns Start's error when the runtime could
+// not start: Redis did not answer within Config.StartTimeout, or ctx
+// ended before it did (ErrRedisUnreachable), or the queue's shape is not
+// this worker's (queue.ErrShapeMismatch). When the runtime stopped on its
+// own (a shape mismatch found by a lease, see New), Run returns that
+// error, joined with the shutdown's if any.
 func (r *Runtime) Run(ctx context.Context) error {
 	if err := r.Start(ctx); err != nil {
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-r.halted:
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ShutdownTimeout)
 	defer cancel()
-	return r.Shutdown(sctx)
+	err := r.Shutdown(sctx)
+	select {
+	case <-r.halted:
+		return errors.Join(r.haltErr, err)
+	default:
+		return err
+	}
+}
+
+// halt stops the runtime on its own, for err that it must not run past:
+// Shutdown within Config.ShutdownTimeout, in the background (the caller
+// may be the dispatcher, which Shutdown waits for); Run returns err.
+func (r *Runtime) halt(err error) {
+	r.haltOnce.Do(func() {
+		r.haltErr = err
+		close(r.halted)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.baseCtx), r.cfg.ShutdownTimeout)
+			defer cancel()
+			_ = r.Shutdown(ctx) // its result is Shutdown's and Run's
+		}()
+	})
 }
 
 // signal wakes the dispatcher without blocking.

@@ -28,6 +28,9 @@ const typeImport = "import"
 // preemption part, now and then a task that fails for good) until ctx
 // ends or stop is called. stop shuts everything down.
 func startConsoleDemo(ctx context.Context, stderr io.Writer) (*queue.Client, func() error, error) {
+	// go-redis's own lines go where the runtime's do (nowhere: the
+	// console's page shows the demo).
+	redis.SetLogger(runtime.RedisLogger(zap.NewNop()))
 	m := miniredis.NewMiniRedis()
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, nil, fmt.Errorf("start embedded Redis: %w", err)

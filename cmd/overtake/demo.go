@@ -122,6 +122,8 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		return err
 	}
 	defer func() { _ = tel.shutdown() }() // after a failure; success checks it below
+	// go-redis's own lines go to the demo's logger too, not to stderr.
+	redis.SetLogger(runtime.RedisLogger(tel.log))
 
 	total := 3*o.Load + o.Concurrency + 1
 	rounds := (3*o.Load + o.Concurrency - 1) / o.Concurrency

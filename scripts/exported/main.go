@@ -24,8 +24,10 @@ import (
 // InspectDetail and RunningDetails; plus 1 for Client.Check (issue 30:
 // runtime.New refuses a periodic task Enqueue would refuse); plus 1 for
 // RunStats.UnsavedPreemptions (issue 30: a preempted run that saved no
-// checkpoint is counted).
-const limit = 373 + 17 + 1 + 1
+// checkpoint is counted); plus 3 for runtime's Config.StartTimeout,
+// ErrRedisUnreachable and RedisLogger (issue 30: a worker that cannot
+// reach Redis fails at start).
+const limit = 373 + 17 + 1 + 1 + 3
 
 func main() {
 	root := "."
