@@ -94,7 +94,8 @@ type Config struct {
 	// Preemption is the preemption policy. The zero value is the default
 	// policy; set Preemption.Disabled to turn preemption off. Give every
 	// worker of a fleet the same policy: a worker defers to another that
-	// runs a lower eligible victim by its own policy's rules.
+	// runs a lower eligible victim, or a less preempted one of the same
+	// level, by its own policy's rules.
 	Preemption preempt.Policy
 	// UrgentStart chooses when a preempting task starts. Defaults to
 	// StartImmediately.

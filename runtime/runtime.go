@@ -107,7 +107,8 @@ type RunStats struct {
 	SLABreaches int64
 	// FleetDeferrals counts reservations the fleet refused because another
 	// live worker looked able to take the urgent task (a free slot, or a
-	// lower eligible victim); this runtime then deferred to it.
+	// lower or less preempted eligible victim); this runtime then deferred
+	// to it.
 	FleetDeferrals int64
 	// FleetOverrides counts urgent tasks this runtime reserved regardless
 	// of the fleet, after deferring to it for Preemption.FleetDeferral (a
