@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/overtake/overtake/internal/outcome"
 )
 
 // funcs are the templates' helpers; none of them returns unescaped HTML.
@@ -19,7 +21,7 @@ var funcs = template.FuncMap{
 	"bytes": fmtBytes,
 	"rate":  fmtRate,
 	"lv":    func(l int) string { return fmt.Sprintf("lv%d", l%6) },
-	"tries": attemptsText,
+	"tries": outcome.Attempts,
 }
 
 // fmtDur rounds d for a person: "850ms", "4.2s", "3m05s", "2h10m".

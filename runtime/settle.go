@@ -179,12 +179,7 @@ func (c *completer) unsavedPreemption(rn *run) {
 // in the words of the overtake command's inspect ("retries exhausted: 3
 // failed of at most 3 (the first run and 2 retries): boom").
 func exhaustedReason(t *store.Task, err error) string {
-	retries := "retries"
-	if t.MaxRetries == 1 {
-		retries = "retry"
-	}
-	return fmt.Sprintf("retries exhausted: %d failed of at most %d (the first run and %d %s): %v",
-		t.Attempt+1, t.MaxRetries+1, t.MaxRetries, retries, err)
+	return fmt.Sprintf("retries exhausted: %s: %v", outcome.Attempts(t.Attempt+1, t.MaxRetries), err)
 }
 
 // kill dead-letters rn with reason; it is counted (RunStats.Dead) and

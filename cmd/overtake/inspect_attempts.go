@@ -1,15 +1,7 @@
 package main
 
-import "fmt"
+import "github.com/overtake/overtake/internal/outcome"
 
-// attemptsText describes a task's failed attempts against its budget:
-// MaxRetries retries after the first run, so maxRetries+1 runs may fail
-// before the task is dead-lettered ("1 failed of at most 3 (the first run
-// and 2 retries)").
-func attemptsText(failed, maxRetries int) string {
-	retries := "retries"
-	if maxRetries == 1 {
-		retries = "retry"
-	}
-	return fmt.Sprintf("%d failed of at most %d (the first run and %d %s)", failed, maxRetries+1, maxRetries, retries)
-}
+// attemptsText describes a task's failed attempts against its budget, in
+// the words the runtime and the console use too (outcome.Attempts).
+var attemptsText = outcome.Attempts
