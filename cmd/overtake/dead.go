@@ -117,18 +117,25 @@ func withQueue(ctx context.Context, rf *redisFlags, fn func(q *queue.Client) err
 	return fn(q)
 }
 
-// deadList prints a page of dead-lettered tasks, oldest first, and how to
-// requeue one with the queue flags of rf.
-func deadList(ctx context.Context, w io.Writer, q *queue.Client, rf *redisFlags, offset, limit int64) error {
+// deadPage reads the queue's dead total and a page of its dead tasks,
+// oldest first, for deadList and deadListJSON.
+func deadPage(ctx context.Context, q *queue.Client, offset, limit int64) (int64, []*queue.TaskInfo, error) {
 	st, err := q.Stats(ctx)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	var total int64
 	for _, l := range st.Levels {
 		total += l.Dead
 	}
 	tasks, err := q.DeadTasks(ctx, offset, limit)
+	return total, tasks, err
+}
+
+// deadList prints a page of dead-lettered tasks, oldest first, and how to
+// requeue one with the queue flags of rf.
+func deadList(ctx context.Context, w io.Writer, q *queue.Client, rf *redisFlags, offset, limit int64) error {
+	total, tasks, err := deadPage(ctx, q, offset, limit)
 	if err != nil {
 		return err
 	}

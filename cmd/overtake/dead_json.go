@@ -26,15 +26,7 @@ type deadRow struct {
 // JSON document: the queue, the dead total, the page's offset and its
 // tasks (an empty list past the end).
 func deadListJSON(ctx context.Context, w io.Writer, q *queue.Client, offset, limit int64) error {
-	st, err := q.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	var total int64
-	for _, l := range st.Levels {
-		total += l.Dead
-	}
-	tasks, err := q.DeadTasks(ctx, offset, limit)
+	total, tasks, err := deadPage(ctx, q, offset, limit)
 	if err != nil {
 		return err
 	}
