@@ -1,0 +1,88 @@
+package runtime_test
+
+import (
+	"context"
+	goruntime "runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+	"github.com/overtake/overtake/runtime"
+)
+
+// What a producer's Enqueue and a worker's run of a no-op task allocate,
+// counted: a count, not a time, so the guard holds on a loaded machine.
+// Both are measured against a real redis-server, a process of its own
+// (miniredis would run in this one and count its own allocations), and
+// count every allocation of this process meanwhile: go-redis, the group
+// commit's goroutine, the dispatcher, the pool and the completer
+// included. One Enqueue at a time (a group commit of one) counts 29, every
+// run; a drain at Concurrency 16 counts 63.4 to 64.1 a task (how the
+// lease calls batch moves it by about one), 59 in a race build. The
+// ceilings are those counts, the drain's with a margin of 3; a change that
+// allocates more must raise them, and say why in its commit.
+const (
+	maxAllocsPerEnqueue = 29
+	maxAllocsPerTask    = 67
+)
+
+func TestAllocsPerEnqueue(t *testing.T) {
+	srv := testredis.StartServer(t, testredis.ServerOptions{})
+	q, err := queue.New(srv.NewClient(t), queue.Config{Namespace: "allocs-enqueue"})
+	require.NoError(t, err)
+	ctx := context.Background()
+	task := queue.NewTask("noop", nil)
+	n := testing.AllocsPerRun(2000, func() {
+		if _, err := q.Enqueue(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%.1f allocations per Enqueue", n)
+	require.LessOrEqual(t, n, float64(maxAllocsPerEnqueue+raceAllocs))
+}
+
+func TestAllocsPerProcessedTask(t *testing.T) {
+	const tasks = 5000
+	srv := testredis.StartServer(t, testredis.ServerOptions{})
+	q, err := queue.New(srv.NewClient(t), queue.Config{Namespace: "allocs-task"})
+	require.NoError(t, err)
+	ctx := context.Background()
+	batch := make([]*queue.Task, 1000)
+	for i := range batch {
+		batch[i] = queue.NewTask("noop", nil)
+	}
+	for range tasks / len(batch) {
+		_, err := q.EnqueueBatch(ctx, batch)
+		require.NoError(t, err)
+	}
+	done := make(chan struct{}, tasks)
+	mux := handlers.NewMux()
+	mux.HandleFunc("noop", func(context.Context, *queue.TaskInfo) error {
+		done <- struct{}{}
+		return nil
+	})
+	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 16, Logger: zap.NewNop()})
+	require.NoError(t, err)
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	require.NoError(t, rt.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rt.Shutdown(sctx)
+	})
+	for range tasks {
+		receive(t, done, "a task")
+	}
+	require.Eventually(t, func() bool { return rt.Stats().Processed == tasks }, 10*time.Second, time.Millisecond)
+	goruntime.ReadMemStats(&after)
+	n := float64(after.Mallocs-before.Mallocs) / tasks
+	t.Logf("%.1f allocations per processed task (start-up included)", n)
+	require.LessOrEqual(t, n, float64(maxAllocsPerTask+raceAllocs))
+}
