@@ -120,6 +120,7 @@ type RunStats struct {
 	// Each is also counted by overtake.checkpoint.missed and warned of,
 	// at most once a minute per task type.
 	UnsavedPreemptions int64
+	Canceled           int64 // runs that ended canceled (queue.Client.Cancel): not Processed, not Failed
 }
 
 // shapeTimeout bounds the shape check of New.
@@ -202,7 +203,7 @@ func (r *Runtime) Stats() RunStats {
 		Preempted: p.preempted.Load(), Reserved: p.reserved.Load(), Stuck: p.stuck.Load(),
 		ScaledUp: r.scaler.scaledUp.Load(), ScaledDown: r.scaler.scaledDown.Load(), SLABreaches: r.obs.slaBreaches.Load(),
 		FleetDeferrals: p.deferred.Load(), FleetOverrides: p.overrides.Load(),
-		UnsavedPreemptions: r.done.unsaved.Load()}
+		UnsavedPreemptions: r.done.unsaved.Load(), Canceled: r.done.canceled.Load()}
 }
 
 // Start registers the worker and starts leasing. It returns once Redis

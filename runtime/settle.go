@@ -45,6 +45,7 @@ type completer struct {
 	base       context.Context // the runtime's, set by start
 
 	processed, failed, dead atomic.Int64 // RunStats
+	canceled                atomic.Int64 // RunStats.Canceled
 	// unsaved counts preempted runs that returned with no checkpoint
 	// saved during the run (RunStats.UnsavedPreemptions); unsavedLog
 	// limits their warning per task type.
