@@ -66,6 +66,8 @@ type taskData struct {
 	Preemptions []preemption
 	Problem     string // the record could not be fully decoded
 	Now         time.Time
+	Cancelable  bool   // waiting or running: the cancel button applies
+	Back        string // this page, for the cancel button to come back to
 }
 
 func (c *Console) taskView(ctx context.Context, q url.Values) (any, error) {
@@ -87,6 +89,10 @@ func (c *Console) taskView(ctx context.Context, q url.Values) (any, error) {
 		Runs: t.Attempt + t.Preemptions + t.Recoveries}
 	if t.State == queue.StateActive {
 		d.Runs++
+	}
+	switch t.State {
+	case queue.StatePending, queue.StateScheduled, queue.StateRetry, queue.StateActive:
+		d.Cancelable, d.Back = !t.ResultOnly, backToTask(id)
 	}
 	if err != nil {
 		d.Problem = err.Error()

@@ -83,6 +83,10 @@ func TestFormat(t *testing.T) {
 		"//evil": "./", "https://evil": "./", "/abs": "./", "dead?x=<": "./", "dead?": "dead"} {
 		require.Equal(t, want, backTo(in), in)
 	}
+	for id, want := range map[string]string{"a1": "task?id=a1", "x y&z=1/2": "task?id=x%20y%26z%3D1%2F2"} {
+		require.Equal(t, want, backToTask(id))
+		require.Equal(t, want, backTo(backToTask(id)), "backTo keeps it")
+	}
 }
 
 func TestJaegerSearch(t *testing.T) {

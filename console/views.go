@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/overtake/overtake/queue"
@@ -87,6 +88,7 @@ type runRow struct {
 type runningData struct {
 	Rows  []runRow
 	Pager pager
+	Back  string // this page, for the cancel buttons to come back to
 }
 
 func (c *Console) runningView(ctx context.Context, q url.Values) (any, error) {
@@ -99,7 +101,7 @@ func (c *Console) runningView(ctx context.Context, q url.Values) (any, error) {
 		return nil, err
 	}
 	now := time.Now()
-	d := &runningData{}
+	d := &runningData{Back: "running?offset=" + strconv.FormatInt(off, 10)}
 	for _, t := range ts {
 		r := runRow{Ref: c.ref(t.ID), Type: t.Type, Level: c.q.LevelName(t.Level), Worker: t.Worker,
 			Preemptions: t.Preemptions, CpSeq: t.CheckpointSeq, CpSize: len(t.Checkpoint), CpAge: "—"}
