@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Cancelling a task (Store.Cancel, lua/cancel.lua). A task that waits
@@ -80,6 +81,14 @@ func (c *Store) Cancel(ctx context.Context, id string) (State, error) {
 	default:
 		return State(was), wrapf(fmt.Errorf("%w: %q is %s", ErrTaskFinished, id, was), "cancel")
 	}
+}
+
+// CanceledFromMessage reads a wake message that a cancel published: the
+// ID of the running task whose cancel was requested ('x'<id>, see
+// lua/cancel.lua).
+func (c *Store) CanceledFromMessage(payload string) (id string, ok bool) {
+	id, ok = strings.CutPrefix(payload, "x")
+	return id, ok && id != ""
 }
 
 // CancelRun ends a running task canceled under its lease, after its
