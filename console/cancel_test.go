@@ -60,6 +60,7 @@ func TestActionsCancel(t *testing.T) {
 		require.Contains(t, body, "Canceled: the task will not run.")
 		require.Contains(t, body, `<span class="badge canceled">canceled</span>`)
 		require.NotContains(t, body, `action="cancel"`, "no button for a canceled task")
+		require.Contains(t, body, "while it waited: it never ran")
 		// Again: no error, it is canceled already.
 		res = cancel(pend, "", nil)
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
@@ -90,6 +91,8 @@ func TestActionsCancel(t *testing.T) {
 		// Its handler returned an error: the run ends canceled, not dead.
 		require.ErrorContains(t, w.DeadLetter(e.ctx, leased, "context canceled"), "ended canceled")
 		state(run, queue.StateCanceled)
+		_, body = e.get("/task?id=" + run)
+		require.Contains(t, body, `while it ran on <span class="mono">w1</span>`)
 
 		// Finished and unknown tasks, and a bad form, are error pages.
 		dead := e.kill("t", "", "bad")

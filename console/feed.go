@@ -121,11 +121,18 @@ func (c *Console) joinFeed(evs []queue.FeedEvent) []preemption {
 	return rows
 }
 
-// taskFeed returns the preemptions task id took part in, newest first.
-func (c *Console) taskFeed(ctx context.Context, id string) []preemption {
+// taskFeed returns the preemptions task id took part in, newest first,
+// and its cancel when the feed still has it.
+func (c *Console) taskFeed(ctx context.Context, id string) ([]preemption, *cancellation) {
 	evs, err := c.q.Preemptions(ctx, "", feedRead)
 	if err != nil {
-		return nil
+		return nil, nil
+	}
+	var canceled *cancellation
+	for _, e := range evs {
+		if e.Kind == queue.FeedCanceled && e.ID == id {
+			canceled = &cancellation{At: e.At, Task: c.ref(id), Level: c.q.LevelName(e.Level), Worker: e.Worker}
+		}
 	}
 	var out []preemption
 	rows := c.joinFeed(evs)
@@ -134,5 +141,5 @@ func (c *Console) taskFeed(ctx context.Context, id string) []preemption {
 			out = append(out, rows[i])
 		}
 	}
-	return out
+	return out, canceled
 }
