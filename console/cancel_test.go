@@ -109,6 +109,9 @@ func TestActionsCancel(t *testing.T) {
 		st, err := e.q.Stats(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []int64{1, 1, 1}, []int64{st.Levels[0].Canceled, st.Levels[1].Canceled, st.Levels[2].Canceled})
+		_, body = e.get("/")
+		require.Contains(t, body, `<th class="n">Dead</th><th class="n">Canceled</th>`)
+		require.Regexp(t, `<tr id="level-2">(.*\n){7}<td class="n">1</td>\n<td class="n">1</td>\n`, body, "high: 1 dead, 1 canceled")
 		_, body = e.get("/feed")
 		for _, id := range []string{pend, later, run} {
 			require.Contains(t, body, `href="task?id=`+id+`"`)

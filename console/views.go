@@ -15,6 +15,7 @@ type levelRow struct {
 	Level                             int
 	Name                              string
 	Pending, Running, Scheduled, Dead int64
+	Canceled                          int64
 	OldestWait                        time.Duration
 	HasOldest                         bool
 	Rates                             queue.Rates
@@ -42,7 +43,7 @@ func (c *Console) queueView(ctx context.Context, _ url.Values) (any, error) {
 	d := &queueData{Workers: ws, Now: now}
 	for _, l := range st.Levels {
 		row := levelRow{Level: l.Level, Name: l.Name, Pending: l.Pending, Running: l.Active, Scheduled: l.Scheduled,
-			Dead: l.Dead, Rates: l.Rates}
+			Dead: l.Dead, Canceled: l.Canceled, Rates: l.Rates}
 		if !l.OldestReadyAt.IsZero() {
 			row.OldestWait, row.HasOldest = now.Sub(l.OldestReadyAt), true
 		}
