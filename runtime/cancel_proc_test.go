@@ -55,7 +55,7 @@ func (r cancelReport) ended(ctx context.Context, id string, cause error) {
 // context ends; "stubborn" reports its context's end, then runs on until
 // the process dies; "race" succeeds after the microseconds its payload
 // says unless its context ends first; "quick" succeeds at once.
-func cancelMux(rep cancelReport, life context.Context) *handlers.Mux {
+func cancelMux(life context.Context, rep cancelReport) *handlers.Mux {
 	mux := handlers.NewMux()
 	mux.HandleFunc("block", func(ctx context.Context, tk *queue.TaskInfo) error {
 		rep.started(ctx, tk)
@@ -105,7 +105,7 @@ func cancelWorkerProcess() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	rt, err := runtime.New(q, cancelMux(cancelReport{rdb: rdb, ns: ns}, ctx), runtime.Config{Concurrency: 1,
+	rt, err := runtime.New(q, cancelMux(ctx, cancelReport{rdb: rdb, ns: ns}), runtime.Config{Concurrency: 1,
 		WorkerID: os.Getenv(envCancelWorker), HeartbeatInterval: ms(envCancelBeat), GracePeriod: 200 * time.Millisecond,
 		PollInterval: 100 * time.Millisecond})
 	if err != nil {
