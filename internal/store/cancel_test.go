@@ -210,3 +210,21 @@ func TestCancelRecoveredAndUnique(t *testing.T) {
 		e.requireCounts(counts{Pending: 2})
 	})
 }
+
+// The lease script's recovery ends a dead holder's canceled task
+// canceled too, and leases what waits behind it instead.
+func TestCancelRecoveredByLease(t *testing.T) {
+	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, retained)
+		task := e.enqueue("a")
+		e.leaseOne("dies")
+		_, err := e.c.Cancel(e.ctx, task.ID)
+		require.NoError(t, err)
+		behind := e.enqueue("b")
+		e.clk.Advance(e.c.Config().LeaseDuration + time.Second)
+		got := e.lease("other", 5)
+		require.Equal(t, []string{behind.ID}, ids(got), "the canceled task is not recovered to run")
+		e.requireCanceled(task.ID)
+		require.Equal(t, []int64{1, 0, 0}, e.canceledAt())
+	})
+}
