@@ -74,8 +74,8 @@ func cmdCancel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // cancelOne cancels task id of q and reads its state before and after, to
-// say what the cancel did. The error is the cancel's, with the queue
-// named when the task is not found.
+// say what the cancel did. The error is the cancel's: for a finished task
+// it names the state, for an unknown one the queue searched.
 func cancelOne(ctx context.Context, q *queue.Client, id string) (cancelResult, error) {
 	r := cancelResult{ID: id}
 	before, err := q.InspectDetail(ctx, id)
