@@ -119,3 +119,28 @@ func TestCancelPendingNeverRuns(t *testing.T) {
 		require.Empty(t, ran)
 	})
 }
+
+// A handler that ignores its cancel past the grace period is what a
+// stuck preempted run is: counted and logged, it keeps its slot and
+// lease; when it returns at last, the task ends canceled.
+func TestCancelIgnoredPastGrace(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		o := setupBundle(t, b, withQueue(queue.Config{Retention: time.Hour}))
+		started, release := make(chan string, 1), make(chan struct{})
+		rt := o.start(t, context.Background(), handlers.HandlerFunc(func(_ context.Context, tk *queue.TaskInfo) error {
+			started <- tk.ID
+			<-release
+			return errors.New("late")
+		}), runtime.Config{Concurrency: 1, GracePeriod: 20 * time.Millisecond})
+		id := o.enqueue(t, "stubborn", 0)
+		receive(t, started, "the handler's start")
+		require.NoError(t, o.q.Cancel(context.Background(), id))
+		require.Eventually(t, func() bool { return rt.Stats().Stuck == 1 }, longWait, 5*time.Millisecond)
+		require.NotEmpty(t, o.logs.FilterMessage("handler ignored cancellation past its grace period; it keeps its slot").All())
+		require.Equal(t, queue.StateActive, requireState(t, o.q, id, queue.StateActive).State, "its lease is kept")
+		close(release)
+		requireState(t, o.q, id, queue.StateCanceled)
+		require.Eventually(t, func() bool { return rt.Stats().Canceled == 1 }, longWait, 5*time.Millisecond)
+		require.Zero(t, rt.Stats().Failed)
+	})
+}

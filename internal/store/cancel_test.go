@@ -113,7 +113,7 @@ func TestCancelRunning(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 				e := newEnv(t, b, retained)
-				task := e.enqueue("p", Level(1), MaxRetries(5))
+				task := e.enqueue("p", Level(1), MaxRetries(5), Unique(time.Hour))
 				lt := e.leaseOne("w")
 				_, err := e.c.SaveCheckpoint(e.ctx, lt.ID, lt.Token, []byte("cur"))
 				require.NoError(t, err)
@@ -136,6 +136,7 @@ func TestCancelRunning(t *testing.T) {
 				require.Empty(t, e.lease("w", 5), "a canceled task never runs again")
 				e.requireCounts()
 				require.Equal(t, []int64{0, 1, 0}, e.canceledAt())
+				e.enqueue("p", Unique(time.Hour)) // its uniqueness lock went with it
 			})
 		})
 	}
