@@ -117,6 +117,30 @@ func (c *Console) doRequeue(ctx context.Context, r *http.Request) (string, error
 	return "requeue", c.q.RequeueDead(ctx, id, opts)
 }
 
+// doCancel cancels a task (Client.Cancel) and names what it did: a
+// waiting task is canceled ("cancel"), a running one has its cancel
+// requested ("cancel-requested"), one whose handler succeeded first is
+// done ("cancel-late").
+func (c *Console) doCancel(ctx context.Context, r *http.Request) (string, error) {
+	id, err := c.taskID(r)
+	if err != nil {
+		return "", err
+	}
+	if err := c.q.Cancel(ctx, id); err != nil {
+		return "", err
+	}
+	t, err := c.q.Inspect(ctx, id)
+	switch {
+	case err != nil: // not retained (Config.Retention): it was canceled
+		return "cancel", nil
+	case t.State == queue.StateActive:
+		return "cancel-requested", nil
+	case t.State == queue.StateDone:
+		return "cancel-late", nil
+	}
+	return "cancel", nil
+}
+
 func (c *Console) doDelete(ctx context.Context, r *http.Request) (string, error) {
 	id, err := c.taskID(r)
 	if err != nil {

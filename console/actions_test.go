@@ -14,7 +14,7 @@ import (
 // A read-only console refuses every action.
 func TestActionsReadOnly(t *testing.T) {
 	e := newEnv(t, nil, console.Options{})
-	for _, p := range []string{"/pause", "/requeue", "/delete"} {
+	for _, p := range []string{"/pause", "/requeue", "/delete", "/cancel"} {
 		res, body := e.post(p, url.Values{"token": {"x"}, "level": {"0"}, "op": {"pause"}, "id": {"x"}}, nil)
 		require.Equal(t, http.StatusForbidden, res.StatusCode, p)
 		require.Contains(t, body, "read-only")

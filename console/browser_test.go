@@ -22,31 +22,38 @@ import (
 	"github.com/overtake/overtake/console"
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/testbrowser"
+	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
 )
 
-// fleet is a console with actions over a real Redis and a real 1-slot
-// runtime whose handlers report what they do.
+// fleet is a console with actions over a Redis and a real runtime whose
+// handlers report what they do.
 type fleet struct {
 	*env
 	rt          *runtime.Runtime
 	lowStarted  chan string
 	preempted   chan time.Time
 	quickRan    chan string
+	longStarted chan string
+	longStopped chan error // the cause of a long task's context
 	failRuns    atomic.Int64
 	browser     context.Context
 	consoleBase string
 }
 
-func newFleet(t *testing.T, slots int, opts console.Options) *fleet {
+// newFleet starts a fleet of slots slots on b (a real Redis when nil),
+// its queue configured as cfg.
+func newFleet(t *testing.T, b *testredis.Backend, cfg queue.Config, slots int, opts console.Options) *fleet {
 	t.Helper()
 	path := chromium(t)
-	b := realRedis(t)
+	if b == nil {
+		b = realRedis(t)
+	}
 	opts.AllowActions, opts.Token = true, testToken
 	opts.SampleInterval, opts.LiveInterval = 250*time.Millisecond, 100*time.Millisecond
-	f := &fleet{env: newEnv(t, b, opts), lowStarted: make(chan string, 8), preempted: make(chan time.Time, 8),
-		quickRan: make(chan string, 64)}
+	f := &fleet{env: newEnvOf(t, b, cfg, opts), lowStarted: make(chan string, 8), preempted: make(chan time.Time, 8),
+		quickRan: make(chan string, 64), longStarted: make(chan string, 8), longStopped: make(chan error, 8)}
 	mux := handlers.NewMux()
 	mux.HandleFunc("low", func(ctx context.Context, tk *queue.TaskInfo) error {
 		h, _ := ckpt.FromContext(ctx)
@@ -62,6 +69,12 @@ func newFleet(t *testing.T, slots int, opts console.Options) *fleet {
 		return context.Cause(ctx)
 	})
 	mux.HandleFunc("urgent", func(context.Context, *queue.TaskInfo) error { return nil })
+	mux.HandleFunc("long", func(ctx context.Context, tk *queue.TaskInfo) error {
+		f.longStarted <- tk.ID
+		<-ctx.Done()
+		f.longStopped <- context.Cause(ctx)
+		return context.Cause(ctx)
+	})
 	mux.HandleFunc("quick", func(_ context.Context, tk *queue.TaskInfo) error { f.quickRan <- tk.ID; return nil })
 	mux.HandleFunc("report", func(ctx context.Context, _ *queue.TaskInfo) error {
 		return handlers.SetResult(ctx, []byte(`{"rows":1200,"file":"report-2026-11.csv"}`))
@@ -96,7 +109,7 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 
 // The console in a real browser over a real runtime on a real Redis.
 func TestBrowser(t *testing.T) {
-	f := newFleet(t, 1, console.Options{})
+	f := newFleet(t, nil, queue.Config{}, 1, console.Options{})
 	ctx := f.browser
 
 	// The queue page loads and goes live.

@@ -18,7 +18,8 @@ import (
 // Options configure a Console. The zero value is a read-only console.
 type Options struct {
 	// AllowActions enables the POST actions: pause and resume a level,
-	// requeue and delete a dead letter. Token must be set then.
+	// requeue and delete a dead letter, cancel a task. Token must be set
+	// then.
 	AllowActions bool
 	// Token is the secret every action presents, in the X-Overtake-Token
 	// header or the token form field.
@@ -129,12 +130,13 @@ func (c *Console) routes() {
 	actions.HandleFunc("POST /pause", c.action(c.doPause))
 	actions.HandleFunc("POST /requeue", c.action(c.doRequeue))
 	actions.HandleFunc("POST /delete", c.action(c.doDelete))
+	actions.HandleFunc("POST /cancel", c.action(c.doCancel))
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 	}))
 	guarded := cop.Handler(actions)
-	for _, p := range []string{"POST /pause", "POST /requeue", "POST /delete"} {
+	for _, p := range []string{"POST /pause", "POST /requeue", "POST /delete", "POST /cancel"} {
 		m.Handle(p, guarded)
 	}
 	c.mux = m

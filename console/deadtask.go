@@ -66,6 +66,9 @@ type taskData struct {
 	Preemptions []preemption
 	Problem     string // the record could not be fully decoded
 	Now         time.Time
+	Canceled    *cancellation // its cancel, when the feed still has it
+	Cancelable  bool          // waiting or running: the cancel button applies
+	Back        string        // this page, for the cancel button to come back to
 }
 
 func (c *Console) taskView(ctx context.Context, q url.Values) (any, error) {
@@ -88,9 +91,16 @@ func (c *Console) taskView(ctx context.Context, q url.Values) (any, error) {
 	if t.State == queue.StateActive {
 		d.Runs++
 	}
+	switch t.State {
+	case queue.StatePending, queue.StateScheduled, queue.StateRetry, queue.StateActive:
+		d.Cancelable, d.Back = !t.ResultOnly, backToTask(id)
+	}
 	if err != nil {
 		d.Problem = err.Error()
 	}
-	d.Preemptions = c.taskFeed(ctx, id)
+	d.Preemptions, d.Canceled = c.taskFeed(ctx, id)
+	if d.Canceled != nil && d.Canceled.Worker != "" {
+		d.Runs++ // it was canceled while it ran: that run ended so
+	}
 	return d, nil
 }

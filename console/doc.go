@@ -11,9 +11,9 @@
 // is loaded from another origin.
 //
 // The console is read-only unless [Options].AllowActions is set; actions
-// (pause, resume, requeue or delete a dead letter) are POST requests that
-// carry [Options].Token in the X-Overtake-Token header or the token form
-// field, and cross-origin requests are refused
+// (pause, resume, requeue or delete a dead letter, cancel a task) are POST
+// requests that carry [Options].Token in the X-Overtake-Token header or
+// the token form field, and cross-origin requests are refused
 // (net/http.CrossOriginProtection).
 //
 // Reads are guarded too: the console answers only requests whose Host is

@@ -31,11 +31,21 @@ type preemption struct {
 	VictimPreemptions  int
 	ResumedCheckpoint  int64
 	CheckpointReported bool // GaveWay or Resumed told the sequence
+	Canceled           bool // the victim was canceled before it resumed
+}
+
+// cancellation is a task that ended canceled (Client.Cancel).
+type cancellation struct {
+	At     time.Time
+	Task   taskRef
+	Level  string
+	Worker string // the worker that ran it; "" when it was waiting
 }
 
 type feedData struct {
-	Rows  []preemption // newest first
-	Pager pager
+	Rows     []preemption // newest first
+	Pager    pager
+	Canceled []cancellation // the latest, newest first
 }
 
 func (c *Console) feedView(ctx context.Context, q url.Values) (any, error) {
@@ -49,6 +59,11 @@ func (c *Console) feedView(ctx context.Context, q url.Values) (any, error) {
 	}
 	rows := c.joinFeed(evs)
 	d := &feedData{}
+	for i := len(evs) - 1; i >= 0 && len(d.Canceled) < pageSize; i-- {
+		if e := evs[i]; e.Kind == queue.FeedCanceled {
+			d.Canceled = append(d.Canceled, cancellation{At: e.At, Task: c.ref(e.ID), Level: c.q.LevelName(e.Level), Worker: e.Worker})
+		}
+	}
 	total := int64(len(rows))
 	for i := total - 1 - off; i >= 0 && i > total-1-off-pageSize; i-- {
 		d.Rows = append(d.Rows, rows[i])
@@ -59,7 +74,7 @@ func (c *Console) feedView(ctx context.Context, q url.Values) (any, error) {
 
 // joinFeed turns feed events, oldest first, into preemptions, oldest
 // first: each reservation is joined with its victim's next requeue, and
-// that with the victim's next resume.
+// that with the victim's next resume, or its cancel.
 func (c *Console) joinFeed(evs []queue.FeedEvent) []preemption {
 	var rows []preemption
 	giving := map[string]int{}   // victim ID -> row awaiting its requeue
@@ -92,16 +107,32 @@ func (c *Console) joinFeed(evs []queue.FeedEvent) []preemption {
 			gaveAt := r.At.Add(r.GaveWayIn)
 			r.Resumed, r.ResumedAt, r.ResumedAfter, r.ResumedOn = true, e.At, max(e.At.Sub(gaveAt), 0), e.Worker
 			r.VictimPreemptions, r.ResumedCheckpoint = e.Preemptions, e.CheckpointSeq
+		case queue.FeedCanceled:
+			if i, ok := giving[e.ID]; ok {
+				delete(giving, e.ID)
+				rows[i].Canceled = true
+			}
+			if i, ok := resuming[e.ID]; ok {
+				delete(resuming, e.ID)
+				rows[i].Canceled = true
+			}
 		}
 	}
 	return rows
 }
 
-// taskFeed returns the preemptions task id took part in, newest first.
-func (c *Console) taskFeed(ctx context.Context, id string) []preemption {
+// taskFeed returns the preemptions task id took part in, newest first,
+// and its cancel when the feed still has it.
+func (c *Console) taskFeed(ctx context.Context, id string) ([]preemption, *cancellation) {
 	evs, err := c.q.Preemptions(ctx, "", feedRead)
 	if err != nil {
-		return nil
+		return nil, nil
+	}
+	var canceled *cancellation
+	for _, e := range evs {
+		if e.Kind == queue.FeedCanceled && e.ID == id {
+			canceled = &cancellation{At: e.At, Task: c.ref(id), Level: c.q.LevelName(e.Level), Worker: e.Worker}
+		}
 	}
 	var out []preemption
 	rows := c.joinFeed(evs)
@@ -110,5 +141,5 @@ func (c *Console) taskFeed(ctx context.Context, id string) []preemption {
 			out = append(out, rows[i])
 		}
 	}
-	return out
+	return out, canceled
 }

@@ -42,6 +42,31 @@ func TestJoinFeed(t *testing.T) {
 	require.False(t, rows[1].Resumed)
 }
 
+// A victim canceled before it resumed (or before it gave way) closes its
+// row as canceled; a cancel of any other task leaves the rows alone.
+func TestJoinFeedCanceled(t *testing.T) {
+	q, err := queue.New(testredis.Mini(t).Client, queue.Config{Name: "q"})
+	require.NoError(t, err)
+	c, err := New(q, Options{})
+	require.NoError(t, err)
+	at := time.UnixMilli(1_750_000_000_000)
+	rows := c.joinFeed([]queue.FeedEvent{
+		{Kind: queue.FeedPreempt, ID: "u1", Level: 2, Victim: "v", At: at},
+		{Kind: queue.FeedGaveWay, ID: "v", CheckpointSeq: 2, At: at},
+		{Kind: queue.FeedPreempt, ID: "u2", Level: 2, Victim: "x", At: at},
+		{Kind: queue.FeedCanceled, ID: "other", At: at},
+		{Kind: queue.FeedCanceled, ID: "v", At: at},
+		{Kind: queue.FeedCanceled, ID: "x", Worker: "w", At: at},
+		{Kind: queue.FeedResumed, ID: "v", At: at}, // never: a canceled task does not run again
+	})
+	require.Len(t, rows, 2)
+	require.True(t, rows[0].GaveWay)
+	require.True(t, rows[0].Canceled)
+	require.False(t, rows[0].Resumed, "a canceled victim's row is closed")
+	require.False(t, rows[1].GaveWay)
+	require.True(t, rows[1].Canceled)
+}
+
 func TestFormat(t *testing.T) {
 	for d, want := range map[time.Duration]string{-1: "0s", 850 * time.Millisecond: "850ms", 4200 * time.Millisecond: "4.2s",
 		42 * time.Second: "42s", 185 * time.Second: "3m05s", 130 * time.Minute: "2h10m", 50 * time.Hour: "2d02h"} {
@@ -57,6 +82,10 @@ func TestFormat(t *testing.T) {
 	for in, want := range map[string]string{"": "./", "./": "./", "dead?offset=50": "dead?offset=50",
 		"//evil": "./", "https://evil": "./", "/abs": "./", "dead?x=<": "./", "dead?": "dead"} {
 		require.Equal(t, want, backTo(in), in)
+	}
+	for id, want := range map[string]string{"a1": "task?id=a1", "x y&z=1/2": "task?id=x%20y%26z%3D1%2F2"} {
+		require.Equal(t, want, backToTask(id))
+		require.Equal(t, want, backTo(backToTask(id)), "backTo keeps it")
 	}
 }
 

@@ -16,12 +16,23 @@ import (
 
 // funcs are the templates' helpers; none of them returns unescaped HTML.
 var funcs = template.FuncMap{
-	"dur":   fmtDur,
-	"clock": fmtClock,
-	"bytes": fmtBytes,
-	"rate":  fmtRate,
-	"lv":    func(l int) string { return fmt.Sprintf("lv%d", l%6) },
-	"tries": outcome.Attempts,
+	"dur":        fmtDur,
+	"clock":      fmtClock,
+	"bytes":      fmtBytes,
+	"rate":       fmtRate,
+	"lv":         func(l int) string { return fmt.Sprintf("lv%d", l%6) },
+	"tries":      outcome.Attempts,
+	"cancelForm": func(id, back string) cancelForm { return cancelForm{ID: id, Back: back} },
+}
+
+// cancelForm is what the "cancel" template's form posts: the task and
+// the page to come back to.
+type cancelForm struct{ ID, Back string }
+
+// backToTask is the back field of an action sent from task id's page, a
+// plain query that backTo accepts.
+func backToTask(id string) string {
+	return "task?id=" + strings.ReplaceAll(url.QueryEscape(id), "+", "%20")
 }
 
 // fmtDur rounds d for a person: "850ms", "4.2s", "3m05s", "2h10m".

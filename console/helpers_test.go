@@ -35,10 +35,18 @@ type env struct {
 // newEnv serves a console of a queue on b (miniredis when b is nil).
 func newEnv(t *testing.T, b *testredis.Backend, opts console.Options) *env {
 	t.Helper()
+	return newEnvOf(t, b, queue.Config{}, opts)
+}
+
+// newEnvOf is newEnv with a queue configured as cfg (its Namespace and
+// Name are set here).
+func newEnvOf(t *testing.T, b *testredis.Backend, cfg queue.Config, opts console.Options) *env {
+	t.Helper()
 	if b == nil {
 		b = &testredis.Backends(t)[0]
 	}
-	q, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "q"})
+	cfg.Namespace, cfg.Name = b.Prefix, "q"
+	q, err := queue.New(b.Client, cfg)
 	require.NoError(t, err)
 	if opts.LiveInterval == 0 {
 		opts.LiveInterval = 50 * time.Millisecond

@@ -45,7 +45,10 @@ func badRequest(format string, a ...any) error {
 }
 
 // dones are the notes a page shows after an action (?done=...).
-var dones = map[string]string{"pause": "Paused.", "resume": "Resumed.", "requeue": "Requeued.", "delete": "Deleted."}
+var dones = map[string]string{"pause": "Paused.", "resume": "Resumed.", "requeue": "Requeued.", "delete": "Deleted.",
+	"cancel":           "Canceled: the task will not run.",
+	"cancel-requested": "Cancel requested: the task ends canceled when its handler returns.",
+	"cancel-late":      "Too late to cancel: its handler had already succeeded, and the task is done."}
 
 func (c *Console) page(name string, view viewFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +83,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code, msg = he.Code, he.Msg
 	case errors.Is(err, queue.ErrTaskNotFound):
 		code, msg = http.StatusNotFound, err.Error()
-	case errors.Is(err, queue.ErrNotDead):
+	case errors.Is(err, queue.ErrNotDead), errors.Is(err, queue.ErrTaskFinished):
 		code, msg = http.StatusConflict, err.Error()
 	case errors.Is(err, queue.ErrInvalidLevel), errors.Is(err, queue.ErrInvalidTask):
 		code, msg = http.StatusBadRequest, err.Error()

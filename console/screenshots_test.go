@@ -24,7 +24,8 @@ import (
 // TestBrowserScreenshots writes the README's screenshots of the console
 // (queue page, feed, the queue page on a phone) to $OVERTAKE_CONSOLE_SCREENSHOTS
 // after half a minute of a busy 2-slot fleet: steady work at every level
-// that checkpoints, and now and then an urgent alert that preempts it.
+// that checkpoints, now and then an urgent alert that preempts it, and
+// now and then a cancel of a waiting or a running task.
 // scripts/console-screenshots.sh runs it.
 func TestBrowserScreenshots(t *testing.T) {
 	dir := os.Getenv(envScreenshots)
@@ -81,7 +82,16 @@ func TestBrowserScreenshots(t *testing.T) {
 				typ, l, steps = "alert", 2, 3
 			}
 			p, _ := json.Marshal(work{Steps: steps})
-			_, _ = e.q.Enqueue(ctx, queue.NewTask(typ, p), queue.Level(l))
+			tk, err := e.q.Enqueue(ctx, queue.NewTask(typ, p), queue.Level(l))
+			switch {
+			case err != nil:
+			case i%11 == 4: // an operator cancels a task that waits
+				_ = e.q.Cancel(ctx, tk.ID)
+			case i%11 == 9: // and one that runs
+				if run, _, err := e.q.RunningDetails(ctx, 0, 1); err == nil && len(run) > 0 {
+					_ = e.q.Cancel(ctx, run[0].ID)
+				}
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Duration(300+rng.IntN(250)) * time.Millisecond):
@@ -98,6 +108,6 @@ func TestBrowserScreenshots(t *testing.T) {
 	screenshot(t, bctx, dir, "queue.png", testbrowser.Width, 1200)
 	screenshot(t, bctx, dir, "queue-phone.png", 390, 1200)
 	browse(t, bctx, "open the feed", chromedp.Navigate(e.srv.URL+"/feed"))
-	waitText(t, bctx, "#live", 5*time.Second, "saved · seq")
+	waitText(t, bctx, "#live", 5*time.Second, "saved · seq", "waiting", "running on worker-1")
 	screenshot(t, bctx, dir, "feed.png", testbrowser.Width, 720)
 }

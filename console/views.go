@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/overtake/overtake/queue"
@@ -14,6 +15,7 @@ type levelRow struct {
 	Level                             int
 	Name                              string
 	Pending, Running, Scheduled, Dead int64
+	Canceled                          int64
 	OldestWait                        time.Duration
 	HasOldest                         bool
 	Rates                             queue.Rates
@@ -41,7 +43,7 @@ func (c *Console) queueView(ctx context.Context, _ url.Values) (any, error) {
 	d := &queueData{Workers: ws, Now: now}
 	for _, l := range st.Levels {
 		row := levelRow{Level: l.Level, Name: l.Name, Pending: l.Pending, Running: l.Active, Scheduled: l.Scheduled,
-			Dead: l.Dead, Rates: l.Rates}
+			Dead: l.Dead, Canceled: l.Canceled, Rates: l.Rates}
 		if !l.OldestReadyAt.IsZero() {
 			row.OldestWait, row.HasOldest = now.Sub(l.OldestReadyAt), true
 		}
@@ -87,6 +89,7 @@ type runRow struct {
 type runningData struct {
 	Rows  []runRow
 	Pager pager
+	Back  string // this page, for the cancel buttons to come back to
 }
 
 func (c *Console) runningView(ctx context.Context, q url.Values) (any, error) {
@@ -99,7 +102,7 @@ func (c *Console) runningView(ctx context.Context, q url.Values) (any, error) {
 		return nil, err
 	}
 	now := time.Now()
-	d := &runningData{}
+	d := &runningData{Back: "running?offset=" + strconv.FormatInt(off, 10)}
 	for _, t := range ts {
 		r := runRow{Ref: c.ref(t.ID), Type: t.Type, Level: c.q.LevelName(t.Level), Worker: t.Worker,
 			Preemptions: t.Preemptions, CpSeq: t.CheckpointSeq, CpSize: len(t.Checkpoint), CpAge: "—"}

@@ -31,6 +31,15 @@ var (
 	// checkpoint, requeue, no attempt counted.
 	ErrShutdown = errors.New("overtake: worker shutting down")
 
+	// ErrCanceled is the cause of a handler's context cancelled because
+	// the task was canceled (queue.Client.Cancel): check it with
+	// errors.Is(context.Cause(ctx), handlers.ErrCanceled). The handler
+	// should stop and return within the grace period; it need save
+	// nothing, as a canceled task never resumes: its checkpoint is
+	// deleted and it ends canceled, not retried, whatever it returns,
+	// except nil (it succeeded first: the task is done).
+	ErrCanceled = errors.New("overtake: task canceled")
+
 	// ErrNoHandler is matched by the error a Mux returns for a task type
 	// without a handler (a *NoHandlerError, which also matches ErrSkipRetry).
 	ErrNoHandler = errors.New("overtake: no handler")

@@ -67,6 +67,27 @@ func (c *Client) DeleteDead(ctx context.Context, id string) error {
 	return c.s.DeleteDead(ctx, id)
 }
 
+// Cancel cancels task id, wherever it is. A pending, scheduled or
+// retrying task is taken out of its list or set and ends canceled at once:
+// State StateCanceled for Inspect, kept for Config.Retention as a done task
+// is, counted in LevelStats.Canceled, its checkpoint deleted and its
+// uniqueness lock (Unique) released. For a running task the cancel is
+// requested, durably in Redis: its handler's context is cancelled with a
+// cause matching handlers.ErrCanceled on whichever worker runs it, it has
+// the runtime's grace period to return, and the task ends canceled and
+// never runs again, whatever happens to its lease meanwhile (its worker
+// dies, it is preempted, its handler fails). A handler that succeeded
+// before it saw the cancel wins the race: the task is then done, and
+// Inspect says which. A task canceled already is no error: Cancel is
+// idempotent.
+//
+// It fails with ErrTaskNotFound for an unknown ID and with an error
+// matching ErrTaskFinished, naming the state, for a task done or dead.
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	_, err := c.s.Cancel(ctx, id)
+	return err
+}
+
 // Config returns the client's configuration with defaults filled in.
 func (c *Client) Config() Config {
 	return Config(c.s.Config())

@@ -41,6 +41,10 @@ var (
 // config with fewer Classes, or none, matches); the message names both.
 var ErrShapeMismatch = store.ErrShapeMismatch
 
+// ErrTaskFinished is returned by Cancel for a task that is done or dead:
+// nothing changed. The message names the state.
+var ErrTaskFinished = store.ErrTaskFinished
+
 // ErrNotDead is returned by RequeueDead and DeleteDead for a task that
 // is not dead-lettered.
 var ErrNotDead = store.ErrNotDead

@@ -13,6 +13,7 @@ const (
 	StateRetry     State = "retry"     // failed, waits in the scheduled set for its backoff
 	StateDone      State = "done"      // finished; kept only while retention lasts
 	StateDead      State = "dead"      // dead-lettered with a reason
+	StateCanceled  State = "canceled"  // canceled (Client.Cancel); kept only while retention lasts
 )
 
 // TaskInfo is a task's record as handlers and operators read it: what the

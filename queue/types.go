@@ -38,6 +38,9 @@ type LevelStats struct {
 	Scheduled int64
 	// Dead counts the dead-lettered tasks.
 	Dead int64
+	// Canceled counts the tasks canceled at this level (Client.Cancel)
+	// since the queue began.
+	Canceled int64
 	// OldestReadyAt is when the task at the head of the list became
 	// pending; zero when the level is empty.
 	OldestReadyAt time.Time
@@ -112,6 +115,9 @@ const (
 	FeedGaveWay FeedKind = "gave_way"
 	// FeedResumed means the preempted task ID was leased again.
 	FeedResumed FeedKind = "resumed"
+	// FeedCanceled means task ID ended canceled (Client.Cancel); Worker
+	// is the worker that held it, if it ran.
+	FeedCanceled FeedKind = "canceled"
 )
 
 // FeedEvent is one event of the preemption feed (Client.Preemptions): a

@@ -15,8 +15,9 @@ import (
 // heartbeater keeps the worker's record in Redis and extends every lease
 // the worker holds, in one Redis call per HeartbeatInterval: the capacity
 // it reports, the outcomes counted since the last beat (the fleet's
-// rates), and the pools' layout go in; the paused levels and the leases
-// Redis no longer holds for this worker come back. While Redis is
+// rates), and the pools' layout go in; the paused levels, the leases
+// Redis no longer holds for this worker and those whose cancel was
+// requested come back. While Redis is
 // unreachable it leaves the tries to the dispatcher's probe (outage.go),
 // and sends the heartbeat it missed as soon as Redis answers.
 type heartbeater struct {
@@ -121,6 +122,13 @@ func (h *heartbeater) send(ctx context.Context, leases []*store.Task, capacity i
 		// Only the run whose token went out lost its lease: the task may
 		// have been requeued and leased here again meanwhile.
 		h.held.leaseLost(id, sent[id])
+	}
+	if c, ok := h.held.(runCanceler); ok {
+		// The held leases whose cancel was requested (cancel.go): the
+		// durable path, for a cancel whose wake message did not come.
+		for _, id := range reply.Canceled {
+			c.cancelRequested(id)
+		}
 	}
 	return nil
 }

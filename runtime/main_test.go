@@ -14,5 +14,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envWorker) != "" {
 		os.Exit(workerProcess())
 	}
+	if os.Getenv(envCancelWorker) != "" {
+		os.Exit(cancelWorkerProcess()) // cancel_proc_test.go
+	}
 	testredis.Main(m)
 }

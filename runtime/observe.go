@@ -203,6 +203,8 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 		result = telemetry.RunSucceeded
 	case outcome.ActionRequeue:
 		result = telemetry.RunPreempted
+	case outcome.ActionCancel:
+		result = telemetry.RunCanceled
 	}
 	preempted := out.Action == outcome.ActionRequeue && errors.Is(context.Cause(rn.ctx), handlers.ErrPreempted)
 	span.SetAttributes(telemetry.OutcomeKey.String(result.String()), telemetry.RunPreemptedKey.Bool(preempted))
@@ -210,6 +212,9 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 	case outcome.ActionDone:
 		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunSucceeded)
 		span.SetStatus(codes.Ok, "")
+	case outcome.ActionCancel:
+		telemetry.AddCanceled(span)
+		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunCanceled)
 	case outcome.ActionRequeue:
 		telemetry.AddRequeued(span, string(requeueReason(rn.ctx)))
 		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunPreempted)

@@ -79,6 +79,7 @@ type RunStats struct {
 	// Each is also counted by overtake.checkpoint.missed and warned of,
 	// at most once a minute per task type.
 	UnsavedPreemptions int64
+	Canceled           int64 // runs that ended canceled (queue.Client.Cancel): not Processed, not Failed
 }
 
 // shapeTimeout bounds the shape check of New.
@@ -125,7 +126,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		go r.wakes.checkSubscription(r.life.base) // the commands may reach another server now
 	}}
 	d.redis = r.redis
-	r.wakes = &wakeListener{eng: eng, log: r.log, redis: r.redis, to: d, maxBackoff: cfg.MaxRedisBackoff,
+	r.wakes = &wakeListener{eng: eng, log: r.log, redis: r.redis, to: wakeTo{d, r}, maxBackoff: cfg.MaxRedisBackoff,
 		check: cfg.wakeCheckInterval(), checkName: eng.CheckChannel(cfg.WorkerID)}
 	r.outcomes = newOutcomeCounts(r.slots.pools, r.slots.poolOf)
 	d.outcomes = r.outcomes
@@ -139,7 +140,7 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		outcomes: r.outcomes, slots: d, dispatched: d.stopped}
 	d.done = r.done
 	r.beats = &heartbeater{eng: eng, worker: cfg.WorkerID, interval: cfg.HeartbeatInterval, log: r.log,
-		held: heldSlots{r.slots, d}, counts: r.outcomes, redis: r.redis}
+		held: heldSlots{r.slots, d, r}, counts: r.outcomes, redis: r.redis}
 	schedules, _ := parseSchedules(cfg.Periodic) // validated above
 	r.sched = &scheduler{q: q, eng: eng, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
 		halt: d.halted(), schedules: schedules}
@@ -163,7 +164,7 @@ func (r *Runtime) Stats() RunStats {
 		Preempted: p.preempted.Load(), Reserved: p.reserved.Load(), Stuck: p.stuck.Load(),
 		ScaledUp: r.scaler.scaledUp.Load(), ScaledDown: r.scaler.scaledDown.Load(), SLABreaches: r.obs.slaBreaches.Load(),
 		FleetDeferrals: p.deferred.Load(), FleetOverrides: p.overrides.Load(),
-		UnsavedPreemptions: r.done.unsaved.Load()}
+		UnsavedPreemptions: r.done.unsaved.Load(), Canceled: r.done.canceled.Load()}
 }
 
 // Start registers the worker and starts leasing. It returns once Redis
@@ -259,10 +260,22 @@ func (r *Runtime) halt(err error) {
 
 // heldSlots is the heartbeater's leaseHolder: the slots, and the
 // dispatcher for the paused levels a heartbeat reads.
+// A cancel the heartbeat's reply names goes to the runs (cancel.go).
 type heldSlots struct {
 	*slots
-	d *dispatcher
+	d    *dispatcher
+	runs runCanceler
 }
 
 // setPaused applies the paused levels a heartbeat read.
 func (h heldSlots) setPaused(m map[int]queue.PauseMode) { h.d.setPaused(m) }
+
+// cancelRequested cancels the run of task id (Runtime.cancelRequested).
+func (h heldSlots) cancelRequested(id string) { h.runs.cancelRequested(id) }
+
+// wakeTo is the wake listener's waker: the dispatcher, and the runs for
+// a cancel's message.
+type wakeTo struct {
+	*dispatcher
+	runCanceler
+}

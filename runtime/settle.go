@@ -24,7 +24,7 @@ import (
 // is unreachable, for at most a lease duration (finishWithRetry). A
 // successful run's ack rides on the dispatcher's next lease call when its
 // slot can be freed early (ack.go). It owns the counts of outcomes
-// (RunStats' Processed, Failed, Dead, UnsavedPreemptions), the tasks
+// (RunStats' Processed, Failed, Dead, UnsavedPreemptions, Canceled), the tasks
 // whose outcome could not be written during a shutdown, and how long a
 // shutdown lets transitions retry. Transitions run in the handlers' pool
 // goroutines: the completer has none of its own, and its start is only
@@ -45,6 +45,7 @@ type completer struct {
 	base       context.Context // the runtime's, set by start
 
 	processed, failed, dead atomic.Int64 // RunStats
+	canceled                atomic.Int64 // RunStats.Canceled
 	// unsaved counts preempted runs that returned with no checkpoint
 	// saved during the run (RunStats.UnsavedPreemptions); unsavedLog
 	// limits their warning per task type.
@@ -77,7 +78,9 @@ type ackSlots interface {
 func (c *completer) start(base context.Context) { c.base = base }
 
 // settle decides the task's next state from the handler's error and writes
-// it to Redis: ack, retry, dead-letter or requeue.
+// it to Redis: ack, retry, dead-letter, requeue or cancel. A task whose
+// cancel was requested ends canceled however its lease ends, but by an
+// ack: the reply of its transition says so (store.ErrEndedCanceled).
 func (c *completer) settle(ctx context.Context, rn *run, err error) {
 	t := rn.t
 	if err != nil && errors.Is(context.Cause(ctx), ErrTaskTimeout) && !errors.Is(err, ErrTaskTimeout) {
@@ -94,22 +97,8 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 	if errors.As(err, &perr) {
 		rn.log.Error("handler panicked", zap.Any("panic", perr.Value), zap.ByteString("stack", perr.Stack))
 	}
-	if out.Action != outcome.ActionRequeue {
-		// One meaning everywhere (RunStats, the fleet's rates, the
-		// overtake.task.processed and .failed metrics): a run that ended in
-		// success or failure is processed; one that failed, retried or
-		// dead-lettered (SkipRetry included), is failed too.
-		failed := out.Action != outcome.ActionDone
-		c.processed.Add(1)
-		if failed {
-			c.failed.Add(1)
-		}
-		c.outcomes.count(t.Level, func(c *store.LevelCounts) {
-			c.Processed++
-			if failed {
-				c.Failed++
-			}
-		})
+	if out.Action == outcome.ActionDone {
+		c.countProcessed(t, false) // before the ack, which may ride on a lease call
 	}
 	var ferr error
 	switch out.Action {
@@ -126,8 +115,13 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 			rn.log.Info("task requeued at head of its level", zap.String("reason", string(why)),
 				zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Duration("run", runTime))
 		}
-		if why == store.RequeuePreempted && rn.cp.SaveCount() == 0 {
+		if why == store.RequeuePreempted && rn.cp.SaveCount() == 0 && !errors.Is(ferr, store.ErrEndedCanceled) {
 			c.unsavedPreemption(rn)
+		}
+	case outcome.ActionCancel:
+		ferr = c.finishWithRetry(rn, "cancel", func(tctx context.Context) error { return c.eng.CancelRun(tctx, t) })
+		if ferr == nil {
+			ferr = store.ErrEndedCanceled
 		}
 	case outcome.ActionDead:
 		// The handler chose it (SkipRetry, an unknown type, a malformed
@@ -150,6 +144,15 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 				zap.Duration("delay", delay))
 		}
 	}
+	if errors.Is(ferr, store.ErrEndedCanceled) {
+		// Its cancel was requested: whatever the handler returned, the
+		// task ended canceled (the script's reply says so).
+		out = outcome.Outcome{Action: outcome.ActionCancel, Err: out.Err}
+		ferr = nil
+		c.canceledRun(rn, runTime)
+	} else if out.Action != outcome.ActionDone && out.Action != outcome.ActionRequeue && out.Action != outcome.ActionCancel {
+		c.countProcessed(t, true)
+	}
 	switch {
 	case ferr == nil:
 	case errors.Is(ferr, queue.ErrLeaseLost):
@@ -160,6 +163,32 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 			zap.String("action", out.Action.String()), zap.Error(ferr))
 	}
 	c.obs.ended(rn, out, runTime, "")
+}
+
+// countProcessed counts a run of t that ended in success or failure. One
+// meaning everywhere (RunStats, the fleet's rates, the
+// overtake.task.processed and .failed metrics): a run that ended in
+// success or failure is processed; one that failed, retried or
+// dead-lettered (SkipRetry included), is failed too. A failed run is
+// counted once its transition is answered: one that ended canceled
+// instead (its cancel was requested) is counted canceled, not failed.
+func (c *completer) countProcessed(t *store.Task, failed bool) {
+	c.processed.Add(1)
+	if failed {
+		c.failed.Add(1)
+	}
+	c.outcomes.count(t.Level, func(c *store.LevelCounts) {
+		c.Processed++
+		if failed {
+			c.Failed++
+		}
+	})
+}
+
+// canceledRun counts and logs a run that ended canceled.
+func (c *completer) canceledRun(rn *run, runTime time.Duration) {
+	c.canceled.Add(1)
+	rn.log.Info("task canceled", zap.Duration("run", runTime))
 }
 
 // unsavedPreemption counts and, at most once a minute per task type,
@@ -226,8 +255,9 @@ func (c *completer) finishWithRetry(rn *run, what string, fn func(context.Contex
 			wait = 0 // Redis answered another call since this one was sent
 		}
 		bound = c.retryBound(deadline)
-		if err == nil || errors.Is(err, queue.ErrLeaseLost) || time.Now().Add(wait).After(bound) {
-			if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		final := errors.Is(err, queue.ErrLeaseLost) || errors.Is(err, store.ErrEndedCanceled)
+		if err == nil || final || time.Now().Add(wait).After(bound) {
+			if err != nil && !final {
 				c.noteUnsettled(rn.t.ID, err)
 			}
 			return err

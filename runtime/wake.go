@@ -50,6 +50,7 @@ type waker interface {
 	// lookNow makes the dispatcher look for work as on its slow poll:
 	// the wake-ups published while the subscription was lost are lost.
 	lookNow()
+	runCanceler // a cancel's message 'x'<id> (cancel.go)
 }
 
 // start subscribes, waits (within ctx, at most 5 s) for the subscription
@@ -240,6 +241,10 @@ var errSubElsewhere = errors.New("overtake: the wake-up subscription is not on t
 func (w *wakeListener) wake(payload string) {
 	if m, ok := w.eng.PausedFromMessage(payload); ok { // the paused levels changed
 		w.to.setPaused(mirror.PauseModes(m))
+		return
+	}
+	if id, ok := w.eng.CanceledFromMessage(payload); ok {
+		w.to.cancelRequested(id)
 		return
 	}
 	l, err := strconv.Atoi(payload)

@@ -34,7 +34,7 @@
 // overtake.attempt, overtake.preemptions, overtake.class and the event
 // attributes (overtake.preempted.by, overtake.grace_ms, ...). Events:
 // preempted, preempted.victim, checkpoint.saved, result.stored, resumed,
-// requeued, retry, dead, sla.breached.
+// requeued, retry, dead, canceled, sla.breached.
 //
 // # Metrics
 //
@@ -52,6 +52,7 @@
 //	| overtake.task.retried       | counter         | {task} |                    |
 //	| overtake.task.requeued      | counter         | {task} |                    |
 //	| overtake.task.dead          | counter         | {task} |                    |
+//	| overtake.task.canceled      | counter         | {task} |                    |
 //	| overtake.checkpoint.size    | histogram       | By     |                    |
 //	| overtake.checkpoint.missed  | counter         | {task} | overtake.task.type |
 //	| overtake.sla.breaches       | counter         | {task} |                    |

@@ -54,6 +54,9 @@ func (b *bench) figures(ctx context.Context, t *table) {
 	if o.want("preempt") {
 		b.preemptRows(ctx, t)
 	}
+	if o.want("cancel") {
+		b.cancelRows(ctx, t)
+	}
 	if o.want("idle") {
 		b.idleRows(ctx, t)
 	}

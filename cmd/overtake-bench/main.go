@@ -28,6 +28,8 @@ type options struct {
 	rounds         int
 	wakeSamples    int
 	preemptSamples int
+	cancelSamples  int
+	cancelBeats    int
 	idle           time.Duration
 	ceiling        time.Duration
 	checkpointOps  int
@@ -55,6 +57,8 @@ func parseFlags() options {
 	flag.IntVar(&o.rounds, "rounds", 2, "throughput runs per variant, interleaved; the best of each is reported")
 	flag.IntVar(&o.wakeSamples, "wake-samples", 1000, "samples of wake latency (figure 4)")
 	flag.IntVar(&o.preemptSamples, "preempt-samples", 300, "samples of preemption latency (figure 6)")
+	flag.IntVar(&o.cancelSamples, "cancel-samples", 300, "samples of cancel latency by the wake message (figure 12)")
+	flag.IntVar(&o.cancelBeats, "cancel-beats", 5, "samples of cancel latency by the heartbeat, Pub/Sub down (figure 12)")
 	flag.DurationVar(&o.idle, "idle", 10*time.Second, "window of the idle-cost measurement (figure 5)")
 	flag.DurationVar(&o.ceiling, "ceiling", 2*time.Second, "duration of each Redis ceiling measurement (figure 3)")
 	flag.IntVar(&o.checkpointOps, "checkpoint-ops", 3000, "sequential checkpoint saves timed (figure 7)")
@@ -66,7 +70,7 @@ func parseFlags() options {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&o.resumeLong, "resume-long", false,
 		"in figure 6 let each resumed victim run on to be preempted again, instead of finishing and being replaced by a fresh low task")
-	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,idle (default all), cpu (CPU per task by side) and spread (preemptions across victims), only when named")
+	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,cancel,idle (default all), cpu (CPU per task by side) and spread (preemptions across victims), only when named")
 	flag.DurationVar(&o.runLimit, "run-limit", 2*time.Minute, "bound on one throughput run")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole command")
 	flag.Parse()
@@ -74,6 +78,9 @@ func parseFlags() options {
 }
 
 func main() {
+	if os.Getenv(envCancelWorker) != "" { // a worker process of figure 12 (cancel.go)
+		os.Exit(cancelWorker())
+	}
 	o := parseFlags()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "overtake-bench:", err)
@@ -83,7 +90,7 @@ func main() {
 
 func run(o options) error {
 	if o.tasks < 1 || o.concurrency < 1 || o.batch < 1 || o.rounds < 1 || o.wakeSamples < 1 ||
-		o.preemptSamples < 1 || o.checkpointOps < 1 {
+		o.preemptSamples < 1 || o.checkpointOps < 1 || o.cancelSamples < 1 || o.cancelBeats < 1 {
 		return errors.New("counts must be positive")
 	}
 	if o.traceExporter != "otlp" && o.traceExporter != "discard" {

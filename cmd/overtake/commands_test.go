@@ -92,17 +92,17 @@ func TestEnqueueStatsInspect(t *testing.T) {
 		out = c.ok("stats")
 		for _, want := range []string{
 			`queue "default" (namespace "` + b.Prefix + `"): 0 live workers`,
-			"LEVEL    NAME    STATE  DEPTH  IN FLIGHT  SCHEDULED  DEAD  OLDEST WAIT  RATE/s  FAILED/s  PREEMPTED/s  BREACHES/min",
+			"LEVEL    NAME    STATE  DEPTH  IN FLIGHT  SCHEDULED  DEAD  CANCELED  OLDEST WAIT  RATE/s  FAILED/s  PREEMPTED/s  BREACHES/min",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("stats lacks %q:\n%s", want, out)
 			}
 		}
 		rows := map[string]*regexp.Regexp{
-			"high":   regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+1\s+0\s+0\s+0\s+\d+ms\s+0\s+0\s+0\s+0$`),
-			"normal": regexp.MustCompile(`(?m)^\s*1\s+normal\s+running\s+1\s+0\s+0\s+0\s+\d+ms\s+0\s+0\s+0\s+0$`),
-			"low":    regexp.MustCompile(`(?m)^\s*0\s+low\s+running\s+1\s+0\s+1\s+0\s+\d+ms\s+0\s+0\s+0\s+0$`),
-			"total":  regexp.MustCompile(`(?m)^\s*total\s+3\s+0\s+1\s+0\s+0\s+0\s+0\s+0$`),
+			"high":   regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+1\s+0\s+0\s+0\s+0\s+\d+ms\s+0\s+0\s+0\s+0$`),
+			"normal": regexp.MustCompile(`(?m)^\s*1\s+normal\s+running\s+1\s+0\s+0\s+0\s+0\s+\d+ms\s+0\s+0\s+0\s+0$`),
+			"low":    regexp.MustCompile(`(?m)^\s*0\s+low\s+running\s+1\s+0\s+1\s+0\s+0\s+\d+ms\s+0\s+0\s+0\s+0$`),
+			"total":  regexp.MustCompile(`(?m)^\s*total\s+3\s+0\s+1\s+0\s+0\s+0\s+0\s+0\s+0$`),
 		}
 		for name, re := range rows {
 			if !re.MatchString(out) {
@@ -137,7 +137,7 @@ func TestEnqueueStatsInspect(t *testing.T) {
 			t.Errorf("inspect time format:\n%s", out)
 		}
 		out = c.ok("stats")
-		if !regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+0\s+1\s+0\s+0\s+-\s+0\s+0\s+0\s+0$`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+0\s+1\s+0\s+0\s+0\s+-\s+0\s+0\s+0\s+0$`).MatchString(out) {
 			t.Errorf("stats after lease:\n%s", out)
 		}
 
@@ -244,7 +244,7 @@ func TestDeadCommands(t *testing.T) {
 		}
 		c.fail(1, "dead", "delete", ids[1])
 		out = c.ok("stats")
-		if !regexp.MustCompile(`(?m)^\s*1\s+normal\s+running\s+1\s+0\s+0\s+0\s+\S+\s+0\s+0\s+0\s+0$`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)^\s*1\s+normal\s+running\s+1\s+0\s+0\s+0\s+0\s+\S+\s+0\s+0\s+0\s+0$`).MatchString(out) {
 			t.Errorf("stats after requeue and delete:\n%s", out)
 		}
 	})
@@ -266,7 +266,7 @@ func TestStatsCluster(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+1\s+0\s+0\s+0\s+\S+\s+0\s+0\s+0\s+0$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+1\s+0\s+0\s+0\s+0\s+\S+\s+0\s+0\s+0\s+0$`).MatchString(out) {
 		t.Errorf("cluster stats:\n%s", out)
 	}
 

@@ -43,7 +43,7 @@ func cmdConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "comma-separated host names the console answers besides localhost, "+
 		"IP addresses and --addr's name (this host's DNS name, a proxy's; * for any): other names get 421, "+
 		"so that no web page can read the console through DNS rebinding")
-	fs.BoolVar(&o.actions, "actions", false, "enable pause, resume, requeue and delete; they need the token printed at start (or $"+envConsoleToken+")")
+	fs.BoolVar(&o.actions, "actions", false, "enable pause, resume, requeue, delete and cancel; they need the token printed at start (or $"+envConsoleToken+")")
 	fs.StringVar(&o.jaeger, "jaeger", os.Getenv(envJaegerQuery), "base URL of a Jaeger UI: task IDs link to their traces (default $"+envJaegerQuery+")")
 	fs.StringVar(&o.jaegerService, "jaeger-service", "", "service.name of the workers, searched in Jaeger")
 	fs.BoolVar(&o.demo, "demo", false, "run over an embedded Redis with the demo's workload looping (ignores the Redis flags)")
@@ -150,7 +150,7 @@ func serveConsole(ctx context.Context, q *queue.Client, o consoleOptions, stdout
 	}
 	switch {
 	case !o.actions:
-		fmt.Fprintln(stdout, "read-only: start with --actions to pause, resume, requeue and delete")
+		fmt.Fprintln(stdout, "read-only: start with --actions to pause, resume, requeue, delete and cancel")
 	case tokenFrom != "":
 		fmt.Fprintf(stdout, "actions enabled; the token is %s\n", tokenFrom)
 	default:

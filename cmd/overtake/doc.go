@@ -8,6 +8,7 @@
 //	overtake pause [--level L] [--preempt]
 //	overtake resume [--level L]
 //	overtake inspect TASK_ID
+//	overtake cancel [--json] TASK_ID...  # a waiting task at once, a running one when its handler returns
 //	overtake dead list [--json] | requeue ID... | delete ID...
 //	overtake console [--demo]            # the web console on 127.0.0.1:8090
 //

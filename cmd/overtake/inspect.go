@@ -83,6 +83,9 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.TaskD
 			state += fmt.Sprintf(" (position %d of %d in %s)", pos, n, q.LevelName(t.Level))
 		}
 	}
+	if t.State == queue.StateCanceled {
+		state += " (by overtake cancel or Client.Cancel: it will not run again)"
+	}
 	row("state", "%s", state)
 	if t.Class != "" {
 		row("class", "%s", t.Class)

@@ -31,6 +31,7 @@ var commands = []command{
 	{"pause", "pause a level or the whole queue: workers stop leasing from it", cmdPause},
 	{"resume", "resume a paused level or the whole queue", cmdResume},
 	{"inspect", "show every field of one task, with its checkpoint and result", cmdInspect},
+	{"cancel", "cancel tasks by ID: a waiting one at once, a running one when its handler returns", cmdCancel},
 	{"dead", "list, requeue or delete dead-lettered tasks", cmdDead},
 	{"console", "serve a web view of the queue and the fleet on 127.0.0.1, preemptions live (--demo: embedded)", cmdConsole},
 }

@@ -27,7 +27,7 @@ func frameLines(v statsView, cols int) []string {
 	if v.SLA != nil {
 		sla = "SLA\t"
 	}
-	fmt.Fprintf(tw, "LEVEL\tNAME\tSTATE\tDEPTH\tIN FLIGHT\tSCHEDULED\tDEAD\tOLDEST WAIT\t%sRATE/s\tFAILED/s\tPREEMPTED/s\tBREACHES/min\t\n", sla)
+	fmt.Fprintf(tw, "LEVEL\tNAME\tSTATE\tDEPTH\tIN FLIGHT\tSCHEDULED\tDEAD\tCANCELED\tOLDEST WAIT\t%sRATE/s\tFAILED/s\tPREEMPTED/s\tBREACHES/min\t\n", sla)
 	var tot queue.LevelStats
 	for i := len(st.Levels) - 1; i >= 0; i-- {
 		l := st.Levels[i]
@@ -45,12 +45,13 @@ func frameLines(v statsView, cols int) []string {
 			}
 		}
 		r := l.Rates
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s%s\t%s\t%s\t%s\t\n", l.Level, l.Name, l.Paused, l.Pending,
-			l.Active, l.Scheduled, l.Dead, wait, sla, rate(r.Processed), rate(r.Failed), rate(r.Preempted), rate(r.SLABreaches*60))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s%s\t%s\t%s\t%s\t\n", l.Level, l.Name, l.Paused, l.Pending,
+			l.Active, l.Scheduled, l.Dead, l.Canceled, wait, sla, rate(r.Processed), rate(r.Failed), rate(r.Preempted), rate(r.SLABreaches*60))
 		tot.Pending += l.Pending
 		tot.Active += l.Active
 		tot.Scheduled += l.Scheduled
 		tot.Dead += l.Dead
+		tot.Canceled += l.Canceled
 		tot.Rates.Processed += r.Processed
 		tot.Rates.Failed += r.Failed
 		tot.Rates.Preempted += r.Preempted
@@ -60,8 +61,8 @@ func frameLines(v statsView, cols int) []string {
 		sla = "\t"
 	}
 	r := tot.Rates
-	fmt.Fprintf(tw, "\ttotal\t\t%d\t%d\t%d\t%d\t\t%s%s\t%s\t%s\t%s\t\n", tot.Pending, tot.Active, tot.Scheduled, tot.Dead,
-		sla, rate(r.Processed), rate(r.Failed), rate(r.Preempted), rate(r.SLABreaches*60))
+	fmt.Fprintf(tw, "\ttotal\t\t%d\t%d\t%d\t%d\t%d\t\t%s%s\t%s\t%s\t%s\t\n", tot.Pending, tot.Active, tot.Scheduled, tot.Dead,
+		tot.Canceled, sla, rate(r.Processed), rate(r.Failed), rate(r.Preempted), rate(r.SLABreaches*60))
 	_ = tw.Flush()
 	fmt.Fprintf(&b, "rates: per second (breaches per minute) over the last %v, as workers' heartbeats report them\n",
 		queue.RateWindow)
@@ -164,6 +165,7 @@ type levelJSON struct {
 	InFlight  int64  `json:"in_flight"`
 	Scheduled int64  `json:"scheduled"`
 	Dead      int64  `json:"dead"`
+	Canceled  int64  `json:"canceled"`
 	// OldestReadyAt and OldestWaitSeconds are absent when nothing is pending.
 	OldestReadyAt     *time.Time `json:"oldest_ready_at,omitempty"`
 	OldestWaitSeconds *float64   `json:"oldest_wait_seconds,omitempty"`
@@ -218,7 +220,7 @@ func (v statsView) toJSON() statsJSON {
 	}
 	for _, l := range v.Stats.Levels {
 		j := levelJSON{Level: l.Level, Name: l.Name, State: l.Paused.String(), Paused: l.Paused != queue.NotPaused,
-			Pending: l.Pending, InFlight: l.Active, Scheduled: l.Scheduled, Dead: l.Dead,
+			Pending: l.Pending, InFlight: l.Active, Scheduled: l.Scheduled, Dead: l.Dead, Canceled: l.Canceled,
 			Rates: ratesJSON{l.Rates.Processed, l.Rates.Failed, l.Rates.Preempted, l.Rates.SLABreaches}}
 		switch l.Paused {
 		case queue.PauseWait:

@@ -20,7 +20,7 @@ func sampleView() statsView {
 		Now:       now,
 		Stats: &queue.Stats{Queue: "default", Workers: 2, PoolRates: map[string]queue.Rates{
 			"high": {Processed: 2}, "bulk": {Processed: 0.5, Failed: 0.1, Preempted: 0.25}}, Levels: []queue.LevelStats{
-			{Level: 0, Name: "low", Pending: 7, Active: 2, Dead: 1, OldestReadyAt: now.Add(-90 * time.Second),
+			{Level: 0, Name: "low", Pending: 7, Active: 2, Dead: 1, Canceled: 5, OldestReadyAt: now.Add(-90 * time.Second),
 				Rates: queue.Rates{Processed: 0.5, Preempted: 0.25}},
 			{Level: 1, Name: "normal", Pending: 0, Scheduled: 3, Paused: queue.PauseWait,
 				Rates: queue.Rates{Processed: 12.345, Failed: 0.1, SLABreaches: 0.05}},
@@ -39,11 +39,11 @@ func TestFrameLinesContent(t *testing.T) {
 	out := strings.Join(frameLines(v, 0), "\n")
 	for _, re := range []string{
 		`^queue "default" \(namespace "ns"\): 2 live workers\n\n`,
-		`(?m)^\s*LEVEL\s+NAME\s+STATE\s+DEPTH\s+IN FLIGHT\s+SCHEDULED\s+DEAD\s+OLDEST WAIT\s+RATE/s\s+FAILED/s\s+PREEMPTED/s\s+BREACHES/min$`,
-		`(?m)^\s*2\s+high\s+paused \(preempt\)\s+4\s+0\s+0\s+0\s+1.5s\s+0\s+0\s+0\s+0$`,
-		`(?m)^\s*1\s+normal\s+paused\s+0\s+0\s+3\s+0\s+-\s+12.35\s+0.1\s+0\s+3$`,
-		`(?m)^\s*0\s+low\s+running\s+7\s+2\s+0\s+1\s+1m30s\s+0.5\s+0\s+0.25\s+0$`,
-		`(?m)^\s*total\s+11\s+2\s+3\s+1\s+12.85\s+0.1\s+0.25\s+3$`,
+		`(?m)^\s*LEVEL\s+NAME\s+STATE\s+DEPTH\s+IN FLIGHT\s+SCHEDULED\s+DEAD\s+CANCELED\s+OLDEST WAIT\s+RATE/s\s+FAILED/s\s+PREEMPTED/s\s+BREACHES/min$`,
+		`(?m)^\s*2\s+high\s+paused \(preempt\)\s+4\s+0\s+0\s+0\s+0\s+1.5s\s+0\s+0\s+0\s+0$`,
+		`(?m)^\s*1\s+normal\s+paused\s+0\s+0\s+3\s+0\s+0\s+-\s+12.35\s+0.1\s+0\s+3$`,
+		`(?m)^\s*0\s+low\s+running\s+7\s+2\s+0\s+1\s+5\s+1m30s\s+0.5\s+0\s+0.25\s+0$`,
+		`(?m)^\s*total\s+11\s+2\s+3\s+1\s+5\s+12.85\s+0.1\s+0.25\s+3$`,
 		`(?m)^rates: per second \(breaches per minute\) over the last 1m0s`,
 		`(?m)^pools: bulk 0.5/s \(failed 0.1, preempted 0.25\); high 2/s \(failed 0, preempted 0\)$`,
 		`(?m)^WORKER\s+SLOTS USED\s+HEARTBEAT\s+POOLS$`,
@@ -65,11 +65,11 @@ func TestFrameLinesContent(t *testing.T) {
 	v.SLA = map[int]time.Duration{2: time.Second, 0: 5 * time.Minute}
 	out = strings.Join(frameLines(v, 0), "\n")
 	for _, re := range []string{
-		`(?m)^\s*LEVEL\s+NAME\s+STATE\s+DEPTH\s+IN FLIGHT\s+SCHEDULED\s+DEAD\s+OLDEST WAIT\s+SLA\s+RATE/s`,
-		`(?m)^\s*2\s+high\s+paused \(preempt\)\s+4\s+0\s+0\s+0\s+1.5s\s+OVER 1s\s+0\s+0\s+0\s+0$`,
-		`(?m)^\s*1\s+normal\s+paused\s+0\s+0\s+3\s+0\s+-\s+-\s+12.35`,
-		`(?m)^\s*0\s+low\s+running\s+7\s+2\s+0\s+1\s+1m30s\s+5m0s\s+0.5`,
-		`(?m)^\s*total\s+11\s+2\s+3\s+1\s+12.85\s+0.1\s+0.25\s+3$`,
+		`(?m)^\s*LEVEL\s+NAME\s+STATE\s+DEPTH\s+IN FLIGHT\s+SCHEDULED\s+DEAD\s+CANCELED\s+OLDEST WAIT\s+SLA\s+RATE/s`,
+		`(?m)^\s*2\s+high\s+paused \(preempt\)\s+4\s+0\s+0\s+0\s+0\s+1.5s\s+OVER 1s\s+0\s+0\s+0\s+0$`,
+		`(?m)^\s*1\s+normal\s+paused\s+0\s+0\s+3\s+0\s+0\s+-\s+-\s+12.35`,
+		`(?m)^\s*0\s+low\s+running\s+7\s+2\s+0\s+1\s+5\s+1m30s\s+5m0s\s+0.5`,
+		`(?m)^\s*total\s+11\s+2\s+3\s+1\s+5\s+12.85\s+0.1\s+0.25\s+3$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("frame with --sla does not match %s:\n%s", re, out)
@@ -165,6 +165,8 @@ func TestStatsJSON(t *testing.T) {
 	check(lo, "paused", false)
 	check(lo, "pause_mode", nil)
 	check(lo, "in_flight", 2.0)
+	check(lo, "canceled", 5.0)
+	check(hi, "canceled", 0.0)
 	rates := mid["rates"].(map[string]any)
 	if rates["processed_per_second"] != 12.345 || rates["failed_per_second"] != 0.1 || rates["sla_breaches_per_second"] != 0.05 {
 		t.Errorf("rates %v", rates)

@@ -149,9 +149,9 @@ func TestStatsWatch(t *testing.T) {
 		q := c.client()
 		seedWatch(t, b, q)
 		rows := []string{
-			`(?m)^\s*2\s+high\s+running\s+2\s+1\s+0\s+0\s+\S+\s+OVER 1ms\s+2\s+0.1\s+0\s+3$`,
-			`(?m)^\s*1\s+normal\s+paused\s+0\s+0\s+0\s+0\s+-\s+-\s+0\s+0\s+0\s+0$`,
-			`(?m)^\s*total\s+4\s+1\s+0\s+0\s+2.5\s+0.1\s+0.25\s+3$`,
+			`(?m)^\s*2\s+high\s+running\s+2\s+1\s+0\s+0\s+0\s+\S+\s+OVER 1ms\s+2\s+0.1\s+0\s+3$`,
+			`(?m)^\s*1\s+normal\s+paused\s+0\s+0\s+0\s+0\s+0\s+-\s+-\s+0\s+0\s+0\s+0$`,
+			`(?m)^\s*total\s+4\s+1\s+0\s+0\s+0\s+2.5\s+0.1\s+0.25\s+3$`,
 			`(?m)^w-live\s+1/4\s+\S+ ago\s+-$`,
 			`(?m)^w-rates\s+0/2\s+(9\.\d|1\d|20)(\.\d)?s ago\s+-$`,
 		}
@@ -164,7 +164,7 @@ func TestStatsWatch(t *testing.T) {
 				}
 			}
 		}
-		lowRow := `(?m)^\s*0\s+low\s+%s\s+2\s+0\s+0\s+0\s+\S+\s+-\s+0.5\s+0\s+0.25\s+0$`
+		lowRow := `(?m)^\s*0\s+low\s+%s\s+2\s+0\s+0\s+0\s+0\s+\S+\s+-\s+0.5\s+0\s+0.25\s+0$`
 
 		// A terminal: frames redrawn in place until the context ends.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -214,7 +214,7 @@ func TestStatsWatchPlain(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		c := newCLI(t, b)
 		seedWatch(t, b, c.client())
-		high := regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+2\s+1\s+0\s+0\s+\S+\s+2\s+0.1\s+0\s+3$`)
+		high := regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+2\s+1\s+0\s+0\s+0\s+\S+\s+2\s+0.1\s+0\s+3$`)
 
 		// Not a terminal: plain frames separated by a blank line.
 		ctx, cancel := context.WithCancel(context.Background())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -96,4 +97,79 @@ func Example() {
 	// transcode movie.mp4: segment 5/6
 	// transcode movie.mp4: segment 6/6
 	// transcode movie.mp4: done: 6 segments, preemptions: 1
+}
+
+// A transcode canceled after its second segment stops at once and saves
+// nothing: the task ends canceled, without a checkpoint, and never runs
+// again.
+func Example_cancel() {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	// Retention keeps the canceled task's record readable for an hour.
+	q, err := queue.New(rdb, queue.Config{Name: "media", Retention: time.Hour})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	tc := &Transcoder{SegmentTime: 5 * time.Millisecond, CheckpointEvery: 0, Out: os.Stdout}
+	// After segment 2, an operator cancels the transcode (overtake cancel
+	// ID does the same). The hook then waits for the cancel to reach the
+	// handler, so that it always lands at the same segment.
+	tc.AfterSegment = func(ctx context.Context, t *queue.TaskInfo, done int) {
+		if done != 2 {
+			return
+		}
+		if err := q.Cancel(context.Background(), t.ID); err != nil {
+			panic(err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			panic("not canceled")
+		}
+	}
+	mux := newMux(tc)
+	returned := make(chan struct{}) // closed when the transcode's handler returned
+	mux.Use(func(next handlers.Handler) handlers.Handler {
+		return handlers.HandlerFunc(func(ctx context.Context, t *queue.TaskInfo) error {
+			defer close(returned)
+			return next.ProcessTask(ctx, t)
+		})
+	})
+	rt, err := runtime.New(q, mux, runtime.Config{Concurrency: 1})
+	if err != nil {
+		panic(err)
+	}
+	payload, _ := json.Marshal(TranscodeArgs{Video: "movie.mp4", Segments: 6})
+	job, err := q.Enqueue(ctx, queue.NewTask(TypeTranscode, payload), queue.LevelNamed("low"))
+	if err != nil {
+		panic(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		panic(err)
+	}
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		panic("transcode did not return")
+	}
+	if err := rt.Shutdown(ctx); err != nil { // waits for the run's end to be recorded
+		panic(err)
+	}
+	t, err := q.Inspect(ctx, job.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("state: %s, checkpoint: %d bytes, canceled runs: %d\n", t.State, len(t.Checkpoint), rt.Stats().Canceled)
+	// Output:
+	// transcode movie.mp4: segment 1/6
+	// transcode movie.mp4: segment 2/6
+	// transcode movie.mp4: canceled after 2/6 segments, nothing saved
+	// state: canceled, checkpoint: 0 bytes, canceled runs: 1
 }

@@ -50,13 +50,19 @@ func runMain() error {
 	if len(os.Args) == 3 { // producer mode
 		var t *queue.TaskInfo
 		switch video := os.Args[2]; os.Args[1] {
+		case "cancel": // video is the task's ID
+			if err := q.Cancel(ctx, video); err != nil {
+				return err
+			}
+			fmt.Printf("canceled %s (a running transcode stops at once and saves nothing)\n", video)
+			return nil
 		case TypeTranscode:
 			payload, _ := json.Marshal(TranscodeArgs{Video: video, Segments: 20})
 			t, err = q.Enqueue(ctx, queue.NewTask(TypeTranscode, payload), queue.LevelNamed("low"))
 		case TypeThumbnail:
 			t, err = q.Enqueue(ctx, queue.NewTask(TypeThumbnail, []byte(video)), queue.LevelNamed("high"))
 		default:
-			return fmt.Errorf("usage: %s [transcode|thumbnail VIDEO]", os.Args[0])
+			return fmt.Errorf("usage: %s [transcode|thumbnail VIDEO | cancel TASK_ID]", os.Args[0])
 		}
 		if err != nil {
 			return err

@@ -83,14 +83,21 @@ func (tc *Transcoder) encodeSegment(ctx context.Context) error {
 	}
 }
 
-// stop saves the progress reached (Flush works after cancellation, within
-// the runtime's grace period) and returns the cause: the runtime requeues
-// the task at the head of its level without counting a failed attempt.
+// stop ends a run whose context is done. Canceled (queue.Client.Cancel),
+// it saves nothing, as the task never resumes, and returns the cause: the
+// task ends canceled. Preempted or shut down, it saves the progress
+// reached (Flush works after cancellation, within the runtime's grace
+// period) and returns the cause: the runtime requeues the task at the
+// head of its level without counting a failed attempt.
 func (tc *Transcoder) stop(ctx context.Context, a TranscodeArgs, cur *checkpoint.Cursor[Progress]) error {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, handlers.ErrCanceled) {
+		tc.printf("%s %s: canceled after %d/%d segments, nothing saved", TypeTranscode, a.Video, cur.Value().Segments, a.Segments)
+		return cause
+	}
 	if err := cur.Flush(ctx); err != nil {
 		return err
 	}
-	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, handlers.ErrPreempted):
 		tc.printf("%s %s: preempted after %d/%d segments, checkpoint saved", TypeTranscode, a.Video, cur.Value().Segments, a.Segments)

@@ -29,9 +29,12 @@ const (
 	// ActionRequeue puts the task back at the head of its level with its
 	// checkpoint, not counting an attempt (Yield, preemption, shutdown).
 	ActionRequeue
+	// ActionCancel ends the task canceled: its context was cancelled with
+	// the cause handlers.ErrCanceled and the handler did not succeed.
+	ActionCancel
 )
 
-var actionNames = [...]string{"done", "retry", "retry_after", "dead", "requeue"}
+var actionNames = [...]string{"done", "retry", "retry_after", "dead", "requeue", "cancel"}
 
 // String returns a lower-case name such as "retry_after", fit for logs and
 // metric attributes.
@@ -80,9 +83,15 @@ func Classify(err error) Outcome {
 // a plain error (typically context.Canceled, or a failure caused by the
 // cancellation) becomes ActionRequeue: the runtime stopped the task, so the
 // failure is not the task's. Explicit steering (SkipRetry, RetryAfter) and a
-// nil error (the task finished anyway) are kept.
+// nil error (the task finished anyway) are kept. When the cause is
+// handlers.ErrCanceled, any error becomes ActionCancel: a canceled task is
+// neither retried, dead-lettered nor requeued; nil (it succeeded first) is
+// still ActionDone.
 func ClassifyContext(ctx context.Context, err error) Outcome {
 	out := Classify(err)
+	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), handlers.ErrCanceled) {
+		return Outcome{Action: ActionCancel, Err: err}
+	}
 	if out.Action == ActionRetry && ctx.Err() != nil && isRequeue(context.Cause(ctx)) {
 		out.Action = ActionRequeue
 	}

@@ -73,6 +73,10 @@ func TestClassifyContext(t *testing.T) {
 		{"preempted retry after kept", cancelled(handlers.ErrPreempted), handlers.RetryAfter(time.Second, boom), outcome.ActionRetryAfter},
 		{"other cause", cancelled(boom), context.Canceled, outcome.ActionRetry},
 		{"timeout", timedOut, context.DeadlineExceeded, outcome.ActionRetry},
+		{"canceled ctx.Err", cancelled(handlers.ErrCanceled), context.Canceled, outcome.ActionCancel},
+		{"canceled skip retry", cancelled(handlers.ErrCanceled), handlers.SkipRetry(boom), outcome.ActionCancel},
+		{"canceled yield", cancelled(handlers.ErrCanceled), handlers.ErrYield, outcome.ActionCancel},
+		{"canceled but finished", cancelled(handlers.ErrCanceled), nil, outcome.ActionDone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +96,7 @@ func TestActionString(t *testing.T) {
 		outcome.ActionRetryAfter: "retry_after",
 		outcome.ActionDead:       "dead",
 		outcome.ActionRequeue:    "requeue",
+		outcome.ActionCancel:     "cancel",
 		outcome.Action(-1):       "unknown",
 		outcome.Action(99):       "unknown",
 	}

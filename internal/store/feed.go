@@ -12,7 +12,7 @@ import (
 // The preemption feed: a Redis stream, capped at about 1000 entries, that
 // the scripts append to when a reservation takes an urgent task for a
 // victim, when the victim gives way (its requeue) and when a preempted task
-// is leased again. Ordinary tasks never write to it, so it costs nothing
+// is leased again, and when a task ends canceled. Ordinary tasks never write to it, so it costs nothing
 // until something is preempted. Any client reads it (Preemptions), for a
 // console or an audit, without an OpenTelemetry backend.
 
@@ -26,6 +26,9 @@ const (
 	FeedGaveWay FeedKind = "gave_way"
 	// FeedResumed means the preempted task ID was leased again.
 	FeedResumed FeedKind = "resumed"
+	// FeedCanceled means task ID ended canceled (Cancel); Worker is the
+	// worker that held it, if it ran.
+	FeedCanceled FeedKind = "canceled"
 )
 
 // FeedEvent is one entry of the preemption feed.

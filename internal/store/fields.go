@@ -25,7 +25,7 @@ type luaName struct {
 // JSON object of strings (see lua/prelude.lua). Times are ms since the
 // epoch on Redis's clock, levels and counts decimal strings.
 var stateFields = []luaName{
-	{"STATE", "st", "what the task is doing: pending, active, scheduled, retry, done or dead"},
+	{"STATE", "st", "what the task is doing: pending, active, scheduled, retry, done, dead or canceled"},
 	{"LEVEL", "l", "its current level"},
 	{"ATTEMPT", "att", "failed attempts so far"},
 	{"PREEMPTIONS", "pre", "times it gave way to a more urgent task"},
@@ -44,6 +44,7 @@ var stateFields = []luaName{
 	{"RUN_SPANS", "rs", "its run spans, space-separated (Task.RunSpans)"},
 	{"SCHEDULED_LEVEL", "sl", "the level it is counted scheduled at"},
 	{"DEADLINE", "dl", "when its lease ends, read when present (the leases set holds it)"},
+	{"CANCEL", "cx", "when a cancel of the running task was requested (Store.Cancel)"},
 }
 
 // counterKinds are a queue's counters per level, the fields <key><level>
@@ -52,4 +53,5 @@ var counterKinds = []luaName{
 	{"ACTIVE", "a", "tasks leased"},
 	{"SCHEDULED", "s", "tasks scheduled, or waiting for a retry"},
 	{"DEAD", "d", "tasks dead-lettered"},
+	{"CANCELED", "x", "tasks canceled"},
 }

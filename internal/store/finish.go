@@ -95,7 +95,9 @@ func (c *Store) finishBatch(ctx context.Context, ops []finishOp) []error {
 	return finishResults(ops, raw, err)
 }
 
-// finishResults maps a finish call's reply (or error) to one error per op.
+// finishResults maps a finish call's reply (or error) to one error per op:
+// a task that ended canceled (reply 2) gets ErrEndedCanceled, unless the op
+// was the cancel.
 // With ErrNotReplicated and a reply, each op that the reply says was done
 // gets ErrNotReplicated (done on the primary, not confirmed).
 func finishResults(ops []finishOp, raw []any, err error) []error {
@@ -105,8 +107,8 @@ func finishResults(ops []finishOp, raw []any, err error) []error {
 		var e error
 		switch {
 		case unconfirmed && i < len(raw):
-			if _, done := raw[i].(int64); done {
-				e = err
+			if n, done := raw[i].(int64); done {
+				e = canceledErr(op, n, err)
 			} else if v, _ := raw[i].(string); v == "L" {
 				e = ErrLeaseLost
 			} else {
@@ -119,6 +121,7 @@ func finishResults(ops []finishOp, raw []any, err error) []error {
 		default:
 			switch v := raw[i].(type) {
 			case int64:
+				e = canceledErr(op, v, nil)
 			case string:
 				if v == "L" {
 					e = ErrLeaseLost
@@ -132,6 +135,15 @@ func finishResults(ops []finishOp, raw []any, err error) []error {
 		}
 	}
 	return errs
+}
+
+// canceledErr is the error of op, answered n (1 or 2, ended canceled),
+// that the call's err otherwise is.
+func canceledErr(op finishOp, n int64, err error) error {
+	if n == 2 && op.mode != "cancel" {
+		return ErrEndedCanceled
+	}
+	return err
 }
 
 // ackResults is finishResults for the acks a lease call carried.

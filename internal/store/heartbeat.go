@@ -43,6 +43,7 @@ type heartbeatArgs struct {
 	Capacity int                   `json:"cap"`
 	Lease    int64                 `json:"lease"`
 	Age      int64                 `json:"age,omitempty"`
+	Ret      int64                 `json:"ret,omitempty"`
 	Top      int                   `json:"top"`
 	Counts   map[string]rateCounts `json:"counts,omitempty"`
 	Pools    string                `json:"pools,omitempty"`
@@ -59,7 +60,7 @@ func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, e
 		hb.TTL = c.cfg.LeaseDuration
 	}
 	js, err := json.Marshal(heartbeatArgs{TTL: hb.TTL.Milliseconds(), Capacity: hb.Capacity,
-		Lease: c.cfg.LeaseDuration.Milliseconds(), Age: c.cfg.AgeAfter.Milliseconds(), Top: c.cfg.Levels - 1,
+		Lease: c.cfg.LeaseDuration.Milliseconds(), Age: c.cfg.AgeAfter.Milliseconds(), Ret: c.cfg.Retention.Milliseconds(), Top: c.cfg.Levels - 1,
 		Counts: encodeCounts(hb.Counts, hb.PoolCounts), Pools: encodePools(hb.Pools)})
 	if err != nil {
 		return nil, wrapf(err, "heartbeat")
@@ -87,6 +88,14 @@ func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, e
 	if len(raw) > 2 {
 		p, _ := raw[2].(string)
 		reply.Paused = c.parsePaused(p)
+	}
+	if len(raw) > 3 {
+		l, _ := raw[3].([]any)
+		for _, id := range l {
+			if s, ok := id.(string); ok {
+				reply.Canceled = append(reply.Canceled, s)
+			}
+		}
 	}
 	return reply, nil
 }

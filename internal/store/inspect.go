@@ -18,6 +18,7 @@ type LevelStats struct {
 	Active    int64 // leased by a worker
 	Scheduled int64 // delayed or waiting for a retry
 	Dead      int64 // dead-lettered
+	Canceled  int64 // canceled (Cancel), since the queue began
 	// OldestReadyAt is when the task at the head of the list became
 	// pending; zero when the level is empty.
 	OldestReadyAt time.Time
@@ -63,8 +64,9 @@ func (c *Store) Stats(ctx context.Context) (*Stats, error) {
 			}
 			return 0
 		}
-		ls := LevelStats{Level: l, Name: c.LevelName(l), Pending: n(0), Active: n(1), Scheduled: n(2), Dead: n(3)}
-		if ms := n(4); ms > 0 {
+		ls := LevelStats{Level: l, Name: c.LevelName(l), Pending: n(0), Active: n(1), Scheduled: n(2), Dead: n(3),
+			Canceled: n(5)}
+		if ms := n(4); ms > 0 { // (n(5) is Canceled)
 			ls.OldestReadyAt = time.UnixMilli(ms)
 		}
 		st.Levels = append(st.Levels, ls)

@@ -17,6 +17,7 @@ type leaseArgs struct {
 	Min     int              `json:"min,omitempty"`
 	Skip    []int            `json:"skip,omitempty"`
 	Age     int64            `json:"age,omitempty"`
+	Ret     int64            `json:"ret,omitempty"`
 	Groups  []leaseGroupArgs `json:"groups,omitempty"`
 	Reserve *reserveArgs     `json:"reserve,omitempty"`
 }
@@ -112,6 +113,7 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 		return &LeaseResult{}, 0, nil
 	}
 	opts := leaseArgs{Count: req.Count, Min: minLevel, Skip: req.Skip, Age: c.cfg.AgeAfter.Milliseconds(),
+		Ret:    c.cfg.Retention.Milliseconds(),
 		Groups: groupArgs(req.Groups, req.Skip, c.cfg.Levels)}
 	if rv != nil {
 		opts.Skip = slices.Concat(rv.NeverPreempt, req.Skip)

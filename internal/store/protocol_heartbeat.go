@@ -49,6 +49,10 @@ type HeartbeatReply struct {
 	Lost []string
 	// Paused are the paused levels (see Pause).
 	Paused map[int]PauseMode
+	// Canceled are the IDs among the extended leases whose cancel was
+	// requested (Cancel): the caller cancels their runs; however their
+	// lease ends, they end canceled unless they succeed.
+	Canceled []string
 }
 
 // RequeueReason says why a running task goes back to its level.

@@ -63,6 +63,7 @@ type state struct {
 	Dl  string `json:"dl,omitempty"`
 	B   string `json:"b,omitempty"`
 	Sl  string `json:"sl,omitempty"`
+	Cx  string `json:"cx,omitempty"`
 }
 
 // decodeTask builds a Task from its three keys' values (record, state,

@@ -102,6 +102,8 @@ func (s *state) set(k, v string) bool {
 		s.B = v
 	case "sl":
 		s.Sl = v
+	case "cx":
+		s.Cx = v
 	default:
 		return false
 	}

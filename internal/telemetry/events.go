@@ -83,6 +83,11 @@ func AddDead(span trace.Span, reason string) {
 	span.SetAttributes(DeadKey.Bool(true))
 }
 
+// AddCanceled records that the run ended canceled.
+func AddCanceled(span trace.Span) {
+	span.AddEvent(EventCanceled)
+}
+
 // PreviousRunLinks returns the start options of a run's process span for
 // the task's earlier runs prev (oldest first): a link to each, with
 // overtake.link.kind = previous_run, and the span attribute

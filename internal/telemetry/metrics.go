@@ -24,6 +24,9 @@ const (
 	MetricFailed = "overtake.task.failed"
 	// MetricDead counts dead-lettered tasks.
 	MetricDead = "overtake.task.dead"
+	// MetricCanceled counts tasks whose run ended canceled
+	// (queue.Client.Cancel).
+	MetricCanceled = "overtake.task.canceled"
 	// MetricPreempted counts runs that gave way to more urgent work.
 	MetricPreempted = "overtake.task.preempted"
 	// MetricRetried counts failed tasks scheduled for a retry.
@@ -75,9 +78,11 @@ const (
 	RunFailed
 	// RunPreempted means the task gave way; counts as preempted only.
 	RunPreempted
+	// RunCanceled means the run ended canceled; counts as canceled only.
+	RunCanceled
 )
 
-// String returns "succeeded", "failed" or "preempted".
+// String returns "succeeded", "failed", "preempted" or "canceled".
 func (o RunResult) String() string {
 	switch o {
 	case RunSucceeded:
@@ -86,6 +91,8 @@ func (o RunResult) String() string {
 		return "failed"
 	case RunPreempted:
 		return "preempted"
+	case RunCanceled:
+		return "canceled"
 	}
 	return "unknown"
 }
@@ -98,6 +105,7 @@ type Metrics struct {
 	wait, run                                             metric.Float64Histogram
 	ckpt                                                  metric.Int64Histogram
 	processed, failed, dead, preempted, retried, requeued metric.Int64Counter
+	canceled                                              metric.Int64Counter
 	slaBreaches, ckptMissed                               metric.Int64Counter
 	depth, concurrency                                    metric.Int64ObservableGauge
 	sets                                                  sync.Map // Labels -> *series
@@ -140,7 +148,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		mp = noop.NewMeterProvider()
 	}
 	m := &Metrics{meter: mp.Meter(InstrumentationName, metric.WithSchemaURL(SchemaURL))}
-	var errs [13]error
+	var errs [14]error
 	m.wait, errs[0] = m.meter.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time a task waited in its level before a worker leased it."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
@@ -168,6 +176,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("Tasks the worker runs at once (its slots), as set or autoscaled."))
 	m.ckptMissed = counter(MetricCheckpointMissed,
 		"Preempted runs that returned with no checkpoint saved during the run: the next run starts over.", &errs[12])
+	m.canceled = counter(MetricCanceled, "Tasks whose run ended canceled.", &errs[13])
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -211,7 +220,8 @@ func (m *Metrics) RecordWait(ctx context.Context, l Labels, wait time.Duration) 
 }
 
 // RecordRun records one run of a handler: its duration (with
-// overtake.outcome) and the processed, failed or preempted counter.
+// overtake.outcome) and the processed, failed, preempted or canceled
+// counter.
 func (m *Metrics) RecordRun(ctx context.Context, l Labels, run time.Duration, o RunResult) {
 	if m == nil {
 		return
@@ -226,6 +236,8 @@ func (m *Metrics) RecordRun(ctx context.Context, l Labels, run time.Duration, o 
 		m.failed.Add(ctx, 1, s.add...)
 	case RunPreempted:
 		m.preempted.Add(ctx, 1, s.add...)
+	case RunCanceled:
+		m.canceled.Add(ctx, 1, s.add...)
 	}
 }
 

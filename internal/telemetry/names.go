@@ -69,6 +69,9 @@ const (
 	EventRetry = "retry"
 	// EventDead marks that the task was dead-lettered.
 	EventDead = "dead"
+	// EventCanceled marks that the task ended canceled
+	// (queue.Client.Cancel).
+	EventCanceled = "canceled"
 	// EventSLABreached marks that the task waited longer than its level's
 	// SLA before this run was leased.
 	EventSLABreached = "sla.breached"

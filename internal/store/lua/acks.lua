@@ -29,7 +29,9 @@ local BYTE_RBRACE = 125 -- '}': the end of a fresh task's state
 
 -- The patterns of a fresh task's state as the lease writes it (see
 -- fresh_state in lease.lua): its fields up to the lease's start, then the
--- slot pool, if any, after them.
+-- slot pool, if any, after them. A state with a cancel request (F_CANCEL,
+-- see cancel.lua) never matches, wherever cjson put that field: it takes
+-- the slow path, and an ack ends it done all the same.
 local FRESH = '^{"' .. F_STATE .. '":"active","' .. F_LEVEL .. '":"%d+","' .. F_LEASED_LEVEL .. '":"(%d+)","' ..
   F_WORKER .. '":"([^"\\]*)","' .. F_TOKEN .. '":"([^"\\]*)","' .. F_LEASED_AT .. '":"%d+"()'
 local FRESH_POOL = '^,"' .. F_POOL .. '":"(%d+)"}$'

@@ -12,11 +12,11 @@
 -- defines: F_STATE F_LEVEL F_ATTEMPT F_PREEMPTIONS F_RECOVERIES
 -- defines: F_CHECKPOINT_SEQ F_READY_AT F_AGED_AT F_PROCESS_AT F_ERROR
 -- defines: F_FINISHED_AT F_WORKER F_TOKEN F_LEASED_AT F_LEASED_LEVEL
--- defines: F_POOL F_RUN_SPANS F_SCHEDULED_LEVEL F_DEADLINE C_ACTIVE
--- defines: C_SCHEDULED C_DEAD
+-- defines: F_POOL F_RUN_SPANS F_SCHEDULED_LEVEL F_DEADLINE F_CANCEL
+-- defines: C_ACTIVE C_SCHEDULED C_DEAD C_CANCELED
 
 -- luacheck: push no max line length
-local F_STATE = 'st' -- what the task is doing: pending, active, scheduled, retry, done or dead
+local F_STATE = 'st' -- what the task is doing: pending, active, scheduled, retry, done, dead or canceled
 local F_LEVEL = 'l' -- its current level
 local F_ATTEMPT = 'att' -- failed attempts so far
 local F_PREEMPTIONS = 'pre' -- times it gave way to a more urgent task
@@ -35,8 +35,10 @@ local F_POOL = 'b' -- the slot pool its lease holds (Heartbeat.Pools)
 local F_RUN_SPANS = 'rs' -- its run spans, space-separated (Task.RunSpans)
 local F_SCHEDULED_LEVEL = 'sl' -- the level it is counted scheduled at
 local F_DEADLINE = 'dl' -- when its lease ends, read when present (the leases set holds it)
+local F_CANCEL = 'cx' -- when a cancel of the running task was requested (Store.Cancel)
 
 local C_ACTIVE = 'a' -- tasks leased
 local C_SCHEDULED = 's' -- tasks scheduled, or waiting for a retry
 local C_DEAD = 'd' -- tasks dead-lettered
+local C_CANCELED = 'x' -- tasks canceled
 -- luacheck: pop

@@ -18,12 +18,18 @@
 -- ARGV[2]  now in ms, or "" for Redis's clock
 -- ARGV[3]  retention in ms (Config.Retention; 0: records go at once)
 -- ARGV[4..] per op, six arguments: id, token, mode (ack | retry | dead |
---          requeue), a, b, run spans; retry: a = delay ms, b = error;
---          dead: b = reason; requeue: a = "preempted" counts a preemption.
+--          requeue | cancel), a, b, run spans; retry: a = delay ms, b =
+--          error; dead: b = reason; requeue: a = "preempted" counts a
+--          preemption; cancel ends the task canceled (its handler returned
+--          after its cancel was requested).
+-- A task whose cancel was requested (F_CANCEL, see cancel.lua) ends
+-- canceled by every op but an ack (to_canceled in prelude.lua): it never
+-- runs again; an ack (the handler succeeded first) ends it done.
 -- A batch of acks without retention comes compact: ARGV[4] "" (no ID is
 -- empty), then id, token per ack (see fast_acks in acks.lua).
 --
--- Reply: one entry per op: 1, "L" (lease lost) or a CORRUPT message; or an
+-- Reply: one entry per op: 1, 2 (ended canceled), "L" (lease lost) or a
+-- CORRUPT message; or an
 -- error reply (CORRUPT ...) when a shared key holds another type.
 --
 -- Keys it touches: those declared in KEYS; with retention, t:<id>,
@@ -69,7 +75,10 @@ for i = 1, nops do
     local ow, ostt = s[F_WORKER], s[F_LEASED_AT]
     s[F_WORKER], s[F_TOKEN], s[F_LEASED_AT], s[F_LEASED_LEVEL], s[F_POOL] = nil, nil, nil, nil, nil
     if mode ~= 'ack' and rsp ~= '' then s[F_RUN_SPANS] = rsp end
-    if mode == 'ack' then
+    if mode ~= 'ack' and (mode == 'cancel' or s[F_CANCEL]) then
+      res[i] = 2
+      to_canceled(id, s, lvl or level_of(s, hdr_of(id)), now, ret, ow)
+    elseif mode == 'ack' then
       s[F_STATE], s[F_FINISHED_AT] = 'done', tostring(now)
       sput(id, s)
       dels[#dels + 1] = ckey(id)

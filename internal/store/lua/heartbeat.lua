@@ -32,6 +32,8 @@
 --            lease   lease duration in ms
 --            age     age after ms (Config.AgeAfter) [0: no aging]
 --            top     the queue's top level
+--            ret     retention in ms (Config.Retention) of the tasks
+--                    recovery ends canceled [0]
 --            counts  outcome counts since the previous heartbeat, an
 --                    object: "<level>" or "P<pool>" -> [processed, failed,
 --                    preempted, SLA breaches] (see counts.lua) [none]
@@ -44,7 +46,8 @@
 -- "@<slot pools>" when it has pools (fleet.lua and workers.lua read it).
 --
 -- Reply: {lost IDs, corruption messages, paused levels (the paused key's
--- value, "" for none)}; an error reply SCHEMA ... for another schema
+-- value, "" for none), the IDs among the extended leases whose cancel was
+-- requested (F_CANCEL, see cancel.lua)}; an error reply SCHEMA ... for another schema
 -- version, CORRUPT ... when a shared key holds another type.
 --
 -- Keys it touches: those declared in KEYS, and keys it finds as it runs
@@ -74,7 +77,7 @@ if not ok2 then return redis.error_reply('CORRUPT ' .. P .. 'done is a ' .. type
 -- The worker's own leases are read here and extended before recovery
 -- runs, so that a lease that expired while this worker could not reach it
 -- (the slot migrating, say) stays its own.
-local lost, ext, mine = {}, {}, {}
+local lost, ext, mine, cancels = {}, {}, {}, {}
 if #ARGV >= 6 then
   local sk = {}
   for i = 6, #ARGV, 2 do sk[#sk + 1] = skey(ARGV[i]) end
@@ -84,6 +87,7 @@ if #ARGV >= 6 then
     local s = decode(raws[(i - 4) / 2])
     if s and s[F_TOKEN] == ARGV[i + 1] then
       ext[#ext + 1] = dl; ext[#ext + 1] = ARGV[i]; mine[ARGV[i]] = true
+      if s[F_CANCEL] then cancels[#cancels + 1] = ARGV[i] end
     else
       lost[#lost + 1] = ARGV[i]
     end
@@ -108,7 +112,7 @@ end
 -- due_reads checked the type of leases.
 if #ext > 0 then redis.call('ZADD', P .. 'leases', 'XX', unpack(ext)) end
 if sweep then
-  recover(exp, now, bad)
+  recover(exp, now, bad, opt.ret)
   age(now, age_after, top, bad)
 end
 redis.call('ZADD', P .. 'alive', now + opt.ttl, w)
@@ -123,4 +127,4 @@ for _, o in ipairs(done) do
   redis.call('ZREM', P .. 'done', o)
 end
 add_counts(now, opt.counts, bad)
-return {lost, bad, paused}
+return {lost, bad, paused, cancels}

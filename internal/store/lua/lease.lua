@@ -32,6 +32,8 @@
 --            skip     levels not to take from (paused, or never
 --                     preempting in a reservation), an array [none]
 --            age      age after ms (Config.AgeAfter) [0: no aging]
+--            ret      retention in ms (Config.Retention) of the tasks
+--                     recovery ends canceled [0]
 --            groups   LeaseRequest.Groups, an array of {count, levels (an
 --                     array, highest first), pool (the slot pool its tasks
 --                     hold, a string) [none], spare (true: it takes what
@@ -147,7 +149,7 @@ do
   local bad, taken = {}, {}
   c = {
     now = now, deadline = deadline, worker = worker, tok = tok, maxl = maxl, rv = rv or false, minl = minl,
-    skip = skip, groups = groups, age_after = opt.age or 0, count = count,
+    skip = skip, groups = groups, age_after = opt.age or 0, count = count, ret = opt.ret or 0,
     bad = bad, sweep = false, sch = false, exp = false, taken = taken, out = {0, now, deadline, bad, taken, {}},
     set = {}, lz = {}, rz = {}, acnt = {}, bcnt = {}, leased = {}, ns = 0, nr = 0, no = 6,
     ids = {}, lvls = {}, n = 0, popped = 0, stuck = false, drained = false, first = false,
@@ -504,7 +506,7 @@ local err = read_due() or end_acks()
 if err then return err end
 if c.sweep then
   promote(c.sch, c.now, c.maxl, c.bad)
-  recover(c.exp, c.now, c.bad)
+  recover(c.exp, c.now, c.bad, c.ret)
   age(c.now, c.age_after, c.maxl, c.bad)
 end
 -- A reservation is refused when the fleet has a better place for the

@@ -13,7 +13,8 @@
 -- uses: fields.lua
 -- defines: P tkey skey ckey clock typeof guard header hdr_of decode sget
 -- defines: sput num level_of push_pending to_dead band_release feed release
--- defines: set_aside shared promote recover due_reads age
+-- defines: set_aside shared promote recover due_reads age unique_release
+-- defines: to_canceled
 --
 -- The data model (schema 2), per task:
 --   t:<id>  STRING, the record, written once at enqueue:
@@ -37,11 +38,12 @@
 -- r:<bucket> (rates, see buckets.lua); STRINGs v (the schema), paused
 -- (",<level>:<w|p>,...", see pause.lua), shape (levels, names and classes,
 -- see shape.lua), res:<id> (a task's result, see result.lua), u:<digest>
--- (a uniqueness lock) and periodic:<name> (a schedule's last tick, see
+-- (a uniqueness lock, released by unique_release) and periodic:<name> (a schedule's last tick, see
 -- enqueue.lua); the channel wake and the stream feed.
 --
 -- Keys the helpers touch, all built from P: t:, s:, c:, x:, xs:<id>,
--- p:<level>, leases, running, scheduled, dead, busy, alive, n, wake, feed.
+-- p:<level>, leases, running, scheduled, dead, done, busy, alive, n, wake,
+-- feed, and u:<digest> (the lock a canceled task's record names).
 --
 -- Time is Redis's own (TIME), unless a test injected a clock (ARGV now).
 --
@@ -152,8 +154,8 @@ local function band_release(w, b, d)
 end
 
 -- feed appends an event to the preemption feed, a stream capped at about
--- 1000 entries (see Store.Preemptions); written only on preemptions and
--- resumes, never for an ordinary task. A wrong-typed key is skipped.
+-- 1000 entries (see Store.Preemptions); written only on preemptions,
+-- resumes and cancels, never for an ordinary task. A wrong-typed key is skipped.
 local function feed(kind, at, ...)
   pcall(redis.call, 'XADD', P .. 'feed', 'MAXLEN', '~', 1000, '*', 'k', kind, 't', at, ...)
 end
@@ -187,6 +189,46 @@ local function set_aside(id, now, why, ls)
   redis.call('SET', skey(id), cjson.encode({[F_STATE] = 'dead', [F_ERROR] = why, [F_FINISHED_AT] = tostring(now), [F_LEVEL] = ls}))
   redis.call('ZADD', P .. 'dead', now, id)
   redis.call('HINCRBY', P .. 'n', C_DEAD .. ls, 1)
+end
+
+-- unique_release releases the uniqueness lock that task id's record
+-- names in its headers (the overtake-unique header, see unique.go), while
+-- the lock still names the task: a canceled task will not run, so an
+-- equal one may come. A record that cannot be read keeps its lock until
+-- its time to live ends.
+local function unique_release(id)
+  local ok, raw = pcall(redis.call, 'GET', tkey(id))
+  if not ok or not raw then return end
+  local _, pos = string.find(raw, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|')
+  if not pos then return end
+  pos = pos + 1
+  local hdrs
+  for _ = 1, 3 do -- type, class, headers: "<len>:<bytes>" each
+    local n, at = string.match(raw, '^(%d+):()', pos)
+    if not n then return end
+    hdrs, pos = string.sub(raw, at, at + tonumber(n) - 1), at + tonumber(n)
+  end
+  local d = string.match(hdrs, '"overtake%-unique":"(%x+)"')
+  if not d then return end
+  local ok2, v = pcall(redis.call, 'GET', P .. 'u:' .. d)
+  if ok2 and v == id then redis.call('DEL', P .. 'u:' .. d) end
+end
+
+-- to_canceled ends task id canceled: its state says so (with when, and
+-- the error "canceled"), it is kept in done for ret ms as a done task is,
+-- counted canceled at level lvl, its checkpoint deleted (a canceled task
+-- never resumes), its uniqueness lock released, and the feed told. The
+-- caller has taken it out of its list, set or lease (release) first.
+local function to_canceled(id, s, lvl, now, ret, worker)
+  s[F_STATE], s[F_ERROR], s[F_FINISHED_AT] = 'canceled', 'canceled', tostring(now)
+  s[F_WORKER], s[F_TOKEN], s[F_LEASED_AT], s[F_LEASED_LEVEL], s[F_POOL] = nil, nil, nil, nil, nil
+  s[F_SCHEDULED_LEVEL] = nil
+  sput(id, s)
+  pcall(redis.call, 'ZADD', P .. 'done', now + math.max(ret or 0, 0), id) -- a wrong-typed done: kept
+  redis.call('HINCRBY', P .. 'n', C_CANCELED .. (lvl or '0'), 1)
+  redis.call('DEL', ckey(id))
+  unique_release(id)
+  feed('canceled', now, 'id', id, 'l', lvl or '0', 'w', worker or '')
 end
 
 -- shared is the guard of the keys every lease transition writes.
@@ -227,8 +269,9 @@ local function promote(ids, now, top, bad)
 end
 
 -- recover returns tasks whose lease expired (crashed worker) to the head
--- of their level; they resume from their last checkpoint.
-local function recover(ids, now, bad)
+-- of their level; they resume from their last checkpoint. A task whose
+-- cancel was requested (F_CANCEL) ends canceled instead, kept ret ms.
+local function recover(ids, now, bad, ret)
   for _, id in ipairs(ids) do
     local s, e = sget(id)
     local lvl = s and s[F_TOKEN] and (s[F_LEASED_LEVEL] or level_of(s, hdr_of(id)))
@@ -240,9 +283,16 @@ local function recover(ids, now, bad)
     elseif lt and lt ~= 'none' and lt ~= 'list' then
       bad[#bad + 1] = 'CORRUPT ' .. P .. 'p:' .. lvl .. ' is a ' .. lt .. ', want a list'
     else
+      local ow = s[F_WORKER]
       release(id, s)
       s[F_RECOVERIES] = tostring(num(s[F_RECOVERIES]) + 1)
-      if lvl then push_pending(id, s, lvl, now, true) else to_dead(id, s, '0', now, 'malformed record: no level') end
+      if s[F_CANCEL] then
+        to_canceled(id, s, lvl, now, ret, ow)
+      elseif lvl then
+        push_pending(id, s, lvl, now, true)
+      else
+        to_dead(id, s, '0', now, 'malformed record: no level')
+      end
     end
   end
 end

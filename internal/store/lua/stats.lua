@@ -14,7 +14,7 @@
 -- ARGV[3]  now in ms, or "" for Redis's clock
 --
 -- Reply: per level {pending, active, scheduled, dead, ready ms of the
--- head (0: empty)}, then the live workers, the paused key's value ("" for
+-- head (0: empty), canceled}, then the live workers, the paused key's value ("" for
 -- none) and read_rates' {field, total, ...}; an error reply (CORRUPT ...)
 -- when n or alive holds another type.
 --
@@ -42,8 +42,8 @@ for l = 0, n - 1 do
   elseif t ~= 'none' then
     len = 0 -- a wrong-typed list: nothing pending there can be leased
   end
-  local a, s, d = unpack(redis.call('HMGET', KEYS[1], C_ACTIVE .. l, C_SCHEDULED .. l, C_DEAD .. l))
-  out[#out + 1] = {len, num(a), num(s), num(d), rdy}
+  local a, s, d, x = unpack(redis.call('HMGET', KEYS[1], C_ACTIVE .. l, C_SCHEDULED .. l, C_DEAD .. l, C_CANCELED .. l))
+  out[#out + 1] = {len, num(a), num(s), num(d), rdy, num(x)}
 end
 out[#out + 1] = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
 local okp, paused = pcall(redis.call, 'GET', P .. 'paused')
