@@ -103,7 +103,7 @@ func (a *Autoscale) next(cur, used int, pending int64) int {
 // poolSize is the size of the ants pool: the largest concurrency plus room
 // for victims winding down (StartImmediately) and for handlers stuck past
 // their grace. The pool is not Tuned as the concurrency changes: the slot
-// accounting (Runtime.capacity) is what bounds the running tasks, ants
+// accounting (slots.capacity) is what bounds the running tasks, ants
 // starts its goroutines on demand and retires idle ones, so a pool sized for
 // the maximum costs nothing while small, and shrinking it under running
 // handlers would only make Submit block the dispatcher.
@@ -132,7 +132,7 @@ func (c Config) poolSize() int {
 // configured Concurrency (the pools' total), or what the autoscaler last
 // chose. Autoscaling is pool_autoscale.go's: without Pools, Config.Autoscale
 // is the one implicit pool's.
-func (r *Runtime) Concurrency() int { return int(r.capacity.Load()) }
+func (r *Runtime) Concurrency() int { return r.slots.concurrency() }
 
 // earlyMax bounds the runs whose slot was freed before their ack landed:
 // the largest concurrency, at most one lease call's carried acks.

@@ -3,6 +3,8 @@ package runtime
 import (
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/telemetry"
 )
@@ -11,9 +13,10 @@ import (
 // wake listener's message 'x'<id>, published by the cancel itself (the
 // fast path, wake.go), and the heartbeat's reply, which names the held
 // leases whose cancel Redis holds (the durable path, heartbeat.go). Both
-// end in cancelRequested. The task's end is the completer's: the handler
-// returns, its outcome is a cancel (outcome.ActionCancel), and the
-// transition's reply says the task ended canceled (settle.go).
+// end in the dispatcher's cancelRequested. The task's end is the
+// completer's: the handler returns, its outcome is a cancel
+// (outcome.ActionCancel), and the transition's reply says the task ended
+// canceled (settle.go).
 
 // runCanceler is what the heartbeater and the wake listener tell the runs
 // of a cancel.
@@ -25,27 +28,44 @@ type runCanceler interface {
 
 // cancelRequested cancels the run of task id with handlers.ErrCanceled:
 // a running handler sees its context done and has the grace period to
-// return, past which it is treated as a stuck preempted run (graceExpired:
-// it keeps its slot and lease, counted and logged); a run reserved or
-// leased but not started yet starts with its context done. A run whose
-// handler returned is left alone: its outcome is being recorded, and the
-// script that records it reads the cancel. A second request for one run
-// changes nothing (the first cause stays).
-func (r *Runtime) cancelRequested(id string) {
-	r.mu.Lock()
-	rn := r.runs[id]
+// return, past which it is treated as a stuck preempted run
+// (cancelGraceExpired); a run reserved or leased but not started yet
+// starts with its context done. A run whose handler returned is left
+// alone: its outcome is being recorded, and the script that records it
+// reads the cancel. A second request for one run changes nothing (the
+// first cause stays).
+func (d *dispatcher) cancelRequested(id string) {
+	s := d.slots
+	s.mu.Lock()
+	rn := s.runs[id]
 	if rn == nil || rn.ending || (rn.graceTimer != nil && rn.givingWay == nil) {
 		// (A grace timer without a preemption is this cancel's: the
 		// heartbeat names the task again until its handler returns.)
-		r.mu.Unlock()
+		s.mu.Unlock()
 		return
 	}
 	if rn.running && rn.givingWay == nil {
-		// finished stops it; a preempted run has its own already.
-		rn.graceTimer = time.AfterFunc(r.cfg.GracePeriod, func() { r.graceExpired(rn) })
+		// slots.remove stops it; a preempted run has its own already.
+		rn.graceTimer = time.AfterFunc(d.cfg.GracePeriod, func() { d.cancelGraceExpired(rn) })
 	}
-	r.mu.Unlock()
-	// r.log, not rn.log: the dispatcher may be setting that up.
-	r.log.Debug("cancel requested; cancelling the task", telemetry.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
+	s.mu.Unlock()
+	// s.log, not rn.log: the dispatcher may be setting that up.
+	s.log.Debug("cancel requested; cancelling the task", telemetry.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
 	rn.cancel(handlers.ErrCanceled)
 }
+
+// cancelGraceExpired is Runtime.graceExpired for a canceled run still
+// running past its grace period: it keeps (takes back) its slot and its
+// lease, counted (RunStats.Stuck) and logged.
+func (d *dispatcher) cancelGraceExpired(rn *run) {
+	if !d.slots.keepStuck(rn) {
+		return
+	}
+	rn.stuck.Store(true)
+	d.preemptor.counted.stuck.Add(1)
+	rn.log.Warn("handler ignored cancellation past its grace period; it keeps its slot",
+		zap.Duration("grace", d.cfg.GracePeriod))
+}
+
+// cancelRequested passes a cancel the heartbeat read to the dispatcher.
+func (h heldSlots) cancelRequested(id string) { h.d.cancelRequested(id) }

@@ -17,12 +17,11 @@ import (
 // dispatch is the fetch loop: while slots are free it leases as many tasks
 // as there are free slots in one round trip; when none are free and an
 // urgent task was announced, it tries to preempt.
-func (r *Runtime) dispatch() {
-	defer r.loops.Done()
-	defer r.dispatchWG.Done()
-	defer r.stopCarrying()
-	defer r.callers.wait() // the calls in flight launch their tasks first
-	bo := backoff{limit: r.cfg.MaxRedisBackoff}
+func (d *dispatcher) dispatch() {
+	defer d.wg.Done()
+	defer d.stopCarrying()
+	defer d.callers.wait() // the calls in flight launch their tasks first
+	bo := backoff{limit: d.cfg.MaxRedisBackoff}
 	warned := false // "redis unavailable" was said at warn since the last success
 	// notBefore: after a failed call no other goes before it, unless Redis
 	// answered meanwhile (lookNow). While an outage lasts (outage.go) the
@@ -40,48 +39,48 @@ func (r *Runtime) dispatch() {
 	wokeSince := true
 	for {
 		select {
-		case <-r.stopLease:
+		case <-d.stopLease:
 			return
 		default:
 		}
-		r.startWaiting()
-		wait := r.cfg.PollInterval
-		woken, mask := r.inbox.take()
+		d.startWaiting()
+		wait := d.cfg.PollInterval
+		woken, mask := d.inbox.take()
 		// What the lease calls that ended left: an error backs off, and a
 		// queue the last call found drained (no backlog) is not asked
 		// again until something else woke this loop (a wake-up, a freed
 		// slot, the timer) since the last call went out: a call that ended
 		// may predate a task announced while it was in flight.
-		out, leasing, backlog := r.takeLeaseOutcome()
+		out, leasing, backlog := d.book.take()
 		err := out.err
 		if !out.next.IsZero() {
 			wait = min(wait, max(time.Until(out.next), time.Millisecond))
 		}
 		answered := out.ok
-		down, ready := r.redis.down(), !time.Now().Before(notBefore)
-		frees := r.frees()
+		down, ready := d.redis.down(), !time.Now().Before(notBefore)
+		frees := d.slots.frees()
 		forcePoll := false // look for urgent work after the wait, whatever ends it
 		if slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
 			// Not saturated: a lease takes the most urgent tasks itself, so
 			// any deference to the fleet ends (with one pool; with several,
 			// a saturated pool may still be deferring).
 			if len(frees) == 1 {
-				r.preemptor.endDeferral()
+				d.preemptor.endDeferral()
 			}
-			if err == nil && !down && ready && (backlog || wokeSince) && r.leaseFree(frees) {
+			if err == nil && !down && ready && (backlog || wokeSince) && d.leaseFree(frees) {
 				leasing++
 				wokeSince = false
 			}
 		}
 		if err == nil && down && ready && leasing == 0 {
-			r.probe() // Redis is unreachable: one PING, not a lease call
+			d.probe() // Redis is unreachable: one PING, not a lease call
 			leasing++
 		}
 		if leasing > 0 {
 			// A call in flight brings tasks for the slots it asked for or
 			// hands them back: no pool counts as saturated until it ends,
 			// and what was announced still counts then.
-			r.inbox.keep(woken, mask)
+			d.inbox.keep(woken, mask)
 		}
 		for p := range frees {
 			if err != nil || down || !ready || frees[p] > 0 || leasing > 0 {
@@ -89,23 +88,23 @@ func (r *Runtime) dispatch() {
 			}
 			// Pool p is saturated: an announced level of its band (or, on
 			// the slow poll, any: -1) may be worth a reservation.
-			announced := r.announcedIn(p, woken, mask)
+			announced := d.slots.announcedIn(p, woken, mask)
 			if announced < 0 && !polled {
 				continue
 			}
-			if r.reclaim(p, announced, polled) {
+			if d.reclaim(p, announced, polled) {
 				continue
 			}
-			if !r.preemptor.enabled() {
+			if !d.preemptor.enabled() {
 				continue
 			}
 			var preempted bool
 			var retryAt time.Time
-			preempted, retryAt, err = r.preemptor.try(r.baseCtx, p, announced)
+			preempted, retryAt, err = d.preemptor.try(d.ctx, p, announced)
 			answered = answered || err == nil
 			if err == nil && preempted {
-				r.inbox.raise(int64(announced))
-				r.inbox.keep(-1, mask)
+				d.inbox.raise(int64(announced))
+				d.inbox.keep(-1, mask)
 				forcePoll, wait = false, 0 // more urgent tasks may wait: try the next victim at once
 				break
 			}
@@ -119,10 +118,10 @@ func (r *Runtime) dispatch() {
 		}
 		switch {
 		case err != nil:
-			r.redis.failed(err) // (a lease call or probe did already)
+			d.redis.failed(err) // (a lease call or probe did already)
 			lvl := zap.WarnLevel
-			if r.redis.down() {
-				elapsed := r.redis.elapsed()
+			if d.redis.down() {
+				elapsed := d.redis.elapsed()
 				wait = bo.nextIn(elapsed)
 				if elapsed < fastProbe && warned {
 					lvl = zap.DebugLevel // the quick tries of an outage's first seconds: said once
@@ -137,19 +136,19 @@ func (r *Runtime) dispatch() {
 				// worker's (checked on its first lease when Redis was down
 				// at New and Start did not wait). A worker of another shape
 				// must not run: it stops, and Run returns err.
-				r.log.Error("queue shape differs from this worker's config; stopping", zap.Error(err))
-				r.halt(err)
+				d.log.Error("queue shape differs from this worker's config; stopping", zap.Error(err))
+				d.halt(err)
 				return
 			case errors.Is(err, queue.ErrCorrupt) || errors.Is(err, queue.ErrSchema):
 				// Not an outage: a key of the queue holds the wrong type (or
 				// data of another schema). Nothing was changed; an operator
 				// must fix it, and the worker keeps trying.
-				r.log.Error("corrupt queue data; backing off", zap.Error(err), zap.Duration("backoff", wait))
+				d.log.Error("corrupt queue data; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			case store.SlotMoving(err):
 				// Redis answers, refusing every call until the slot has moved.
-				r.log.Warn("the queue's cluster slot is migrating; backing off", zap.Error(err), zap.Duration("backoff", wait))
+				d.log.Warn("the queue's cluster slot is migrating; backing off", zap.Error(err), zap.Duration("backoff", wait))
 			default:
-				r.log.Log(lvl, "redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
+				d.log.Log(lvl, "redis unavailable; backing off", zap.Error(err), zap.Duration("backoff", wait))
 				warned = true
 			}
 		case answered:
@@ -159,24 +158,24 @@ func (r *Runtime) dispatch() {
 		case !ready:
 			wait = min(wait, max(time.Until(notBefore), time.Millisecond))
 		}
-		if len(r.inbox.kick) == 0 && leasing == 0 {
+		if len(d.inbox.kick) == 0 && leasing == 0 {
 			// About to wait: no lease call may come soon to carry the acks
 			// of slots freed early, so they go now (and before any lease).
-			r.flushCarried()
+			d.flushCarried()
 		}
 		timer.Reset(wait)
 		polled = false
 		select {
-		case <-r.stopLease:
+		case <-d.stopLease:
 			return
-		case <-r.inbox.kick:
+		case <-d.inbox.kick:
 			wokeSince = true
-		case <-r.inbox.leaseDone:
+		case <-d.inbox.leaseDone:
 		case <-timer.C:
 			polled, wokeSince = true, true
 		}
 		polled = polled || forcePoll
-		if r.inbox.pollNow.Swap(false) { // Redis answered again, or the subscription is back
+		if d.inbox.pollNow.Swap(false) { // Redis answered again, or the subscription is back
 			polled, wokeSince, notBefore = true, true, time.Time{}
 		}
 		if !timer.Stop() {
@@ -190,103 +189,55 @@ func (r *Runtime) dispatch() {
 
 // flushCarried sends the acks queued for a lease call that will not come
 // soon. Dispatcher goroutine only, so no lease is sent meanwhile.
-func (r *Runtime) flushCarried() {
+func (d *dispatcher) flushCarried() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r.eng.FlushCarried(ctx)
+	d.eng.FlushCarried(ctx)
 }
 
 // stopCarrying ends the early freeing of slots as the dispatcher stops: no
 // lease call will carry an ack again.
-func (r *Runtime) stopCarrying() {
-	r.mu.Lock()
-	r.endDispatch() // under mu: carryAck sees it before it frees a slot
-	r.mu.Unlock()
-	r.flushCarried()
+func (d *dispatcher) stopCarrying() {
+	d.slots.stopCarrying() // carryAck sees it before it frees a slot
+	d.endDispatch()
+	d.flushCarried()
 }
 
 // logCorrupt logs the wrong-typed keys a lease call found and went around
 // (levels skipped, task keys set aside): corruption for an operator to fix,
 // not an outage.
-func (r *Runtime) logCorrupt(res *store.LeaseResult) {
+func (d *dispatcher) logCorrupt(res *store.LeaseResult) {
 	for _, err := range res.Corrupt {
-		r.log.Error("corrupt queue key; leasing goes on without it", zap.Error(err))
+		d.log.Error("corrupt queue key; leasing goes on without it", zap.Error(err))
 	}
 	// The lease call dead-lettered these itself: counted and logged like
 	// any dead letter.
 	for _, sa := range res.SetAside {
-		r.done.countDead()
-		r.log.Error("task dead-lettered", zap.String("task_id", sa.ID), zap.Int("task_level", sa.Level),
+		d.done.countDead()
+		d.log.Error("task dead-lettered", zap.String("task_id", sa.ID), zap.Int("task_level", sa.Level),
 			zap.String("reason", "its record key holds another type (set aside as x:"+sa.ID+")"), zap.Error(sa.Err))
 	}
 }
 
-// poolRoom is how many more handlers the pool can start without blocking
-// (workers.room).
-func (r *Runtime) poolRoom() int { return r.workers.room() }
-
 // killMalformed dead-letters leased records that could not be decoded, off
 // the dispatcher goroutine (a Redis outage would hold it for a lease
 // duration); Shutdown waits for them like for handlers.
-func (r *Runtime) killMalformed(res *store.LeaseResult) {
+func (d *dispatcher) killMalformed(res *store.LeaseResult) {
 	for _, m := range res.Malformed {
-		rn := &run{t: m.Task, log: r.log.With(zap.String("task_id", m.Task.ID))}
-		r.workers.track(func() {
+		rn := &run{t: m.Task, log: d.log.With(zap.String("task_id", m.Task.ID))}
+		d.workers.track(func() {
 			// A record Redis holds that cannot be decoded: corruption.
-			if err := r.done.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {
-				r.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
+			if err := d.done.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {
+				d.log.Error("could not dead-letter malformed record", zap.String("task_id", m.Task.ID), zap.Error(err))
 			}
 		})
 	}
 }
 
-// start registers rn as held and submits it to the pool. takeSlot says
-// whether it occupies a slot now.
-func (r *Runtime) start(rn *run, takeSlot bool) {
-	// The span and logger are set before the run is visible to the
-	// heartbeat, which may read them.
-	r.obs.leased(rn)
-	r.mu.Lock()
-	r.runs[rn.t.ID] = rn
-	rn.holdsSlot = false
-	rn.running = true
-	rn.started = time.Now()
-	if takeSlot {
-		r.holdSlot(rn)
-	}
-	r.mu.Unlock()
-	if err := r.workers.submit(func() { r.execute(rn) }); err != nil {
-		// The pool is closed only after every task returned, so this means
-		// a bug; the lease expires and recovery runs the task elsewhere.
-		rn.log.Error("pool refused task", zap.Error(err))
-		r.finished(rn)
-	}
-}
-
 // startWaiting starts reserved urgent tasks once a slot of their pool is
 // free (StartAfterVictim), oldest first.
-func (r *Runtime) startWaiting() {
-	for {
-		r.mu.Lock()
-		i := slices.IndexFunc(r.waiting, func(rn *run) bool { return r.pools[rn.slot].busy < r.sizeOf(rn.slot) })
-		if i < 0 {
-			r.mu.Unlock()
-			return
-		}
-		rn := r.waiting[i]
-		r.waiting = slices.Delete(r.waiting, i, i+1)
-		delete(r.runs, rn.t.ID)
-		r.mu.Unlock()
-		r.start(rn, true)
+func (d *dispatcher) startWaiting() {
+	for rn := d.slots.nextWaiting(); rn != nil; rn = d.slots.nextWaiting() {
+		d.runs.start(rn, true)
 	}
-}
-
-// announced records a wake-up: a task of level l became pending (isLevel
-// false: the message named no level). A paused level's is not worth a
-// look; the dispatcher is woken either way (the wake listener's waker).
-func (r *Runtime) announced(l int, isLevel bool) {
-	if isLevel && !r.isPaused(l) {
-		r.inbox.raise(int64(l))
-	}
-	r.inbox.signal()
 }

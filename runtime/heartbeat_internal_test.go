@@ -38,12 +38,12 @@ func TestStaleHeartbeatSparesNewLease(t *testing.T) {
 		require.NotEqual(t, old.Token, cur.Token)
 
 		var cause error
-		rt.runs[cur.ID] = &run{t: cur, log: rt.log, cancel: func(err error) { cause = err }}
+		rt.slots.runs[cur.ID] = &run{t: cur, log: rt.log, cancel: func(err error) { cause = err }}
 		require.NoError(t, rt.beats.send(ctx, []*store.Task{old}, 1))
 		require.NoError(t, cause, "the new run was cancelled by a stale heartbeat")
 
 		// The run whose token went out is cancelled.
-		rt.runs[cur.ID] = &run{t: old, log: rt.log, cancel: func(err error) { cause = err }}
+		rt.slots.runs[cur.ID] = &run{t: old, log: rt.log, cancel: func(err error) { cause = err }}
 		require.NoError(t, rt.beats.send(ctx, []*store.Task{old}, 1))
 		require.True(t, errors.Is(cause, queue.ErrLeaseLost))
 	})

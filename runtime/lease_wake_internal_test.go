@@ -111,7 +111,7 @@ func TestWakeDuringLeaseInFlight(t *testing.T) {
 	}
 	// The dispatcher takes the signal while the call is in flight (every
 	// slot is asked for by that call, so it sends none).
-	require.Eventually(t, func() bool { return len(rt.inbox.kick) == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(rt.dispatch.inbox.kick) == 0 }, 10*time.Second, time.Millisecond)
 	close(hook.release)
 	select {
 	case <-started:

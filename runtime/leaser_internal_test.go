@@ -62,9 +62,9 @@ func TestLeaseCallersBeyondTheLimitEnd(t *testing.T) {
 // so that calls stay large (a quarter made calls of 5 tasks at
 // Concurrency 16, each costing Redis its fixed ~56 µs).
 func TestSecondLeaseAtHalfTheSlots(t *testing.T) {
-	r := &Runtime{}
+	d := &dispatcher{slots: &slots{}}
 	for conc, want := range map[int64]int{1: 1, 2: 1, 3: 1, 16: 8, 64: 32} {
-		r.capacity.Store(conc)
-		require.Equal(t, want, r.secondLeaseAt(), "Concurrency %d", conc)
+		d.slots.capacity.Store(conc)
+		require.Equal(t, want, d.secondLeaseAt(), "Concurrency %d", conc)
 	}
 }

@@ -79,7 +79,7 @@ func spanEvent(t *testing.T, s sdktrace.ReadOnlySpan, name string) map[attribute
 	return attrMap(found[0].Attributes)
 }
 
-// metrics collects the rig's metrics by name.
+// metrics collects the bundle's metrics by name.
 func (o *testBundle) metrics(t *testing.T) map[string]metricdata.Aggregation {
 	t.Helper()
 	var rm metricdata.ResourceMetrics

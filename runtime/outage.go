@@ -226,48 +226,9 @@ func (w *redisWatch) waitRedis(ctx context.Context, d time.Duration) bool {
 	return true
 }
 
-// lookNow makes the dispatcher look for work at once, as on its slow
-// poll: urgent work of every level included, whatever its backoff.
-func (r *Runtime) lookNow() { r.inbox.lookNow() }
-
 // onceCmd is a command that go-redis sends once, never retried on a new
 // connection.
 type onceCmd struct{ *redis.StatusCmd }
 
 // NoRetry tells go-redis not to retry the command.
 func (onceCmd) NoRetry() bool { return true }
-
-// probe tries Redis in place of a lease call while an outage lasts, with
-// one connection attempt (reach), where a lease call makes go-redis's
-// MaxRetries+1 tries of up to Options.DialerRetries dials each (go-redis
-// dials a pool's connections in goroutines of its own, which retry
-// whatever the caller's context). Once Redis answers on that connection,
-// a PING through the pool, which go-redis does not retry, makes sure the
-// client's own connections work. It counts as a lease call in flight,
-// and leaves its error, or the end of the outage, for the dispatcher the
-// same way.
-func (r *Runtime) probe() {
-	r.mu.Lock()
-	r.leasing++
-	r.mu.Unlock()
-	r.callers.once(func() {
-		sent := time.Now()
-		ctx, cancel := context.WithTimeout(r.baseCtx, 5*time.Second)
-		err := reach(ctx, r.eng.Redis())
-		if err == nil {
-			err = r.eng.Redis().Process(ctx, onceCmd{redis.NewStatusCmd(ctx, "ping")})
-		}
-		cancel()
-		stale := r.redis.called(err, sent)
-		r.mu.Lock()
-		r.leasing--
-		if err != nil && !stale && r.leaseOut.err == nil {
-			r.leaseOut.err = err
-		}
-		r.mu.Unlock()
-		if stale {
-			r.lookNow() // Redis answered another call meanwhile
-		}
-		r.inbox.leaseEnded()
-	})
-}

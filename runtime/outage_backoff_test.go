@@ -19,44 +19,6 @@ import (
 	"github.com/overtake/overtake/runtime"
 )
 
-// outageRig is a real redis-server behind a tcpProxy: the worker's client
-// goes through the proxy, the producer's does not.
-type outageRig struct {
-	srv      *testredis.Server
-	proxy    *tcpProxy
-	worker   *queue.Client // through the proxy
-	producer *queue.Client // straight to Redis
-	leases   *leaseCounter
-	started  chan time.Time // a handler started
-}
-
-// newOutageRig starts a server, a proxy and the two clients of queue ns;
-// opts are the worker's client options (Addr is set here).
-func newOutageRig(t *testing.T, ns string, opts redis.Options) *outageRig {
-	srv := testredis.StartServer(t, testredis.ServerOptions{})
-	p := startProxy(t, srv.Addr())
-	opts.Addr = p.addr()
-	rdb := redis.NewClient(&opts)
-	t.Cleanup(func() { _ = rdb.Close() })
-	lc := &leaseCounter{}
-	rdb.AddHook(lc)
-	w, err := queue.New(rdb, queue.Config{Namespace: ns})
-	require.NoError(t, err)
-	pr, err := queue.New(srv.NewClient(t), queue.Config{Namespace: ns})
-	require.NoError(t, err)
-	return &outageRig{srv: srv, proxy: p, worker: w, producer: pr, leases: lc, started: make(chan time.Time, 16)}
-}
-
-// mux runs "job" tasks, reporting when each started.
-func (g *outageRig) mux() handlers.Handler {
-	mux := handlers.NewMux()
-	mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error {
-		g.started <- time.Now()
-		return nil
-	})
-	return mux
-}
-
 // leaseCounter counts the lease calls (EVALSHA or EVAL with the lease
 // script's 20 arguments or more) that succeeded, and those in flight.
 type leaseCounter struct {
@@ -121,7 +83,7 @@ func TestOutageConnectionRate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			g := newOutageRig(t, "outage-rate-"+name, redis.Options{})
+			g := setupProxied(t, "outage-rate-"+name, testredis.ServerOptions{}, redis.Options{})
 			log, logs := observedLogger(t)
 			cfg.Logger = log
 			startRuntime(t, g.worker, g.mux(), cfg)
@@ -148,7 +110,7 @@ func TestOutageConnectionRate(t *testing.T) {
 // lease call following an outage, while its subscription could not come
 // back yet, starts within 2 s, not after the PollInterval of 30 s.
 func TestWakeLostDuringOutageRecovered(t *testing.T) {
-	g := newOutageRig(t, "outage-wake", redis.Options{})
+	g := setupProxied(t, "outage-wake", testredis.ServerOptions{}, redis.Options{})
 	log, logs := observedLogger(t)
 	startRuntime(t, g.worker, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 30 * time.Second,
 		MaxRedisBackoff: 200 * time.Millisecond, Logger: log})
@@ -191,7 +153,7 @@ func TestOutageProbe(t *testing.T) {
 	}
 	quiet := zap.NewNop()
 	for _, retries := range []int{0, -1} {
-		g := newOutageRig(t, fmt.Sprintf("probe-rate%d", retries), redis.Options{MaxRetries: retries})
+		g := setupProxied(t, fmt.Sprintf("probe-rate%d", retries), testredis.ServerOptions{}, redis.Options{MaxRetries: retries})
 		startRuntime(t, g.worker, g.mux(), runtime.Config{Concurrency: 4, Logger: quiet})
 		start := time.Now()
 		g.proxy.setCut(true)
@@ -202,7 +164,7 @@ func TestOutageProbe(t *testing.T) {
 		t.Logf("MaxRetries %d: attempts a second %v; seconds 4-12: %.2f a second", retries,
 			g.proxy.perSecond(start, end), float64(g.proxy.acceptedBetween(from, end))/end.Sub(from).Seconds())
 	}
-	g := newOutageRig(t, "probe-latency", redis.Options{})
+	g := setupProxied(t, "probe-latency", testredis.ServerOptions{}, redis.Options{})
 	startRuntime(t, g.worker, g.mux(), runtime.Config{Concurrency: 4, Logger: quiet})
 	ctx := context.Background()
 	trial := func(afterLease bool) time.Duration {

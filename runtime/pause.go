@@ -73,51 +73,32 @@ func (p *pausedSet) set(m map[int]queue.PauseMode) (preempt []int, changed bool)
 	return preempt, true
 }
 
-// pausedLevels returns the paused levels, ascending (nil when none).
-func (r *Runtime) pausedLevels() []int { return r.paused.levels() }
-
-// isPaused reports whether level l is paused.
-func (r *Runtime) isPaused(l int) bool { return r.paused.mode(l) != queue.NotPaused }
-
-// setPaused applies the paused levels m: levels newly paused with
-// PausePreempt have their running tasks preempted, and the dispatcher
-// looks again (a resumed level may hold work).
-func (r *Runtime) setPaused(m map[int]queue.PauseMode) {
-	preempt, changed := r.paused.set(m)
+// setPaused applies the paused levels m (the wake listener's waker, and
+// the heartbeater's): levels newly paused with PausePreempt have their
+// running tasks preempted, and the dispatcher looks again (a resumed level
+// may hold work).
+func (d *dispatcher) setPaused(m map[int]queue.PauseMode) {
+	preempt, changed := d.paused.set(m)
 	if !changed {
 		return
 	}
-	r.log.Info("paused levels changed", zap.Ints("paused", slices.Sorted(maps.Keys(m))))
+	d.log.Info("paused levels changed", zap.Ints("paused", slices.Sorted(maps.Keys(m))))
+	// The running tasks of each level newly paused with PausePreempt save
+	// their checkpoint and are requeued at the head of their level, where
+	// they wait for Resume.
 	for _, l := range preempt {
-		r.preemptLevel(l)
-	}
-	r.signal()
-}
-
-// preemptLevel preempts the running tasks of level l (paused with
-// PausePreempt): they save their checkpoint and are requeued at the head of
-// their level, where they wait for Resume.
-func (r *Runtime) preemptLevel(l int) {
-	r.mu.Lock()
-	var victims []*run
-	for _, rn := range r.runs {
-		if rn.running && !rn.ending && rn.givingWay == nil && rn.t.Level == l {
-			rn.givingWay = &preemption{}
-			victims = append(victims, rn)
+		for _, v := range d.slots.pausedVictims(l) {
+			d.preemptPaused(v)
 		}
 	}
-	r.mu.Unlock()
-	slices.SortFunc(victims, func(a, b *run) int { return a.started.Compare(b.started) })
-	for _, v := range victims {
-		r.preemptPaused(v)
-	}
+	d.signal()
 }
 
 // preemptPaused preempts v, marked giving way, because its level is paused
 // with PausePreempt.
-func (r *Runtime) preemptPaused(v *run) {
-	r.outcomes.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
-	r.preemptor.counted.preempted.Add(1)
+func (d *dispatcher) preemptPaused(v *run) {
+	d.outcomes.count(v.t.Level, func(c *store.LevelCounts) { c.Preempted++ })
+	d.preemptor.counted.preempted.Add(1)
 	v.log.Info("preempting the task: its level was paused")
 	v.cancel(fmt.Errorf("%w: level %d paused", handlers.ErrPreempted, v.t.Level))
 }

@@ -65,17 +65,17 @@ type PoolStats struct {
 	Borrowed int
 }
 
-// slotPool is a pool's state. Counts are guarded by Runtime.mu.
+// slotPool is a pool's state. Counts are guarded by slots.mu.
 type slotPool struct {
 	name    string
 	levels  []int // ascending
-	size    int   // slots (moved by autoscale under Runtime.mu)
+	size    int   // slots (moved by autoscale under slots.mu)
 	borrow  bool
 	reclaim Reclaim
 	busy    int // slots held (run.slot == this pool and run.holdsSlot)
 	pending int // slots asked for by lease calls in flight (lease.go)
 	// autoscale, if set, is the autoscaler's rule for size (which it
-	// moves under Runtime.mu).
+	// moves under slots.mu).
 	autoscale *Autoscale
 }
 
@@ -164,106 +164,6 @@ func poolNumber(pools, p int) int {
 	return p + 1
 }
 
-// poolLayout describes the pools for the heartbeat (nil without Pools).
-func (r *Runtime) poolLayout() []store.PoolLayout {
-	if len(r.pools) == 1 {
-		return nil
-	}
-	out := make([]store.PoolLayout, len(r.pools))
-	for i, p := range r.pools {
-		out[i] = store.PoolLayout{Pool: i + 1, Name: p.name, Size: p.size, Levels: p.levels, Borrow: p.borrow}
-	}
-	return out
-}
-
-// sizeOf returns pool p's size. Caller holds mu (autoscaling moves it).
-func (r *Runtime) sizeOf(p int) int { return r.pools[p].size }
-
-// bandOf returns the pool a task at level l belongs to.
-func (r *Runtime) bandOf(l int) int {
-	if l < 0 || l >= len(r.poolOf) {
-		return 0
-	}
-	return r.poolOf[l]
-}
-
-// freeIn returns pool p's free slots. Caller holds mu.
-func (r *Runtime) freeIn(p int) int {
-	waiting := 0
-	for _, rn := range r.waiting {
-		if rn.slot == p {
-			waiting++
-		}
-	}
-	return r.sizeOf(p) - r.pools[p].busy - r.pools[p].pending - waiting
-}
-
-// frees returns every pool's free slots (negative as zero).
-func (r *Runtime) frees() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]int, len(r.pools))
-	for p := range r.pools {
-		out[p] = max(r.freeIn(p), 0)
-	}
-	return out
-}
-
-// holdSlot makes rn hold a slot of its pool (rn.slot). Caller holds mu.
-func (r *Runtime) holdSlot(rn *run) {
-	rn.holdsSlot = true
-	r.pools[rn.slot].busy++
-}
-
-// releaseSlot gives rn's slot back. Caller holds mu.
-func (r *Runtime) releaseSlot(rn *run) {
-	rn.holdsSlot = false
-	r.pools[rn.slot].busy--
-}
-
 // PoolStats returns a snapshot of each pool, in Config.Pools order (one
 // pool named "default" without Pools).
-func (r *Runtime) PoolStats() []PoolStats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]PoolStats, len(r.pools))
-	for i, p := range r.pools {
-		out[i] = PoolStats{Name: p.name, Levels: slices.Clone(p.levels), Size: r.sizeOf(i), Busy: p.busy}
-	}
-	for _, rn := range r.runs {
-		if !rn.holdsSlot {
-			continue
-		}
-		if band := r.bandOf(rn.t.Level); band != rn.slot {
-			out[rn.slot].Lent++
-			out[band].Borrowed++
-		}
-	}
-	return out
-}
-
-// resize calls next with each pool's size and used slots (held, and
-// reserved for urgent tasks waiting), sets the size it returns, and makes
-// the total the runtime's concurrency, under mu, as free, preempt and
-// startWaiting read sizes with busy; false while draining (the
-// autoscaler's poolSizer).
-func (r *Runtime) resize(next func(p, size, used int) int) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.draining {
-		return false
-	}
-	total := 0
-	for i, p := range r.pools {
-		used := p.busy
-		for _, rn := range r.waiting {
-			if rn.slot == i {
-				used++
-			}
-		}
-		p.size = next(i, p.size, used)
-		total += p.size
-	}
-	r.capacity.Store(int64(total))
-	return true
-}
+func (r *Runtime) PoolStats() []PoolStats { return r.slots.stats() }

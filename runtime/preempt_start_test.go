@@ -15,9 +15,11 @@ import (
 // When a preempting task starts: after its victim returned
 // (StartAfterVictim) or at once (StartImmediately).
 
-// urgentStartRig has a one-slot runtime whose victim, once preempted, blocks
-// in its cleanup until the test closes release.
-type urgentStartRig struct {
+// blockedVictim is a scene on a one-slot runtime (built on setup's
+// bundle): a victim running, an urgent task enqueued that preempts it, and
+// the victim blocked in its cleanup until the test releases it
+// (doRelease).
+type blockedVictim struct {
 	q             *queue.Client
 	rt            *runtime.Runtime
 	log           *eventLog
@@ -29,69 +31,69 @@ type urgentStartRig struct {
 	urgentID      string
 }
 
-func newUrgentStartRig(t *testing.T, b testredis.Backend, mode runtime.UrgentStart) *urgentStartRig {
+func startBlockedVictim(t *testing.T, b testredis.Backend, mode runtime.UrgentStart) *blockedVictim {
 	t.Helper()
-	rig := &urgentStartRig{q: setup(t, b, queue.Config{}), log: &eventLog{}, victimResumed: make(chan struct{}, 1)}
+	sc := &blockedVictim{q: setup(t, b, queue.Config{}), log: &eventLog{}, victimResumed: make(chan struct{}, 1)}
 	var blocked, urgent func()
 	var release chan struct{}
-	rig.victimBlocked, blocked = closeOnce()
-	rig.urgentStarted, urgent = closeOnce()
-	release, rig.doRelease = closeOnce()
+	sc.victimBlocked, blocked = closeOnce()
+	sc.urgentStarted, urgent = closeOnce()
+	release, sc.doRelease = closeOnce()
 	victimStarted := make(chan struct{}, 1)
 	mux := handlers.NewMux()
 	mux.HandleFunc("victim", func(ctx context.Context, tk *queue.TaskInfo) error {
 		if tk.Preemptions > 0 {
-			rig.log.add("victim-resume")
-			rig.victimResumed <- struct{}{}
+			sc.log.add("victim-resume")
+			sc.victimResumed <- struct{}{}
 			return nil
 		}
 		victimStarted <- struct{}{}
 		<-ctx.Done()
-		rig.log.add("victim-cancelled")
+		sc.log.add("victim-cancelled")
 		blocked()
 		<-release // cleanup the test controls
-		rig.log.add("victim-return")
+		sc.log.add("victim-return")
 		return ctx.Err()
 	})
 	mux.HandleFunc("urgent", func(ctx context.Context, tk *queue.TaskInfo) error {
-		rig.log.add("urgent-start")
+		sc.log.add("urgent-start")
 		urgent()
 		return nil
 	})
 	// A long grace period: the victim's cleanup must not run into it.
-	rig.rt = startRuntime(t, rig.q, mux, runtime.Config{Concurrency: 1, PollInterval: fastPoll,
+	sc.rt = startRuntime(t, sc.q, mux, runtime.Config{Concurrency: 1, PollInterval: fastPoll,
 		UrgentStart: mode, GracePeriod: 30 * time.Second})
-	t.Cleanup(rig.doRelease)
-	rig.victimID = enqueue(t, rig.q, "victim", "", 0)
+	t.Cleanup(sc.doRelease)
+	sc.victimID = enqueue(t, sc.q, "victim", "", 0)
 	receive(t, victimStarted, "victim start")
-	rig.urgentID = enqueue(t, rig.q, "urgent", "", 2)
-	receive(t, rig.victimBlocked, "victim cancelled")
-	return rig
+	sc.urgentID = enqueue(t, sc.q, "urgent", "", 2)
+	receive(t, sc.victimBlocked, "victim cancelled")
+	return sc
 }
 
-func (rig *urgentStartRig) finish(t *testing.T) {
+func (sc *blockedVictim) finish(t *testing.T) {
 	t.Helper()
-	receive(t, rig.victimResumed, "victim resumes")
-	requireDeleted(t, rig.q, rig.victimID)
-	requireDeleted(t, rig.q, rig.urgentID)
-	st := rig.rt.Stats()
+	receive(t, sc.victimResumed, "victim resumes")
+	requireDeleted(t, sc.q, sc.victimID)
+	requireDeleted(t, sc.q, sc.urgentID)
+	st := sc.rt.Stats()
 	require.EqualValues(t, 1, st.Preempted)
 	require.EqualValues(t, 1, st.Reserved)
 	require.Zero(t, st.Stuck)
-	requireInvariant4(t, rig.rt)
+	requireInvariant4(t, sc.rt)
 }
 
 // StartAfterVictim: the urgent handler starts only once the victim's
 // handler returned.
 func TestUrgentStartsAfterVictim(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		rig := newUrgentStartRig(t, b, runtime.StartAfterVictim)
-		require.Never(t, func() bool { return isClosed(rig.urgentStarted) },
+		sc := startBlockedVictim(t, b, runtime.StartAfterVictim)
+		require.Never(t, func() bool { return isClosed(sc.urgentStarted) },
 			quietSpell, 10*time.Millisecond, "urgent task started while its victim was still running")
-		rig.doRelease()
-		receive(t, rig.urgentStarted, "urgent start")
-		rig.finish(t)
-		require.Equal(t, []string{"victim-cancelled", "victim-return", "urgent-start", "victim-resume"}, rig.log.list())
+		sc.doRelease()
+		receive(t, sc.urgentStarted, "urgent start")
+		sc.finish(t)
+		require.Equal(t, []string{"victim-cancelled", "victim-return", "urgent-start", "victim-resume"}, sc.log.list())
 	})
 }
 
@@ -99,13 +101,13 @@ func TestUrgentStartsAfterVictim(t *testing.T) {
 // blocked in its cleanup.
 func TestUrgentStartsImmediately(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		rig := newUrgentStartRig(t, b, runtime.StartImmediately)
-		receive(t, rig.urgentStarted, "urgent start while the victim is blocked")
-		require.Equal(t, -1, rig.log.index("victim-return"))
-		rig.doRelease()
-		rig.finish(t)
-		ev := rig.log.list()
-		require.Less(t, rig.log.index("urgent-start"), rig.log.index("victim-return"), "events %v", ev)
+		sc := startBlockedVictim(t, b, runtime.StartImmediately)
+		receive(t, sc.urgentStarted, "urgent start while the victim is blocked")
+		require.Equal(t, -1, sc.log.index("victim-return"))
+		sc.doRelease()
+		sc.finish(t)
+		ev := sc.log.list()
+		require.Less(t, sc.log.index("urgent-start"), sc.log.index("victim-return"), "events %v", ev)
 		require.Equal(t, "victim-resume", ev[len(ev)-1], "events %v", ev)
 	})
 }

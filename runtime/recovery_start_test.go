@@ -68,32 +68,6 @@ func (g *goodCall) fire() {
 	}
 }
 
-// recoveryRig is a restartable redis-server, a worker's client behind a
-// tcpProxy (so that an outage is either Redis stopped, with the port still
-// answering, or a cut link) with a goodCall hook, and a producer straight
-// to Redis.
-type recoveryRig struct {
-	srv      *testredis.Server
-	proxy    *tcpProxy
-	good     *goodCall
-	worker   *queue.Client
-	producer *queue.Client
-}
-
-func newRecoveryRig(t *testing.T, ns string, opts testredis.ServerOptions) *recoveryRig {
-	srv := testredis.StartServer(t, opts)
-	g := &recoveryRig{srv: srv, proxy: startProxy(t, srv.Addr()), good: &goodCall{}}
-	rdb := redis.NewClient(&redis.Options{Addr: g.proxy.addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	rdb.AddHook(g.good)
-	var err error
-	g.worker, err = queue.New(rdb, queue.Config{Namespace: ns})
-	require.NoError(t, err)
-	g.producer, err = queue.New(srv.NewClient(t), queue.Config{Namespace: ns})
-	require.NoError(t, err)
-	return g
-}
-
 // dispatcherBackoff is the longest backoff the dispatcher logged.
 func dispatcherBackoff(logs *observer.ObservedLogs) time.Duration {
 	var longest time.Duration
@@ -114,7 +88,7 @@ func dispatcherBackoff(logs *observer.ObservedLogs) time.Duration {
 // come back at once. Before, the ack retried on its own backoff during
 // the outage.
 func TestAckWaitsForProbeAfterOutage(t *testing.T) {
-	g := newRecoveryRig(t, "ack-wakes", testredis.ServerOptions{Persistent: true})
+	g := setupProxied(t, "ack-wakes", testredis.ServerOptions{Persistent: true}, redis.Options{})
 	log, logs := observedLogger(t)
 	release := make(chan struct{})
 	started := make(chan time.Time, 2)
@@ -167,7 +141,7 @@ func TestAckWaitsForProbeAfterOutage(t *testing.T) {
 // task right after the worker's first good call that follows it, and
 // returns how long the task took to start after its Enqueue was called
 // and after it returned.
-func (g *recoveryRig) trial(t *testing.T, d time.Duration, cut bool, started <-chan time.Time) (fromCall, fromReturn time.Duration) {
+func (g *proxiedBundle) trial(t *testing.T, d time.Duration, cut bool, started <-chan time.Time) (fromCall, fromReturn time.Duration) {
 	if cut {
 		g.proxy.setCut(true)
 	} else {
@@ -218,7 +192,7 @@ func TestRecoveryStartProbe(t *testing.T) {
 	}
 	for _, cut := range []bool{false, true} {
 		name := map[bool]string{false: "restart", true: "cut"}[cut]
-		g := newRecoveryRig(t, "recovery-probe-"+name, testredis.ServerOptions{})
+		g := setupProxied(t, "recovery-probe-"+name, testredis.ServerOptions{}, redis.Options{})
 		started := make(chan time.Time, 1)
 		mux := handlers.NewMux()
 		mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error {
@@ -246,7 +220,7 @@ func TestRecoveryStartProbe(t *testing.T) {
 // and the subscription must not try again at every such end. A handful
 // of connection attempts in seconds 1 to 3, not one per round trip.
 func TestBlockedSubscriptionKeepsBackoff(t *testing.T) {
-	g := newOutageRig(t, "sub-blocked", redis.Options{})
+	g := setupProxied(t, "sub-blocked", testredis.ServerOptions{}, redis.Options{})
 	startRuntime(t, g.worker, g.mux(), runtime.Config{Concurrency: 2})
 	start := time.Now()
 	g.proxy.blockSubscriptions(true)
@@ -280,7 +254,7 @@ func TestReachableStartProbe(t *testing.T) {
 		outage = d
 	}
 	for _, limit := range []time.Duration{0, 100 * time.Millisecond} {
-		g := newRecoveryRig(t, "reachable-probe-"+limit.String(), testredis.ServerOptions{})
+		g := setupProxied(t, "reachable-probe-"+limit.String(), testredis.ServerOptions{}, redis.Options{})
 		started := make(chan time.Time, 1)
 		mux := handlers.NewMux()
 		mux.HandleFunc("job", func(context.Context, *queue.TaskInfo) error {

@@ -49,9 +49,7 @@ func TestRejoinRetriedAfterOutage(t *testing.T) {
 	_, err = q.Enqueue(ctx, queue.NewTask("x", nil, queue.Level(0)))
 	require.NoError(t, err)
 	info := <-started
-	rt.mu.Lock()
-	tk := rt.runs[info.ID].t
-	rt.mu.Unlock()
+	tk := rt.slots.lookup(info.ID).t
 	running := "{rejoin:default}:running"
 	require.EqualValues(t, 1, rdb.ZRem(ctx, running, tk.ID).Val(), "not in the running set") // as a reservation does
 

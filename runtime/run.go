@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/tasklog"
 	"github.com/overtake/overtake/internal/telemetry"
-	"github.com/overtake/overtake/queue"
 )
 
 // run is one leased task held by this worker: running, winding down after
@@ -28,7 +26,7 @@ type run struct {
 	log     *zap.Logger
 	started time.Time
 
-	// Guarded by Runtime.mu.
+	// Guarded by slots.mu.
 	holdsSlot bool        // counted in its slot pool's busy
 	slot      int         // the pool whose slot it holds (or waits for)
 	running   bool        // handed to the pool
@@ -60,7 +58,7 @@ func (r *Runtime) newRun(t *store.Task) *run {
 // what a shutdown or a lost lease needs to cancel it.
 func (r *Runtime) bareRun(t *store.Task) *run {
 	rn := &run{t: t}
-	rn.ctx, rn.cancel = context.WithCancelCause(r.runsCtx)
+	rn.ctx, rn.cancel = context.WithCancelCause(r.life.runs)
 	return rn
 }
 
@@ -81,6 +79,32 @@ func (r *Runtime) prepare(rn *run) {
 	rn.ctx = ckpt.NewContext(rn.ctx, rn.cp)
 }
 
+// start registers rn as held and submits it to the pool. takeSlot says
+// whether it occupies a slot now (the dispatcher's runner).
+func (r *Runtime) start(rn *run, takeSlot bool) {
+	// The span and logger are set before the run is visible to the
+	// heartbeat, which may read them.
+	r.obs.leased(rn)
+	r.slots.add(rn, takeSlot)
+	if err := r.workers.submit(func() { r.execute(rn) }); err != nil {
+		// The pool is closed only after every task returned, so this means
+		// a bug; the lease expires and recovery runs the task elsewhere.
+		rn.log.Error("pool refused task", zap.Error(err))
+		r.finished(rn)
+	}
+}
+
+// startLeased prepares a run registered by a lease call (dispatcher.launch)
+// and runs it, in its pool goroutine (the dispatcher's runner).
+func (r *Runtime) startLeased(rn *run) {
+	r.prepare(rn)
+	r.obs.leased(rn)
+	if r.slots.begin(rn, r.dispatch.paused.mode(rn.t.Level)) {
+		r.dispatch.preemptPaused(rn)
+	}
+	r.execute(rn)
+}
+
 // execute runs the handler for rn in a pool goroutine and settles the task.
 func (r *Runtime) execute(rn *run) {
 	defer r.workers.done()
@@ -92,9 +116,7 @@ func (r *Runtime) execute(rn *run) {
 	}
 	err := r.h.ProcessTask(ctx, mirror.TaskInfo(&rn.t.Info)) // r.h recovers panics (handlers.Recover)
 	cancelTimeout()
-	r.mu.Lock()
-	rn.ending = true
-	r.mu.Unlock()
+	r.slots.ending(rn)
 	r.done.settle(ctx, rn, err)
 	r.finished(rn)
 }
@@ -102,72 +124,8 @@ func (r *Runtime) execute(rn *run) {
 // finished releases rn's slot and wakes the dispatcher.
 func (r *Runtime) finished(rn *run) {
 	rn.cancel(nil)
-	r.mu.Lock()
-	if rn.graceTimer != nil {
-		rn.graceTimer.Stop()
-	}
-	// The task may already run again here under a new lease (requeued,
-	// then leased before this point): remove only this run.
-	if r.runs[rn.t.ID] == rn {
-		delete(r.runs, rn.t.ID)
-	}
-	r.freeSlot(rn)
-	if rn.early {
-		rn.early = false
+	if r.slots.remove(rn) {
 		r.workers.early.Add(-1)
 	}
-	r.mu.Unlock()
-	r.signal()
-}
-
-// freeSlot gives rn's slot back, if it holds one. Caller holds mu.
-func (r *Runtime) freeSlot(rn *run) {
-	if !rn.holdsSlot {
-		return
-	}
-	r.releaseSlot(rn)
-	// While a victim winds down without a slot (StartImmediately) and
-	// no reserved urgent task waits for one, the slot goes back to the
-	// victim: leasing new work now would run it before the victim is
-	// requeued at the head of its level (invariant 5).
-	if !slices.ContainsFunc(r.waiting, func(w *run) bool { return w.slot == rn.slot }) {
-		for _, v := range r.runs {
-			if v.givingWay != nil && !v.holdsSlot && v.slot == rn.slot {
-				r.holdSlot(v)
-				break
-			}
-		}
-	}
-}
-
-// heldLeases snapshots the held runs' tasks, and the capacity to report
-// to the fleet: none while draining (the heartbeater's leaseHolder).
-func (r *Runtime) heldLeases() ([]*store.Task, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	leases := make([]*store.Task, 0, len(r.runs))
-	for _, rn := range r.runs {
-		leases = append(leases, rn.t)
-	}
-	if r.draining {
-		return leases, 0
-	}
-	return leases, r.Concurrency()
-}
-
-// leaseLost cancels the run of task id with queue.ErrLeaseLost if it holds
-// the lease of token (the task may have been requeued and leased here
-// again since the heartbeat's snapshot). A run whose handler returned is
-// not cancelled: its outcome may just have landed (an ack carried by a
-// lease call), else its transition gets queue.ErrLeaseLost by itself.
-func (r *Runtime) leaseLost(id, token string) {
-	r.mu.Lock()
-	rn := r.runs[id]
-	ending := rn != nil && rn.ending
-	r.mu.Unlock()
-	if rn != nil && rn.t.Token == token && !ending {
-		// r.log, not rn.log: the dispatcher may be setting that up.
-		r.log.Error("lease lost; cancelling the task", telemetry.TaskFields(rn.t.ID, rn.t.Type, rn.t.Level)...)
-		rn.cancel(queue.ErrLeaseLost)
-	}
+	r.dispatch.signal()
 }

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -28,59 +26,20 @@ type Runtime struct {
 	obs *observer
 
 	workers workers // the handlers' ants pool (workers.go)
+	slots   *slots  // the runs held and the slots they take (slots.go)
+	redis   *redisWatch
 
-	capacity     atomic.Int64 // current concurrency: Config.Concurrency, or the autoscaler's choice
-	unregisterCc func() error // the concurrency gauge
+	// The services (services.go).
+	dispatch  *dispatcher    // leases into free slots (dispatcher.go)
+	done      *completer     // the runs' outcomes (settle.go, ack.go)
+	preemptor *preemptor     // chooses victims and reserves urgent work (victim.go)
+	beats     *heartbeater   // heartbeat.go
+	wakes     *wakeListener  // the wake-up subscription (wake.go)
+	sched     *scheduler     // Config.Periodic (periodic.go)
+	scaler    *autoscaler    // the pools' sizes (pool_autoscale.go)
+	outcomes  *outcomeCounts // for the fleet's rates (rates.go)
 
-	mu       sync.Mutex
-	runs     map[string]*run // every task this worker holds a lease on
-	waiting  []*run          // reserved urgent tasks waiting for a slot
-	pools    []*slotPool     // the slots by pool (pools.go); one without Config.Pools
-	poolOf   []int           // the pool of each level
-	draining bool            // shutting down: report no capacity to the fleet
-	// runsCtx is the parent of every run: Shutdown cancels it (cause
-	// handlers.ErrShutdown) to tell every handler at once, those a lease
-	// call still in flight starts included.
-	runsCtx  context.Context
-	stopRuns context.CancelCauseFunc
-
-	inbox inbox       // what wakes the dispatcher (inbox.go)
-	redis *redisWatch // whether Redis answers (outage.go)
-
-	paused   pausedSet      // paused levels, see pause.go
-	outcomes *outcomeCounts // for the fleet's rates, see rates.go
-	beats    *heartbeater   // heartbeat.go
-
-	baseCtx   context.Context // parent of runsCtx and the loops; never cancelled by Run's ctx
-	wakes     *wakeListener   // the wake-up subscription (wake.go)
-	stopLease chan struct{}   // closed when leasing stops
-	// dispatchCtx ends once the dispatcher stopped (after it sent the
-	// acks queued for its lease calls).
-	dispatchCtx context.Context
-	endDispatch context.CancelFunc
-	stopAll     context.CancelFunc
-	loops       sync.WaitGroup // the dispatcher and the rejoins it starts (giveway.go)
-	dispatchWG  sync.WaitGroup
-	callers     *leaseCallers // run the lease calls and the probe (leaser.go)
-	// Lease calls in flight and what the ended ones left for the
-	// dispatcher (lease.go); guarded by mu.
-	leasing  int
-	backlog  bool // the last lease call that ended filled every slot it asked for
-	leaseOut leaseOutcome
-	started  atomic.Bool
-	shutOnce sync.Once
-	shutErr  error
-	// halted is closed when the runtime must stop on its own (halt), with
-	// haltErr, which Run returns.
-	halted   chan struct{}
-	haltOnce sync.Once
-	haltErr  error
-
-	sched *scheduler // Config.Periodic (periodic.go)
-	done  *completer // the runs' outcomes (settle.go, ack.go)
-	// preemptor chooses victims and reserves urgent work (victim.go).
-	preemptor *preemptor
-	scaler    *autoscaler // the pools' sizes (pool_autoscale.go)
+	life *lifecycle // Start to Shutdown (lifecycle.go)
 }
 
 // RunStats are cumulative counts of one runtime since it started.
@@ -155,36 +114,38 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{
 		q: q, eng: eng, h: handlers.Recover()(h), cfg: cfg,
-		log:       cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
-		runs:      make(map[string]*run),
-		stopLease: make(chan struct{}), halted: make(chan struct{}),
+		log:  cfg.Logger.With(zap.String("queue", q.Name()), zap.String("worker", cfg.WorkerID)),
+		life: newLifecycle(),
 	}
-	r.callers = newLeaseCallers(r.stopLease)
-	r.inbox.init()
-	r.redis = &redisWatch{log: r.log, onDown: r.signal, onBack: func() {
-		r.lookNow()
-		go r.wakes.checkSubscription(r.baseCtx) // the commands may reach another server now
+	r.slots = newSlots(cfg, q.Levels(), r.log)
+	r.dispatch = newDispatcher(&dispatcher{cfg: cfg, eng: eng, q: q, log: r.log, slots: r.slots, workers: &r.workers,
+		runs: r, halt: r.halt})
+	d := r.dispatch
+	r.redis = &redisWatch{log: r.log, onDown: d.signal, onBack: func() {
+		d.lookNow()
+		go r.wakes.checkSubscription(r.life.base) // the commands may reach another server now
 	}}
-	r.dispatchCtx, r.endDispatch = context.WithCancel(context.Background())
-	r.wakes = &wakeListener{eng: eng, log: r.log, redis: r.redis, to: r, maxBackoff: cfg.MaxRedisBackoff,
+	d.redis = r.redis
+	r.wakes = &wakeListener{eng: eng, log: r.log, redis: r.redis, to: d, maxBackoff: cfg.MaxRedisBackoff,
 		check: cfg.wakeCheckInterval(), checkName: eng.CheckChannel(cfg.WorkerID)}
-	r.pools, r.poolOf = newPools(cfg, q.Levels())
-	r.outcomes = newOutcomeCounts(r.pools, r.poolOf)
+	r.outcomes = newOutcomeCounts(r.slots.pools, r.slots.poolOf)
+	d.outcomes = r.outcomes
 	r.preemptor = &preemptor{eng: eng, q: q, log: r.log, worker: cfg.WorkerID,
-		policy: victim.Policy{Policy: cfg.Preemption}, poolOf: r.poolOf, slots: r}
-	for _, p := range r.pools {
+		policy: victim.Policy{Policy: cfg.Preemption}, poolOf: r.slots.poolOf, slots: r}
+	for _, p := range r.slots.pools {
 		r.preemptor.bands = append(r.preemptor.bands, p.levels)
 	}
+	d.preemptor = r.preemptor
 	r.done = &completer{eng: eng, q: q, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
-		outcomes: r.outcomes, slots: r, dispatched: r.dispatchCtx}
+		outcomes: r.outcomes, slots: d, dispatched: d.stopped}
+	d.done = r.done
 	r.beats = &heartbeater{eng: eng, worker: cfg.WorkerID, interval: cfg.HeartbeatInterval, log: r.log,
-		held: r, counts: r.outcomes, redis: r.redis}
+		held: heldSlots{r.slots, d}, counts: r.outcomes, redis: r.redis}
 	schedules, _ := parseSchedules(cfg.Periodic) // validated above
 	r.sched = &scheduler{q: q, eng: eng, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
-		halt: r.stopLease, schedules: schedules}
-	r.scaler = newAutoscaler(r.pools, &autoscaler{depths: q.Depths, log: r.log, redis: r.redis, halt: r.stopLease,
-		slots: r, report: r.beats.beat})
-	r.capacity.Store(int64(cfg.Concurrency))
+		halt: d.halted(), schedules: schedules}
+	r.scaler = newAutoscaler(r.slots.pools, &autoscaler{depths: q.Depths, log: r.log, redis: r.redis, halt: d.halted(),
+		slots: d, report: r.beats.beat})
 	var err error
 	if r.obs, err = newObserver(r); err != nil {
 		return nil, err
@@ -214,15 +175,13 @@ func (r *Runtime) Stats() RunStats {
 // first. With StartTimeout negative it returns at once and the worker
 // waits for Redis in the background.
 func (r *Runtime) Start(ctx context.Context) error {
-	if !r.started.CompareAndSwap(false, true) {
+	if !r.life.begin(ctx) {
 		return errors.New("overtake: runtime already started")
 	}
-	r.baseCtx, r.stopAll = context.WithCancel(context.WithoutCancel(ctx))
-	r.runsCtx, r.stopRuns = context.WithCancelCause(r.baseCtx)
-	r.redis.ctx = r.baseCtx
+	base := r.life.base
+	r.redis.ctx = base
 	if err := r.awaitRedis(ctx); err != nil {
-		r.stopAll()
-		r.started.Store(false)
+		r.life.abort()
 		return err
 	}
 	// The pool (and its goroutines) exists only between Start and Shutdown,
@@ -232,33 +191,31 @@ func (r *Runtime) Start(ctx context.Context) error {
 	// poolSize.
 	err := r.workers.start(r.cfg.poolSize(), r.cfg.earlyMax(), r.cfg.Logger)
 	if err != nil {
-		r.started.Store(false)
+		r.life.abort()
 		return err
 	}
 	if err := r.obs.register(); err != nil {
 		r.workers.release()
-		r.started.Store(false)
+		r.life.abort()
 		return err
 	}
-	if r.unregisterCc, err = r.obs.metrics.RegisterConcurrency(r.capacity.Load, r.q.Name()); err != nil {
+	if r.life.unregisterCc, err = r.obs.metrics.RegisterConcurrency(r.slots.capacity.Load, r.q.Name()); err != nil {
 		r.obs.close()
 		r.workers.release()
-		r.started.Store(false)
+		r.life.abort()
 		return err
 	}
-	r.done.start(r.baseCtx)
-	r.wakes.start(ctx, r.baseCtx)
-	r.loops.Add(1)
-	r.dispatchWG.Add(1)
-	r.beats.start(r.baseCtx)
-	go r.dispatch()
+	r.done.start(base)
+	r.wakes.start(ctx, base)
+	r.beats.start(base)
+	r.dispatch.start(base)
 	fields := []zap.Field{zap.Int("concurrency", r.Concurrency())}
 	if a := r.cfg.Autoscale; a != nil {
 		fields = append(fields, zap.Int("autoscale_min", a.Min), zap.Int("autoscale_max", a.Max),
 			zap.Duration("autoscale_interval", a.Interval))
 	}
-	r.scaler.start(r.baseCtx)
-	r.sched.start(r.baseCtx)
+	r.scaler.start(base)
+	r.sched.start(base)
 	r.log.Info("runtime started", fields...)
 	return nil
 }
@@ -276,33 +233,37 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}
 	select {
 	case <-ctx.Done():
-	case <-r.halted:
+	case <-r.life.halted:
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ShutdownTimeout)
 	defer cancel()
 	err := r.Shutdown(sctx)
-	select {
-	case <-r.halted:
-		return errors.Join(r.haltErr, err)
-	default:
-		return err
+	if halted, herr := r.life.haltedWith(); halted {
+		return errors.Join(herr, err)
 	}
+	return err
 }
 
 // halt stops the runtime on its own, for err that it must not run past:
 // Shutdown within Config.ShutdownTimeout, in the background (the caller
 // may be the dispatcher, which Shutdown waits for); Run returns err.
 func (r *Runtime) halt(err error) {
-	r.haltOnce.Do(func() {
-		r.haltErr = err
-		close(r.halted)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.baseCtx), r.cfg.ShutdownTimeout)
-			defer cancel()
-			_ = r.Shutdown(ctx) // its result is Shutdown's and Run's
-		}()
-	})
+	if !r.life.halt(err) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.life.base), r.cfg.ShutdownTimeout)
+		defer cancel()
+		_ = r.Shutdown(ctx) // its result is Shutdown's and Run's
+	}()
 }
 
-// signal wakes the dispatcher without blocking.
-func (r *Runtime) signal() { r.inbox.signal() }
+// heldSlots is the heartbeater's leaseHolder: the slots, and the
+// dispatcher for the paused levels a heartbeat reads.
+type heldSlots struct {
+	*slots
+	d *dispatcher
+}
+
+// setPaused applies the paused levels a heartbeat read.
+func (h heldSlots) setPaused(m map[int]queue.PauseMode) { h.d.setPaused(m) }

@@ -9,17 +9,24 @@ import (
 // goroutines, with one start and one stop (see docs/design.md, "The
 // worker's services"):
 //
+//   - dispatcher (dispatcher.go, dispatch.go, lease.go, leaser.go,
+//     reclaim.go, pause.go): leases into free slots, probes Redis while
+//     it is down, reclaims borrowed slots, applies pauses.
+//   - completer (settle.go, ack.go): records the runs' outcomes.
+//   - preemptor (victim.go, deference.go): chooses victims and reserves
+//     urgent work; the victim gives way in giveway.go.
 //   - heartbeater (heartbeat.go): the worker record; extends every lease.
 //   - scheduler (periodic.go): enqueues Config.Periodic's ticks.
 //   - autoscaler (pool_autoscale.go): moves the pools' sizes.
 //   - wakeListener (wake.go): the wake-up subscription and its check.
 //
-// The dispatcher (dispatch.go, lease.go, leaser.go), the completion of
-// runs (ack.go, settle.go) and the preemptor (victim.go, deference.go,
-// reclaim.go) still share Runtime's runs and slots, guarded by its mu.
-// Services reach what they need of the rest through a narrow interface
-// (leaseHolder, poolSizer, ...) that a test can stand in for, and Redis's
-// reachability through redisWatch (outage.go).
+// What they share is owned by one type each: the slots (slots.go,
+// slots_runs.go: every run held and the slots they take, under one lock),
+// the ants pool (workers.go), Redis's reachability (redisWatch,
+// outage.go) and the outcome counts (rates.go). Services reach the rest
+// through a narrow interface (leaseHolder, poolSizer, ackSlots,
+// victimSlots, waker, runner) that a test can stand in for; Runtime
+// (runtime.go, run.go, shutdown.go) composes them and runs the handlers.
 
 // startStop is the one start and one stop of a service: start runs the
 // service's loops on goroutines of their own, under a context that stop

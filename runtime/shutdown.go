@@ -37,20 +37,17 @@ import (
 // their lease expires. Safe to call more than once; later calls return the
 // first one's result.
 func (r *Runtime) Shutdown(ctx context.Context) error {
-	if !r.started.Load() {
+	if !r.life.started.Load() {
 		return ErrNotStarted
 	}
-	r.shutOnce.Do(func() { r.shutErr = r.shutdown(ctx) })
-	return r.shutErr
+	return r.life.shutdownOnce(func() error { return r.shutdown(ctx) })
 }
 
 func (r *Runtime) shutdown(ctx context.Context) error {
 	begin := time.Now()
 	r.done.beginShutdown(ctx.Deadline())
-	r.mu.Lock()
-	r.draining = true // from now on every heartbeat reports no capacity
-	r.mu.Unlock()
-	close(r.stopLease)
+	r.slots.drain() // from now on every heartbeat reports no capacity
+	r.dispatch.stopLeasing()
 	if r.cfg.DrainTimeout == 0 {
 		r.preemptAll() // before any Redis call
 	}
@@ -63,21 +60,10 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 			r.log.Warn("could not report shutdown to the fleet", zap.Error(err))
 		}
 	}()
-	dispatched := make(chan struct{})
-	go func() { r.dispatchWG.Wait(); close(dispatched) }()
-	select {
-	case <-dispatched:
-	case <-ctx.Done():
+	if !r.dispatch.wait(ctx) {
 		r.log.Error("shutdown: the dispatcher did not stop in time", zap.Error(ctx.Err()))
 	}
-	r.mu.Lock()
-	waiting := r.waiting
-	r.waiting = nil
-	for _, rn := range waiting {
-		delete(r.runs, rn.t.ID)
-	}
-	r.mu.Unlock()
-	for _, rn := range waiting { // reserved but never started: straight back
+	for _, rn := range r.slots.takeWaiting() { // reserved but never started: straight back
 		if err := r.eng.Requeue(ctx, rn.t, store.RequeueShutdown); err != nil {
 			rn.log.Error("could not requeue reserved task", zap.Error(err))
 		}
@@ -108,18 +94,17 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 // preemptAll tells every handler, those about to start included, to stop
 // with handlers.ErrShutdown.
 func (r *Runtime) preemptAll() {
-	r.mu.Lock()
-	n := len(r.runs)
-	r.mu.Unlock()
-	r.stopRuns(fmt.Errorf("%w: worker %s", handlers.ErrShutdown, r.cfg.WorkerID))
+	n := r.slots.count()
+	r.life.stopRuns(fmt.Errorf("%w: worker %s", handlers.ErrShutdown, r.cfg.WorkerID))
 	r.log.Info("shutting down: preempting running tasks", zap.Int("running", n))
 }
 
 // teardown stops the loops, leaves the fleet and releases the pool, with
 // Redis calls bounded by ctx (and 2 s).
 func (r *Runtime) teardown(ctx context.Context) {
-	r.stopAll()
-	r.loops.Wait()
+	r.life.stopAll()
+	r.dispatch.wait(context.Background())
+	r.life.rejoins.Wait()
 	r.wakes.stop()
 	r.beats.stop()
 	r.sched.stop()
@@ -128,7 +113,7 @@ func (r *Runtime) teardown(ctx context.Context) {
 	defer cancel()
 	r.beats.farewell(dctx)
 	r.workers.release()
-	if uerr := r.unregisterCc(); uerr != nil {
+	if uerr := r.life.unregisterCc(); uerr != nil {
 		r.log.Warn("unregister concurrency gauge", zap.Error(uerr))
 	}
 	r.obs.close()
@@ -139,16 +124,7 @@ func (r *Runtime) teardown(ctx context.Context) {
 // ctx: their leases are kept (see Shutdown), nothing is requeued behind
 // their back.
 func (r *Runtime) stillRunning(ctx context.Context) error {
-	r.mu.Lock()
-	var stuck, writing []string
-	for _, rn := range r.runs {
-		if rn.ending {
-			writing = append(writing, rn.t.ID)
-		} else {
-			stuck = append(stuck, rn.t.ID)
-		}
-	}
-	r.mu.Unlock()
+	stuck, writing := r.slots.unfinished()
 	for _, id := range stuck {
 		r.log.Warn("handler still running at the shutdown deadline; its lease is kept until it returns", zap.String("task_id", id))
 	}

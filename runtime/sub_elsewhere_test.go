@@ -58,8 +58,8 @@ func TestSubscriptionFollowsCommandsServer(t *testing.T) {
 	w := newSwitchable(t, a.Addr())
 	q, err := queue.New(w.rdb, queue.Config{Namespace: "sub-elsewhere"})
 	require.NoError(t, err)
-	g := &outageRig{started: make(chan time.Time, 16)}
-	startRuntime(t, q, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 2 * time.Second,
+	started := newJobStarts()
+	startRuntime(t, q, started.mux(), runtime.Config{Concurrency: 2, PollInterval: 2 * time.Second,
 		HeartbeatInterval: time.Second})
 
 	ctx := context.Background()
@@ -76,7 +76,7 @@ func TestSubscriptionFollowsCommandsServer(t *testing.T) {
 	require.NoError(t, err)
 	_, err = producer.Enqueue(ctx, queue.NewTask("job", nil))
 	require.NoError(t, err)
-	receive(t, g.started, "a task enqueued on the new server")
+	receive(t, started, "a task enqueued on the new server")
 }
 
 // An ACL written for the wake channel alone (&{ns:*}:wake, the rule
@@ -97,9 +97,9 @@ func TestSubscriptionUnderWakeOnlyACL(t *testing.T) {
 	require.NoError(t, err)
 	producer, err := queue.New(admin, queue.Config{Namespace: ns})
 	require.NoError(t, err)
-	g := &outageRig{started: make(chan time.Time, 16)}
+	started := newJobStarts()
 	log, logs := observedLogger(t)
-	startRuntime(t, w, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 30 * time.Second, Logger: log})
+	startRuntime(t, w, started.mux(), runtime.Config{Concurrency: 2, PollInterval: 30 * time.Second, Logger: log})
 	wake := store.Of(w).WakeChannel()
 	require.Eventually(t, func() bool {
 		n, err := admin.PubSubNumSub(ctx, wake).Result()
@@ -111,7 +111,7 @@ func TestSubscriptionUnderWakeOnlyACL(t *testing.T) {
 	_, err = producer.Enqueue(ctx, queue.NewTask("job", nil))
 	require.NoError(t, err)
 	select {
-	case at := <-g.started:
+	case at := <-started:
 		t.Logf("started %v after its Enqueue", at.Sub(enqueued))
 	case <-time.After(2 * time.Second):
 		t.Fatal("the task waits for the poll: no wake-up subscription")
@@ -135,9 +135,9 @@ func TestSubscriptionCheckedWhenOutageEnds(t *testing.T) {
 	const ns = "sub-outage-end"
 	q, err := queue.New(w.rdb, queue.Config{Namespace: ns})
 	require.NoError(t, err)
-	g := &outageRig{started: make(chan time.Time, 16)}
+	started := newJobStarts()
 	log, logs := observedLogger(t)
-	startRuntime(t, q, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 30 * time.Second,
+	startRuntime(t, q, started.mux(), runtime.Config{Concurrency: 2, PollInterval: 30 * time.Second,
 		HeartbeatInterval: 10 * time.Second, Logger: log})
 	ctx := context.Background()
 	wake := store.Of(q).WakeChannel()
