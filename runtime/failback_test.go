@@ -182,3 +182,49 @@ func numSub(ctx context.Context, addr, channel string) int64 {
 	}
 	return n[channel]
 }
+
+// A Redis user of the documented ACL before the sentinels' hello channel
+// (&{ns:*}:wake*) on a Sentinel group: the worker's FailoverClient
+// subscription is refused once (NOPERM), the worker says so once and
+// subscribes without that channel, and wake-ups still start tasks (within
+// 2 s, with a poll every 30 s).
+func TestSubscriptionUnderACLWithoutHello(t *testing.T) {
+	s := testredis.StartSentinel(t, sentinelproc.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ns = "fb-acl"
+	for _, addr := range s.NodeAddrs() { // ACLs are per node
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		require.NoError(t, c.Do(ctx, "ACL", "SETUSER", "worker", "on", ">pw", "~*", "+@all", "resetchannels",
+			"&{"+ns+":*}:wake*").Err())
+		require.NoError(t, c.Close())
+	}
+	o := s.FailoverOptions()
+	o.Username, o.Password = "worker", "pw"
+	w, err := queue.New(s.NewClient(t, o), queue.Config{Namespace: ns})
+	require.NoError(t, err)
+	g := &outageRig{started: make(chan time.Time, 16)}
+	log, logs := observedLogger(t)
+	startRuntime(t, w, g.mux(), runtime.Config{Concurrency: 2, PollInterval: 30 * time.Second, Logger: log})
+	primary, err := s.Primary(ctx)
+	require.NoError(t, err)
+	wake := store.Of(w).WakeChannel()
+	require.Eventually(t, func() bool { return numSub(ctx, primary, wake) == 1 }, 10*time.Second, 5*time.Millisecond,
+		"no wake-up subscription")
+	require.Equal(t, 1, logs.FilterMessageSnippet("the ACL refuses the sentinels' hello channel").Len())
+	require.Zero(t, logs.FilterMessageSnippet("the ACL refuses the subscription check channel").Len())
+
+	pc := redis.NewClient(&redis.Options{Addr: primary})
+	t.Cleanup(func() { _ = pc.Close() })
+	producer, err := queue.New(pc, queue.Config{Namespace: ns})
+	require.NoError(t, err)
+	enqueued := time.Now()
+	_, err = producer.Enqueue(ctx, queue.NewTask("job", nil))
+	require.NoError(t, err)
+	select {
+	case at := <-g.started:
+		t.Logf("started %v after its Enqueue", at.Sub(enqueued))
+	case <-time.After(2 * time.Second):
+		t.Fatal("the task waits for the poll: no wake-up subscription")
+	}
+}
