@@ -54,7 +54,7 @@ chaos: ## chaos suite: 3 worker processes, 20k tasks, kill -9, SIGSTOP, Redis ki
 	$(GO) run ./cmd/overtake-chaos $(CHAOS_ARGS)
 
 chaos/ci: ## the bounded chaos run of .ci/run (same faults, 20k tasks at a higher rate, then a Sentinel failover)
-	$(GO) run ./cmd/overtake-chaos -rate 400 -timeout 5m $(CHAOS_ARGS)
+	$(GO) run ./cmd/overtake-chaos -rate 400 -timeout 8m $(CHAOS_ARGS)
 
 soak: ## the chaos suite for SOAK (default 1h, e.g. SOAK=30m) at 100 tasks/s: faults every minute, a failover every 30 s; not in CI
 	$(GO) run ./cmd/overtake-chaos -duration $(SOAK) $(CHAOS_ARGS)

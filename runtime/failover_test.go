@@ -233,12 +233,13 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 // answers again, a primary still, until the sentinels make it a replica
 // (some 10 s later, with CLIENT KILL TYPE pubsub). A runtime with the
 // default settings on a FailoverClient follows the new primary with its
-// commands, but its wake-up subscription stays on the old one: go-redis
-// closes a FailoverClient's command connections to the old primary on
-// +switch-master, not its Pub/Sub connections. Until the sentinels' CLIENT
-// KILL ends that subscription, tasks start only at the runtime's poll
-// (PollInterval, 10 s). It logs the start latency of the tasks a failoverProbe
-// enqueues in the 12 s after the stall.
+// commands; go-redis closes a FailoverClient's command connections to the
+// old primary on +switch-master, not its Pub/Sub connections, so the
+// wake-up subscription follows only through the runtime's checks (after
+// the outage, and on the sentinels' hello naming a new epoch): a
+// subscription left on the old primary makes tasks start only at the
+// runtime's poll (PollInterval, 10 s). It logs the start latency of the
+// tasks a failoverProbe enqueues in the 12 s after the stall.
 //
 //	OVERTAKE_STALL_PROBE=1 scripts/with-redis.sh go test -count=1 -v -run TestStalledPrimaryWakeProbe ./runtime
 func TestStalledPrimaryWakeProbe(t *testing.T) {

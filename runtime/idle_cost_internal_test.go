@@ -15,11 +15,19 @@ import (
 // maxIdleCommandsPerSecond is the target of an idle worker process.
 const maxIdleCommandsPerSecond = 2.0
 
+// maxSwitchCheckCommands bounds the checks of the wake-up subscription
+// after an outage ends, a failover is announced or a subscription hears
+// its first sentinel hello (checkSubscription): none while none happens.
+const maxSwitchCheckCommands = 100
+
 // An idle worker's Redis cost, from counts on a real redis-server rather
 // than timing: the commands of one idle poll (a lease call that finds
 // nothing), of one heartbeat and of one health check of the wake-up
 // subscription (a PUBLISH to itself), each at its default interval. It fails if the
-// scripts grow or the defaults shrink past the target.
+// scripts grow or the defaults shrink past the target. The sentinels'
+// hellos, which a FailoverClient's subscription hears, cost no command;
+// the series of checks after an outage or a failover costs at most
+// maxSwitchCheckCommands, and nothing while idle.
 func TestIdleCostGuard(t *testing.T) {
 	srv := testredis.StartServer(t, testredis.ServerOptions{})
 	rdb := srv.NewClient(t)
@@ -77,4 +85,8 @@ func TestIdleCostGuard(t *testing.T) {
 	t.Logf("idle poll %d commands every %v, heartbeat %d every %v, subscription check %d every %v: %.2f commands/s",
 		poll, cfg.PollInterval, beat, cfg.HeartbeatInterval, ping, cfg.wakeCheckInterval(), rate)
 	require.LessOrEqual(t, rate, maxIdleCommandsPerSecond)
+	series := ping * int64(switchCheckFor/switchCheckEvery)
+	t.Logf("after an outage or a failover: a check every %v for %v, at most %d commands", switchCheckEvery,
+		switchCheckFor, series)
+	require.LessOrEqual(t, series, int64(maxSwitchCheckCommands))
 }

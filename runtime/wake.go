@@ -32,12 +32,21 @@ type wakeListener struct {
 	check      time.Duration // how long the subscription may stay silent
 	// sub is the subscription, checkName its check channel's name;
 	// noCheck says an ACL refused that channel, subElsewhere that
-	// checkSubscription closed the subscription.
+	// checkSubscription closed the subscription, live that the
+	// subscription to the check channel is confirmed (a check may close
+	// it only then: a new one, not subscribed yet, reaches no one).
 	sub          atomic.Pointer[redis.PubSub]
 	checkName    string
 	noCheck      atomic.Bool
 	subElsewhere atomic.Bool
-	onWake       func() // tests only: a wake-up message was turned into a signal
+	live         atomic.Bool
+	// hello says the client is a FailoverClient: the subscription also
+	// hears the sentinels' hello messages (noHello: an ACL refused their
+	// channel); epoch is the highest master config epoch they named.
+	hello, noHello atomic.Bool
+	epoch          atomic.Int64
+	switched       switchChecks
+	onWake         func() // tests only: a wake-up message was turned into a signal
 }
 
 // waker is what the wake listener tells the rest of the worker.
@@ -57,6 +66,8 @@ type waker interface {
 // to be confirmed, so that no announcement made after Start returns is
 // missed, and listens until stop. base bounds the subscription.
 func (w *wakeListener) start(ctx, base context.Context) {
+	w.hello.Store(isFailoverClient(w.eng.Redis()))
+	w.epoch.Store(-1)
 	sub := w.eng.Redis().Subscribe(base, w.channels()...)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err := sub.Receive(rctx)
@@ -86,6 +97,16 @@ func (w *wakeListener) stop() { w.loops.stop() }
 // go-redis's FailoverClient does not move it from) or if the message does
 // not come within as long. Once subscribed again it makes the dispatcher
 // look for work: the wake-ups published meanwhile are lost.
+//
+// On a FailoverClient the subscription also hears the sentinels' hello
+// messages, which every sentinel publishes on every node of the group
+// every 2 s, primary or replica, with the master's config epoch: one
+// naming a higher epoch than any before says a failover happened, which
+// the worker may not see otherwise (a switchover, a fail-back: the
+// demoted primary lives on, and go-redis moves the commands, not the
+// subscription). The subscription is then checked (checkSubscription).
+// A hello is no wake-up: it neither counts as the channel's traffic nor
+// puts off the check of a silent subscription.
 func (w *wakeListener) listen(ctx context.Context, sub *redis.PubSub, startErr error) {
 	// A receive blocks until a message or its timeout, whatever ctx: the
 	// subscription is closed as the runtime stops, which ends it.
@@ -95,21 +116,30 @@ func (w *wakeListener) listen(ctx context.Context, sub *redis.PubSub, startErr e
 	defer stop()
 	defer func() { _ = cur.Load().Close() }()
 	bo := backoff{limit: w.maxBackoff}
-	confirmed := startErr == nil // a subscription was confirmed once
-	lost := false                // none was since the last failure
-	heard := confirmed           // a message came since the last failure
-	pinged := false              // a check went out since the last message
-	fresh := false               // sub is new: it subscribes on its next attempt
+	confirmed := startErr == nil     // a subscription was confirmed once
+	lost := false                    // none was since the last failure
+	heard := confirmed               // a message came since the last failure
+	pinged := false                  // a check went out since the last message
+	fresh := false                   // sub is new: it subscribes on its next attempt
+	quiet := time.Now().Add(w.check) // when the subscription will have been silent for check
+	helloed := false                 // sub heard a sentinel's hello
 	// failed replaces the subscription after err and waits before the
 	// next attempt; false if the runtime stopped meanwhile. go-redis would
 	// keep a connection whose read timed out (no PONG, or no answer on a
 	// new connection) or on which Redis refused the SUBSCRIBE (NOPERM),
 	// and not subscribe on it again.
 	failed := func(err error) bool {
+		w.live.Store(false)
 		if w.subElsewhere.Swap(false) { // checkSubscription closed it
 			err = errSubElsewhere
 		}
-		if ch := w.checkChannel(); ch != "" && redis.HasErrorPrefix(err, "NOPERM") {
+		if redis.HasErrorPrefix(err, "NOPERM") && w.helloChannel() != "" { // the least needed goes first
+			w.log.Warn("the ACL refuses the sentinels' hello channel; a failover the worker's calls do not see "+
+				"(a switchover, a fail-back) moves the wake-up subscription only at its next check: allow "+
+				sentinelHello+" (see docs/operations.md)", zap.Error(err))
+			w.noHello.Store(true)
+			bo.reset()
+		} else if ch := w.checkChannel(); ch != "" && redis.HasErrorPrefix(err, "NOPERM") {
 			w.log.Warn("the ACL refuses the subscription check channel; checking with PINGs, which miss a "+
 				"subscription left on an old primary: allow "+ch+" (see docs/operations.md)", zap.Error(err))
 			w.noCheck.Store(true)
@@ -119,7 +149,7 @@ func (w *wakeListener) listen(ctx context.Context, sub *redis.PubSub, startErr e
 		sub, fresh = w.eng.Redis().Subscribe(ctx), true
 		cur.Store(sub)
 		_ = old.Close()
-		heard, pinged = false, false
+		heard, pinged, helloed = false, false, false
 		if !lost && confirmed {
 			w.log.Warn("wake-up subscription lost; the dispatcher polls until it is back", zap.Error(err))
 		}
@@ -127,7 +157,9 @@ func (w *wakeListener) listen(ctx context.Context, sub *redis.PubSub, startErr e
 		if !errors.Is(err, errSubElsewhere) { // Redis answers the commands
 			w.redis.failed(err)
 		}
-		return w.redis.waitRedis(ctx, bo.next())
+		ok := w.redis.waitRedis(ctx, bo.next())
+		quiet = time.Now().Add(w.check)
+		return ok
 	}
 	if startErr != nil && !failed(startErr) { // (Start logged it)
 		return
@@ -140,17 +172,22 @@ func (w *wakeListener) listen(ctx context.Context, sub *redis.PubSub, startErr e
 			fresh = false
 			err = sub.Subscribe(ctx, w.channels()...)
 		}
-		if err == nil {
-			msg, err = sub.ReceiveTimeout(ctx, w.check)
+		if err == nil { // at least a moment: a timeout once the silence lasted check
+			msg, err = sub.ReceiveTimeout(ctx, max(time.Until(quiet), time.Millisecond))
 		}
 		if ctx.Err() != nil {
 			return
+		}
+		if m, ok := msg.(*redis.Message); ok && m.Channel == sentinelHello {
+			w.heardHello(ctx, m.Payload, !helloed)
+			helloed = true
+			continue
 		}
 		var nerr net.Error
 		if errors.As(err, &nerr) && nerr.Timeout() && heard && !pinged {
 			// Silent for check: a message to itself tells a dead or
 			// misplaced subscription from a quiet channel.
-			pinged = true
+			pinged, quiet = true, time.Now().Add(w.check)
 			if w.checkChannel() == "" {
 				err = sub.Ping(ctx)
 			} else {
@@ -166,9 +203,12 @@ func (w *wakeListener) listen(ctx context.Context, sub *redis.PubSub, startErr e
 			}
 			continue
 		}
-		heard, pinged = true, false
+		heard, pinged, quiet = true, false, time.Now().Add(w.check)
 		switch m := msg.(type) {
 		case *redis.Subscription:
+			if m.Kind == "subscribe" && m.Channel == w.checkChannel() {
+				w.live.Store(true)
+			}
 			if m.Kind == "subscribe" {
 				bo.reset()
 				if lost {
@@ -185,24 +225,6 @@ func (w *wakeListener) listen(ctx context.Context, sub *redis.PubSub, startErr e
 	}
 }
 
-// checkSubscription checks the wake-up subscription at once, as its
-// listener does after a silence: when an outage ends, the commands may
-// reach another server than before (a failover) while the subscription,
-// which saw no failure, stays on the old one. If the check message reaches
-// no one, the subscription is closed and its listener subscribes again.
-func (w *wakeListener) checkSubscription(ctx context.Context) {
-	sub := w.sub.Load()
-	if sub == nil || w.checkChannel() == "" || ctx.Err() != nil {
-		return // the listener did not start, or the ACL refuses the channel
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if errors.Is(w.publishCheck(ctx), errSubElsewhere) {
-		w.subElsewhere.Store(true)
-		_ = sub.Close()
-	}
-}
-
 // checkChannel is the worker's check channel (store's CheckChannel), or
 // "" once an ACL refused it (an ACL written for the wake channel alone):
 // the check is then a PING, which tells a dead connection but not a
@@ -216,10 +238,14 @@ func (w *wakeListener) checkChannel() string {
 
 // channels are the channels of the wake-up subscription.
 func (w *wakeListener) channels() []string {
+	out := []string{w.eng.WakeChannel()}
 	if ch := w.checkChannel(); ch != "" {
-		return []string{w.eng.WakeChannel(), ch}
+		out = append(out, ch)
 	}
-	return []string{w.eng.WakeChannel()}
+	if ch := w.helloChannel(); ch != "" {
+		out = append(out, ch)
+	}
+	return out
 }
 
 // publishCheck publishes the check message through the commands'

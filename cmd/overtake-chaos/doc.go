@@ -26,6 +26,15 @@
 // a breach. Its table adds the promotion time and the first task start after
 // the kill.
 //
+// Then the fail-back case (-failbacks, 1 by default, 0 skips it), once the
+// failover scenario's queue is empty: the primary is SIGKILLed, its replica
+// promoted, and the old primary, back as a replica, promoted again 2 s
+// later (SENTINEL FAILOVER) while the demoted one lives on, a primary
+// still, for some 10 s. An idle worker process with the default settings
+// (a poll every 10 s) runs probes enqueued on the final primary from 1 s
+// after it answers; a probe that starts 1 s or more after its Enqueue, or
+// never, is a breach (a wake-up subscription left on the demoted primary).
+//
 // `make chaos` runs it at full size; `make chaos/ci` is the bounded form
 // that .ci/run runs. -duration makes it a soak (`make soak`): the faults of
 // the chaos phase repeat every minute (-cycle), the primary is killed every

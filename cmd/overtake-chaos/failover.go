@@ -28,20 +28,23 @@ type foReport struct {
 	faults                         []string
 	workers                        int
 	took                           time.Duration
+	failback                       *fbReport // nil when the fail-back case did not run
 }
 
 // breached reports whether the failover broke an invariant: a task whose
 // Enqueue a replica confirmed was lost, a task ran twice at once or went
 // back in its checkpoints, or one was dead-lettered or left behind.
 func (r *foReport) breached() bool {
-	return len(r.lostConfirmed) > 0 || len(r.breaches) > 0 || r.dead > 0 || r.pending > 0
+	return len(r.lostConfirmed) > 0 || len(r.breaches) > 0 || r.dead > 0 || r.pending > 0 ||
+		(r.failback != nil && r.failback.breached())
 }
 
 // runFailover is the failover scenario: a primary (AOF everysec), one
 // replica and three sentinels; o.foWorkers worker processes and the
 // producer on go-redis failover clients; o.foTasks tasks at o.rate; the
 // primary SIGKILLed halfway through the feed (every o.foEvery instead, when
-// set), the old primary rejoining as a replica after each promotion.
+// set), the old primary rejoining as a replica after each promotion; then
+// o.failbacks fail-backs (runFailbacks).
 func runFailover(ctx context.Context, o options, self, logs string) (*foReport, error) {
 	start := time.Now()
 	g, err := sentinelproc.Start(ctx, sentinelproc.Options{Bin: o.redisServer, Lifetime: o.timeout + time.Minute})
@@ -79,6 +82,9 @@ func runFailover(ctx context.Context, o options, self, logs string) (*foReport, 
 	}
 	err = rep.wait(ctx, pr)
 	rep.collect(ctx, pr, time.Since(start))
+	if err == nil && o.failbacks > 0 {
+		rep.failback, err = runFailbacks(ctx, o.failbacks, g, self, logs)
+	}
 	return rep, err
 }
 

@@ -137,6 +137,9 @@ func (r *foReport) table(o options) string {
 		fmt.Fprintf(&b, "    %s\n", f)
 	}
 	fmt.Fprintf(&b, "\n%d tasks at %.0f/s, took %v.\n", o.foTasks, o.rate, r.took.Round(time.Second))
+	if r.failback != nil {
+		b.WriteString(r.failback.table())
+	}
 	return b.String()
 }
 

@@ -22,6 +22,8 @@ type options struct {
 	// primary is killed (0: once, halfway through the feed).
 	foTasks, foWorkers int
 	foEvery            time.Duration
+	// failbacks is how many fail-backs follow the failover scenario.
+	failbacks int
 	// cycle repeats the chaos phase's one-off faults (SIGSTOP, network cut,
 	// Redis kill) every cycle; 0 means once.
 	cycle time.Duration
@@ -48,6 +50,7 @@ func main() {
 	flag.IntVar(&o.foTasks, "failover-tasks", 3000, "tasks of the Sentinel failover scenario (0: skip it)")
 	flag.IntVar(&o.foWorkers, "failover-workers", 2, "worker processes of the failover scenario")
 	flag.DurationVar(&o.foEvery, "failover-every", 0, "kill the primary this often (0: once, halfway)")
+	flag.IntVar(&o.failbacks, "failbacks", 1, "fail-backs after the failover scenario, each measured with probes (0: none)")
 	flag.DurationVar(&o.cycle, "cycle", 0, "repeat the SIGSTOP, network cut and Redis kill this often (0: once; at least 40s)")
 	duration := flag.Duration("duration", 0, "soak: run for about this long (sets -tasks, -failover-tasks, -cycle, -failover-every, -timeout, and -rate unless given)")
 	flag.Parse()

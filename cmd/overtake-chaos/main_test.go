@@ -51,3 +51,26 @@ func TestFailoverBreach(t *testing.T) {
 		t.Fatal("the suite fails on the failover scenario's breach")
 	}
 }
+
+// The fail-back case breaches on a probe that did not start, or started
+// fbBound or more after its Enqueue (a wake-up subscription left on the
+// demoted primary), and its rows follow the failover scenario's.
+func TestFailbackBreach(t *testing.T) {
+	r := &fbReport{rounds: 2, latency: []float64{0.8, 1.2, 3}}
+	if r.breached() {
+		t.Fatal("fast probes are no breach")
+	}
+	tbl := (&foReport{failback: r}).table(options{foTasks: 10, rate: 100})
+	if !strings.Contains(tbl, "| fail-backs | 2 | ok |") || !strings.Contains(tbl, "| 3, 1.2 ms, 1.2 ms, 3.0 ms | ok |") {
+		t.Fatalf("table:\n%s", tbl)
+	}
+	for _, bad := range []*fbReport{{latency: []float64{1, 1000}}, {notStarted: 1}} {
+		if !bad.breached() || !(&foReport{failback: bad}).breached() {
+			t.Fatalf("%+v is a breach", bad)
+		}
+	}
+	if tbl := (&fbReport{rounds: 1, latency: []float64{1, 9000}}).table(); !strings.Contains(tbl,
+		"| 2, 1.0 ms, 1.0 ms, 9000.0 ms | **BREACH** |") {
+		t.Fatalf("table:\n%s", tbl)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // report is what the run found.
@@ -44,7 +46,12 @@ func (r *report) collect(ctx context.Context, p *producer, took time.Duration) {
 }
 
 func latencies(ctx context.Context, p *producer, phase string) []float64 {
-	raw, _ := p.rdb.LRange(ctx, kLat+phase, 0, -1).Result()
+	return latencyList(ctx, p.rdb, kLat+phase)
+}
+
+// latencyList reads a list of latencies in µs as ms, sorted.
+func latencyList(ctx context.Context, rdb *redis.Client, key string) []float64 {
+	raw, _ := rdb.LRange(ctx, key, 0, -1).Result()
 	out := make([]float64, 0, len(raw))
 	for _, s := range raw {
 		var us float64

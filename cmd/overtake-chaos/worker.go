@@ -64,6 +64,13 @@ func runWorker(addr, id, logPath string) error {
 	log := zap.New(zapCore(logFile)).With(zap.String("worker", id))
 	rdb := workerClient(addr)
 	defer rdb.Close()
+	if strings.HasPrefix(id, fbTag) { // the fail-back case's
+		rt, err := newFbRuntime(rdb, id, log)
+		if err != nil {
+			return err
+		}
+		return rt.Run(ctx)
+	}
 	q, err := queue.New(rdb, queueConfig())
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package testredis_test
 import (
 	"context"
 	"net"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -89,5 +90,20 @@ func TestSentinelStartMissingBinary(t *testing.T) {
 	_, err := sentinelproc.Start(context.Background(), sentinelproc.Options{Bin: "no-such-redis-server"})
 	if err == nil {
 		t.Fatal("want an error")
+	}
+}
+
+// StartSentinel whose context ends before the group is ready (a chaos run
+// out of time) returns the error and stops what it started; it panicked
+// on the nil group it was about to return.
+func TestSentinelStartCancelled(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("needs redis-server")
+	}
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	g, err := sentinelproc.Start(c, sentinelproc.Options{Dir: t.TempDir(), Lifetime: time.Minute})
+	if err == nil || g != nil {
+		t.Fatalf("Start with its context ended: %v, %v; want an error", g, err)
 	}
 }

@@ -110,10 +110,10 @@ func Start(ctx context.Context, opts Options) (g *Group, err error) {
 		}
 		g.ownDir = true
 	}
+	made := g // a failing return sets g to nil before this defer runs
 	defer func() {
 		if err != nil {
-			_ = g.Close()
-			g = nil
+			_ = made.Close()
 		}
 	}()
 	start := func(name string, o redisproc.Options) (*redisproc.Server, error) {

@@ -150,6 +150,44 @@ func (g *Group) Rejoin(ctx context.Context, addr string) error {
 	return c.ReplicaOf(ctx, host, port).Err()
 }
 
+// Failover makes the sentinels promote a replica while the primary still
+// runs (SENTINEL FAILOVER, as an operator's switchover would, or a
+// fail-back to a primary that has just rejoined as a replica), and
+// returns the old primary, the new one and when a sentinel first named
+// it (as WaitFailover). It retries while no replica is fit yet (a
+// sentinel refuses with NOGOODSLAVE until its INFO shows the replica in
+// sync) or another failover is under way (INPROG). The old primary stays
+// a primary, and keeps its clients, until the sentinels make it a replica
+// (some 10 s later, with CLIENT KILL TYPE normal and pubsub).
+func (g *Group) Failover(ctx context.Context) (old, primary string, at time.Time, err error) {
+	if old, err = g.agreedPrimary(ctx); err != nil {
+		return "", "", time.Time{}, err
+	}
+	for {
+		err = g.forceFailover(ctx)
+		if err == nil {
+			break
+		}
+		if !redis.HasErrorPrefix(err, "NOGOODSLAVE") && !redis.HasErrorPrefix(err, "INPROG") {
+			return "", "", time.Time{}, fmt.Errorf("sentinelproc: SENTINEL FAILOVER: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", time.Time{}, fmt.Errorf("sentinelproc: SENTINEL FAILOVER: %w (last: %w)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond): // until a sentinel sees the replica fit
+		}
+	}
+	primary, at, err = g.WaitFailover(ctx, old)
+	return old, primary, at, err
+}
+
+// forceFailover sends SENTINEL FAILOVER to the first sentinel.
+func (g *Group) forceFailover(ctx context.Context) error {
+	c := redis.NewSentinelClient(&redis.Options{Addr: g.SentinelAddrs()[0], MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	return c.Failover(ctx, MasterName).Err()
+}
+
 // agreedPrimary waits until every sentinel names the same primary, and
 // returns it.
 func (g *Group) agreedPrimary(ctx context.Context) (string, error) {
