@@ -58,7 +58,7 @@ type RunStats struct {
 	Dead       int64
 	Preempted  int64 // victims this runtime cancelled for urgent work
 	Reserved   int64 // urgent tasks this runtime leased in order to preempt
-	Stuck      int64 // victims that ignored cancellation past the grace period
+	Stuck      int64 // runs that ignored their preemption or cancel past the grace period
 	ScaledUp   int64 // times the autoscaler raised the concurrency
 	ScaledDown int64 // times the autoscaler lowered the concurrency
 	// SLABreaches counts tasks leased after waiting longer than their

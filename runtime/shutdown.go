@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"errors"
+
 	"github.com/overtake/overtake/handlers"
 
 	"github.com/overtake/overtake/internal/store"
@@ -64,7 +66,10 @@ func (r *Runtime) shutdown(ctx context.Context) error {
 		r.log.Error("shutdown: the dispatcher did not stop in time", zap.Error(ctx.Err()))
 	}
 	for _, rn := range r.slots.takeWaiting() { // reserved but never started: straight back
-		if err := r.eng.Requeue(ctx, rn.t, store.RequeueShutdown); err != nil {
+		switch err := r.eng.Requeue(ctx, rn.t, store.RequeueShutdown); {
+		case errors.Is(err, store.ErrEndedCanceled):
+			rn.log.Info("reserved task ended canceled: its cancel was requested before it started")
+		case err != nil:
 			rn.log.Error("could not requeue reserved task", zap.Error(err))
 		}
 	}
