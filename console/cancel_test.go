@@ -88,11 +88,14 @@ func TestActionsCancel(t *testing.T) {
 		_, body = e.get("/running?offset=0&done=cancel-requested")
 		require.Contains(t, body, "Cancel requested: the task ends canceled when its handler returns.")
 		state(run, queue.StateActive)
+		_, body = e.get("/task?id=" + run)
+		require.Contains(t, body, "<dt>Cancel requested</dt>", "the task page shows the request while it runs")
 		// Its handler returned an error: the run ends canceled, not dead.
 		require.ErrorContains(t, w.DeadLetter(e.ctx, leased, "context canceled"), "ended canceled")
 		state(run, queue.StateCanceled)
 		_, body = e.get("/task?id=" + run)
 		require.Contains(t, body, `while it ran on <span class="mono">w1</span>`)
+		require.NotContains(t, body, "<dt>Cancel requested</dt>", "not once it ended")
 
 		// Finished and unknown tasks, and a bad form, are error pages.
 		dead := e.kill("t", "", "bad")

@@ -71,6 +71,10 @@ type TaskInfo struct {
 	// LeasedAt is when the current lease began, by Redis's clock (or the
 	// injected Config.Clock): with ReadyAt, the task's wait.
 	LeasedAt time.Time
+	// CancelRequestedAt is when a cancel of the task was requested while
+	// it ran (Client.Cancel), by Redis's clock; zero if none was. The run
+	// ends canceled when its handler returns, unless it succeeded first.
+	CancelRequestedAt time.Time
 	// Checkpoint is the state the task saved last, nil if none.
 	Checkpoint []byte
 	// CheckpointSeq increases with every saved checkpoint.

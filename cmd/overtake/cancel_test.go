@@ -53,6 +53,10 @@ func TestCancelCommand(t *testing.T) {
 		line(c.ok("cancel", "run-1"), "cancel requested for run-1, running on worker w1: its context is cancelled now, "+
 			"and the task ends canceled when its handler returns (done, if it had already succeeded); overtake inspect run-1 says which")
 		state("run-1", queue.StateActive)
+		if out := c.ok("inspect", "run-1"); !strings.Contains(out, "cancel asked ") ||
+			!strings.Contains(out, "it ends canceled when its handler returns") {
+			t.Errorf("inspect of a running task whose cancel was requested:\n%s", out)
+		}
 		// Its handler returned an error: the run ends canceled, not dead.
 		if err := w.DeadLetter(ctx, leased, "context canceled"); err == nil || !strings.Contains(err.Error(), "ended canceled") {
 			t.Fatalf("dead-letter of a task whose cancel was requested: %v", err)

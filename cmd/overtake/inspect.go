@@ -109,6 +109,10 @@ func writeTask(ctx context.Context, w io.Writer, q *queue.Client, t *queue.TaskD
 		row("lease token", "%s", t.Token)
 		row("lease until", "%s", stamp(t.LeaseDeadline, now))
 	}
+	if !t.CancelRequestedAt.IsZero() && t.State == queue.StateActive {
+		row("cancel asked", "%s: it ends canceled when its handler returns, unless it succeeded first",
+			stamp(t.CancelRequestedAt, now))
+	}
 	if t.LastError != "" {
 		row("last error", "%s", t.LastError)
 	}

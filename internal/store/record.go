@@ -176,6 +176,7 @@ func applyState(t *Task, s *state) {
 	t.AgedAt = msTime(int64(atoi(s.Agd)))
 	t.LastError, t.Worker, t.Token = s.Err, s.W, s.Tk
 	t.LeasedAt = msTime(int64(atoi(s.Stt)))
+	t.CancelRequestedAt = msTime(int64(atoi(s.Cx)))
 	t.LeaseDeadline = msTime(int64(atoi(s.Dl)))
 	t.RunSpans = strings.Fields(s.Rs)
 }

@@ -28,8 +28,9 @@ import (
 // ErrRedisUnreachable and RedisLogger (issue 30: a worker that cannot
 // reach Redis fails at start); plus 7 for cancel (issue 29:
 // Client.Cancel, ErrTaskFinished, StateCanceled, LevelStats.Canceled,
-// FeedCanceled, handlers.ErrCanceled, RunStats.Canceled).
-const limit = 373 + 17 + 1 + 1 + 3 + 7
+// FeedCanceled, handlers.ErrCanceled, RunStats.Canceled); plus 1 for
+// TaskInfo.CancelRequestedAt (issue 29: Inspect shows a requested cancel).
+const limit = 373 + 17 + 1 + 1 + 3 + 7 + 1
 
 func main() {
 	root := "."
