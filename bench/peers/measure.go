@@ -204,9 +204,3 @@ func wake(ctx context.Context, s system, samples int, o options) ([]time.Duratio
 	}
 	return out, capped
 }
-
-// must2 is must for two results.
-func must2[T, U any](t T, u U, err error) (T, U) {
-	check(err)
-	return t, u
-}
