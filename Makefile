@@ -64,7 +64,7 @@ BENCH_CPU_ARGS ?= --tasks 20000 --rounds 3
 bench-cpu: ## CPU per no-op task of the producer, the worker and redis-server, each side on its own (cmd/overtake-bench --only cpu)
 	$(GO) run ./cmd/overtake-bench --only cpu $(BENCH_CPU_ARGS)
 
-bench-peers: ## Overtake vs asynq on one redis-server it starts: bench/peers/RESULTS.md and charts (BENCH_PEERS_ARGS=-quick: a smoke test)
+bench-peers: ## Overtake vs asynq and BullMQ (node sidecars; npm ci once) on one redis-server it starts: bench/peers/RESULTS.md and charts (BENCH_PEERS_ARGS=-quick: a smoke test)
 	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)
 
 jaeger: ## build (cached) and start Jaeger v2 on 127.0.0.1, with the UI of ../shared/jaeger-ui if there; prints OVERTAKE_JAEGER_* to source

@@ -35,7 +35,7 @@ var chartList = []chart{
 }
 
 var (
-	colors    = map[string]color.Color{"asynq": color.RGBA{R: 150, G: 150, B: 150, A: 255}, "Overtake": color.RGBA{R: 50, G: 100, B: 170, A: 255}}
+	colors    = map[string]color.Color{"asynq": color.RGBA{R: 150, G: 150, B: 150, A: 255}, "BullMQ": color.RGBA{R: 220, G: 140, B: 40, A: 255}, "Overtake": color.RGBA{R: 50, G: 100, B: 170, A: 255}}
 	targetRed = color.RGBA{R: 200, G: 40, B: 40, A: 255}
 	// chartW and chartH make a 600×400-pixel PNG at gonum's 96 dpi.
 	chartW, chartH = vg.Length(600) * vg.Inch / 96, vg.Length(400) * vg.Inch / 96

@@ -22,6 +22,7 @@ type options struct {
 	idle, ceilingFor, lowFor, gap, waitCap, limit   time.Duration
 	urgentSamples, aqUrgent, wakeSamples, aqWake    int
 	out, charts, redisServer                        string
+	bullmq                                          bool
 	lifetime                                        time.Duration
 }
 
@@ -44,16 +45,17 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&o.conc, "concurrency", 64, "worker concurrency of the work and drain runs")
 	fs.DurationVar(&o.idle, "idle", 20*time.Second, "window of the idle-cost figure")
 	fs.DurationVar(&o.ceilingFor, "ceiling", 2*time.Second, "EVALSHA ceiling time around each throughput run (half before, half after)")
-	fs.DurationVar(&o.lowFor, "asynq-low", 2*time.Second, "run time of asynq's low tasks in the urgent workload")
+	fs.DurationVar(&o.lowFor, "asynq-low", 2*time.Second, "run time of asynq's and BullMQ's low tasks in the urgent workload")
 	fs.DurationVar(&o.gap, "wake-gap", 1500*time.Millisecond, "wake samples are this far apart at most (uniformly random)")
 	fs.DurationVar(&o.waitCap, "wait-cap", 5*time.Second, "longest wait for an urgent or wake sample; a longer one counts as this")
 	fs.DurationVar(&o.limit, "limit", 3*time.Minute, "longest any one workload may take before the run fails")
 	fs.IntVar(&o.urgentSamples, "urgent-samples", 100, "Overtake urgent-latency samples per round")
-	fs.IntVar(&o.aqUrgent, "asynq-urgent-samples", 5, "asynq urgent-latency samples per round (each waits for a low task to end)")
+	fs.IntVar(&o.aqUrgent, "asynq-urgent-samples", 5, "asynq and BullMQ urgent-latency samples per round (each waits for a low task to end)")
 	fs.IntVar(&o.wakeSamples, "wake-samples", 40, "Overtake wake-latency samples per round")
-	fs.IntVar(&o.aqWake, "asynq-wake-samples", 20, "asynq wake-latency samples per round")
+	fs.IntVar(&o.aqWake, "asynq-wake-samples", 20, "asynq and BullMQ wake-latency samples per round")
 	fs.StringVar(&o.out, "out", "RESULTS.md", "write the markdown table here too (empty: don't)")
 	fs.StringVar(&o.charts, "charts", "charts", "write PNG charts into this directory (empty: don't)")
+	fs.BoolVar(&o.bullmq, "bullmq", true, "measure BullMQ too (node sidecars in bullmq/; 'npm ci' there first if node_modules is absent); skipped with a note when node or npm is missing")
 	fs.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary")
 	fs.DurationVar(&o.lifetime, "redis-lifetime", 30*time.Minute, "redis-server is killed after this even if the benchmark hangs")
 	if err := fs.Parse(args); err != nil {
@@ -147,18 +149,29 @@ func run(o options, command string) error {
 	ctx := context.Background()
 	adm := newAdmin(srv.Addr())
 	defer adm.Close()
-	systems := []system{newAQ(srv.Addr(), o.lowFor), newOT(srv.Addr())}
+	systems := []workloads{native{newAQ(srv.Addr(), o.lowFor)}}
+	env := runEnv{addr: srv.Addr(), redis: adm.version(ctx), machine: machine(), command: command,
+		asynq: moduleVersion("github.com/hibiken/asynq"), overtake: treeVersion()}
+	if !o.bullmq {
+		env.skipped = "-bullmq=false"
+	} else if env.bullmq, err = setupBullMQ(); err != nil {
+		env.skipped = err.Error()
+	}
+	if env.skipped != "" {
+		fmt.Fprintln(os.Stderr, "peers: BullMQ skipped:", env.skipped)
+	} else {
+		systems = append(systems, must(newBull(srv.Addr(), o)))
+	}
+	systems = append(systems, native{newOT(srv.Addr())})
 	res := newResults(systems)
-	load := loadAvg()
+	env.load[0] = loadAvg()
 	for r := 1; r <= o.rounds; r++ {
 		for _, s := range systems {
 			fmt.Fprintf(os.Stderr, "peers: round %d/%d, %s\n", r, o.rounds, s.name())
 			res.add(s, measureOnce(ctx, adm, s, o))
 		}
 	}
-	env := runEnv{addr: srv.Addr(), redis: adm.version(ctx), machine: machine(), command: command,
-		asynq: moduleVersion("github.com/hibiken/asynq"), overtake: treeVersion(),
-		load: [2]string{load, loadAvg()}}
+	env.load[1] = loadAvg()
 	table := res.table(o, env)
 	fmt.Print(table)
 	if o.out != "" {

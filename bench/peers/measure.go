@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -39,78 +40,120 @@ type figures struct {
 	c16, c64                           float64 // EVALSHA ceilings around the enqueue and the drain run
 	urgent50, urgent99, wake50, wake99 float64
 	capped                             int // urgent and wake waits that hit the cap
+	// Redis's and the client process's CPU per 10k tasks, in ms, of the
+	// enqueue, drain and batch runs; batch is the batch enqueue's tasks/s
+	// (NaN, like its CPU, for a system without one).
+	enqRedis, enqClient, drainRedis, drainClient float64
+	batch, batchRedis, batchClient               float64
 }
+
+// batchSize is how many tasks an EnqueueBatch or addBulk call of the batch
+// run takes.
+const batchSize = 100
 
 // payload100 is the 100-byte payload of the memory figure.
 var payload100 = []byte(strings.Repeat("p", 100))
 
-// measureOnce runs every workload of s once, each on a flushed Redis, and
+// measureOnce runs every workload of w once, each on a flushed Redis, and
 // dies on any error.
-func measureOnce(ctx context.Context, adm *admin, s system, o options) figures {
+func measureOnce(ctx context.Context, adm *admin, w workloads, o options) figures {
 	var f figures
 	// flush empties Redis before a workload and names it on stderr, so
 	// that a system's own log lines can be told apart.
 	flush := func(what string) {
-		fmt.Fprintf(os.Stderr, "peers:   %s: %s\n", s.name(), what)
+		fmt.Fprintf(os.Stderr, "peers:   %s: %s\n", w.name(), what)
 		check(adm.FlushAll(ctx).Err())
 	}
 
 	flush("memory")
 	before := must(adm.taskMemory(ctx))
-	check(s.fill(ctx, o.memTasks, payload100))
+	check(w.fill(ctx, o.memTasks, payload100))
 	f.mem = (must(adm.taskMemory(ctx)) - before) / float64(o.memTasks)
 
 	flush("commands and CPU")
-	w := must(adm.resetStats(ctx))
+	win := must(adm.resetStats(ctx))
 	cpu0 := must(adm.cpuSeconds(ctx))
-	ran := newCounter(o.workTasks)
-	stop := must(s.start(ctx, o.conc, ran.hit))
-	check(s.enqueueEach(ctx, o.workTasks, 16))
-	await(ran.done, o.limit, s.name()+" work")
-	stop()
+	left := must(w.work(ctx, o.workTasks, o.conc, o))
 	cpu1 := must(adm.cpuSeconds(ctx))
-	f.cmds = float64(must(w.calls(ctx))) / float64(o.workTasks)
+	f.cmds = float64(must(win.calls(ctx))) / float64(o.workTasks)
 	f.cpu = (cpu1 - cpu0) * 1000 * 10_000 / float64(o.workTasks)
-	if n := must(s.left(ctx)); n != 0 {
-		fmt.Fprintf(os.Stderr, "peers: %s: %d tasks of the work run not done after shutdown\n", s.name(), n)
+	if left != 0 {
+		fmt.Fprintf(os.Stderr, "peers: %s: %d tasks of the work run not done after shutdown\n", w.name(), left)
 	}
 
 	flush("enqueue")
 	f.enq, f.c16 = withCeiling(ctx, adm, 16, o.ceilingFor, func() float64 {
-		t0 := time.Now()
-		check(s.enqueueEach(ctx, o.enqTasks, 16))
-		return float64(o.enqTasks) / time.Since(t0).Seconds()
+		var rate float64
+		f.enqRedis, f.enqClient = perTenK(ctx, adm, o.enqTasks, func() (float64, error) {
+			r, cpu, err := w.enqueue(ctx, o.enqTasks, 16)
+			rate = r
+			return cpu, err
+		})
+		return rate
 	})
 
+	flush("batch enqueue")
+	f.batchRedis, f.batchClient = perTenK(ctx, adm, o.enqTasks, func() (float64, error) {
+		r, cpu, err := w.batch(ctx, o.enqTasks, 16, batchSize)
+		f.batch = r
+		return cpu, err
+	})
+	if math.IsNaN(f.batch) { // no batch enqueue: no Redis CPU of one either
+		f.batchRedis = math.NaN()
+	}
+
 	flush("drain")
-	check(s.fill(ctx, o.drainTasks, nil))
-	f.drain, f.c64 = withCeiling(ctx, adm, o.conc, o.ceilingFor, func() float64 { return drain(ctx, s, o) })
+	check(w.fill(ctx, o.drainTasks, nil))
+	f.drain, f.c64 = withCeiling(ctx, adm, o.conc, o.ceilingFor, func() float64 {
+		var rate float64
+		f.drainRedis, f.drainClient = perTenK(ctx, adm, o.drainTasks, func() (float64, error) {
+			r, cpu, err := w.drain(ctx, o)
+			rate = r
+			return cpu, err
+		})
+		return rate
+	})
 
 	flush("idle")
-	stop = must(s.start(ctx, 0, func([]byte) {}))
-	time.Sleep(time.Second) // start-up calls are not idle cost
-	w = must(adm.resetStats(ctx))
-	t0 := time.Now()
-	time.Sleep(o.idle) // the measurement window
-	f.idle = float64(must(w.calls(ctx))) / time.Since(t0).Seconds()
-	stop()
+	check(w.idle(ctx, func() {
+		time.Sleep(time.Second) // start-up calls are not idle cost
+		win := must(adm.resetStats(ctx))
+		t0 := time.Now()
+		time.Sleep(o.idle) // the measurement window
+		f.idle = float64(must(win.calls(ctx))) / time.Since(t0).Seconds()
+	}))
 
+	// asynq and BullMQ have no preemption: each urgent sample waits for a
+	// low task to end, so they take the peers' (smaller) sample counts.
+	peer := w.name() != "Overtake"
 	flush("urgent")
 	n := o.urgentSamples
-	if s.name() == "asynq" {
+	if peer {
 		n = o.aqUrgent
 	}
-	u, capped := must2(s.urgent(ctx, n, o))
+	u, capped, err := w.urgent(ctx, n, o)
+	check(err)
 	f.urgent50, f.urgent99, f.capped = percentile(u, 50), percentile(u, 99), capped
 
 	flush("wake")
 	n = o.wakeSamples
-	if s.name() == "asynq" {
+	if peer {
 		n = o.aqWake
 	}
-	wk, capped := wake(ctx, s, n, o)
+	wk, capped, err := w.wake(ctx, n, o)
+	check(err)
 	f.wake50, f.wake99, f.capped = percentile(wk, 50), percentile(wk, 99), f.capped+capped
 	return f
+}
+
+// perTenK runs fn, which handles n tasks and returns its client process's
+// CPU in ms, and returns Redis's CPU (used_cpu_sys + user) and the
+// client's, in ms per 10k tasks. It dies on any error.
+func perTenK(ctx context.Context, adm *admin, n int, fn func() (clientMs float64, err error)) (redis, client float64) {
+	cpu0 := must(adm.cpuSeconds(ctx))
+	clientMs := must(fn())
+	cpu1 := must(adm.cpuSeconds(ctx))
+	return (cpu1 - cpu0) * 1000 * 10_000 / float64(n), clientMs * 10_000 / float64(n)
 }
 
 // withCeiling runs fn between two EVALSHA ceiling measurements of g
@@ -160,10 +203,4 @@ func wake(ctx context.Context, s system, samples int, o options) ([]time.Duratio
 		}
 	}
 	return out, capped
-}
-
-// must2 is must for two results.
-func must2[T, U any](t T, u U, err error) (T, U) {
-	check(err)
-	return t, u
 }

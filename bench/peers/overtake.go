@@ -55,6 +55,19 @@ func (o *ot) enqueueEach(ctx context.Context, n, g int) error {
 	})
 }
 
+// enqueueBatch makes o a batcher: EnqueueBatch calls of size tasks from
+// g goroutines, batch b at level b%3.
+func (o *ot) enqueueBatch(ctx context.Context, n, g, size int) error {
+	return parallel((n+size-1)/size, g, func(b int) error {
+		batch := make([]*queue.Task, 0, size)
+		for range min(size, n-b*size) {
+			batch = append(batch, queue.NewTask("noop", nil))
+		}
+		_, err := o.q.EnqueueBatch(ctx, batch, queue.Level(b%3))
+		return err
+	})
+}
+
 func (o *ot) enqueueOne(ctx context.Context, payload []byte, prio int) error {
 	_, err := o.q.Enqueue(ctx, queue.NewTask("noop", payload), queue.Level(prio))
 	return err

@@ -73,6 +73,26 @@ var rows = []row{
 		func(f figures) float64 { return f.c16 }, target{}},
 	{"EVALSHA ceiling, 64 goroutines, around the drain run", "calls/s",
 		func(f figures) float64 { return f.c64 }, target{}},
+	{"single Enqueue run: Redis CPU per 10k tasks (used_cpu_sys + user)", "ms",
+		func(f figures) float64 { return f.enqRedis }, target{}},
+	{"single Enqueue run: producer process CPU per 10k tasks", "ms",
+		func(f figures) float64 { return f.enqClient }, target{}},
+	{"single Enqueue run: Redis + producer CPU per 10k tasks", "ms",
+		func(f figures) float64 { return f.enqRedis + f.enqClient }, target{}},
+	{"drain run: Redis CPU per 10k tasks (used_cpu_sys + user)", "ms",
+		func(f figures) float64 { return f.drainRedis }, target{}},
+	{"drain run: worker process CPU per 10k tasks (its start and stop included)", "ms",
+		func(f figures) float64 { return f.drainClient }, target{}},
+	{"drain run: Redis + worker CPU per 10k tasks", "ms",
+		func(f figures) float64 { return f.drainRedis + f.drainClient }, target{}},
+	{"batch enqueue (EnqueueBatch / addBulk of 100 tasks), 16 callers", "tasks/s",
+		func(f figures) float64 { return f.batch }, target{}},
+	{"batch enqueue run: Redis CPU per 10k tasks", "ms",
+		func(f figures) float64 { return f.batchRedis }, target{}},
+	{"batch enqueue run: producer process CPU per 10k tasks", "ms",
+		func(f figures) float64 { return f.batchClient }, target{}},
+	{"batch enqueue run: Redis + producer CPU per 10k tasks", "ms",
+		func(f figures) float64 { return f.batchRedis + f.batchClient }, target{}},
 }
 
 // results collects every round of every system.
@@ -82,7 +102,7 @@ type results struct {
 	started time.Time
 }
 
-func newResults(systems []system) *results {
+func newResults(systems []workloads) *results {
 	r := &results{rounds: map[string][]figures{}, started: time.Now()}
 	for _, s := range systems {
 		r.names = append(r.names, s.name())
@@ -90,7 +110,7 @@ func newResults(systems []system) *results {
 	return r
 }
 
-func (r *results) add(s system, f figures) { r.rounds[s.name()] = append(r.rounds[s.name()], f) }
+func (r *results) add(s workloads, f figures) { r.rounds[s.name()] = append(r.rounds[s.name()], f) }
 
 // values returns row w's value for system name in every round.
 func (r *results) values(name string, w row) []float64 {
@@ -104,6 +124,8 @@ func (r *results) values(name string, w row) []float64 {
 // runEnv is where and how the run happened.
 type runEnv struct {
 	addr, redis, machine, command, asynq, overtake string
+	bullmq                                         string    // "version (node version)"
+	skipped                                        string    // why BullMQ was not measured, if it was not
 	load                                           [2]string // /proc/loadavg at the start and the end
 }
 
@@ -126,33 +148,69 @@ func treeVersion() string {
 	return strings.TrimSpace(string(out))
 }
 
-// table renders the medians, every round and the run's sizes as markdown.
+// table renders the medians, every round and the run's sizes as markdown:
+// a column per system measured, and Overtake's ratio to each peer.
 func (r *results) table(o options, env runEnv) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Overtake vs asynq\n\nasynq %s and Overtake %s on one redis-server %s (%s), %s; "+
+	bullmq := "BullMQ " + env.bullmq + ", "
+	if env.skipped != "" {
+		bullmq = ""
+	}
+	fmt.Fprintf(&b, "# Overtake vs asynq and BullMQ\n\nasynq %s, %sOvertake %s on one redis-server %s (%s), %s; "+
 		"%d round(s), medians; %s. Load average (1, 5, 15 min) at the start %s, at the end %s.\n\n",
-		env.asynq, env.overtake, env.redis, env.addr, env.machine, len(r.rounds[r.names[0]]),
+		env.asynq, bullmq, env.overtake, env.redis, env.addr, env.machine, len(r.rounds[r.names[0]]),
 		r.started.UTC().Format("2006-01-02 15:04 MST"), env.load[0], env.load[1])
+	if env.skipped != "" {
+		fmt.Fprintf(&b, "BullMQ was not measured: %s.\n\n", env.skipped)
+	}
 	b.WriteString("The EVALSHA ceiling is `return 1` from go-redis, each goroutine with a connection of its own, " +
 		"measured right before and right after each throughput run (the mean of the two is that run's yardstick), " +
-		"so that a fraction compares figures taken under the same load.\n\n")
-	b.WriteString("| figure | asynq | Overtake | Overtake / asynq | target (Overtake) | met |\n|---|---:|---:|---:|---|---|\n")
+		"so that a fraction compares figures taken under the same load. " +
+		"BullMQ runs each workload natively in a node process of its own (`bullmq/run.mjs`: handlers in JS, " +
+		"its 16 or 64 goroutines are as many async callers or its worker's concurrency; every job has " +
+		"removeOnComplete; priorities urgent 1, normal 2, low 3). A process's CPU is user + system: " +
+		"`process.cpuUsage()` of the node process over the run for BullMQ, getrusage of the bench's Go process " +
+		"around the run for asynq and Overtake (its few own goroutines included). asynq has no batch enqueue " +
+		"(its Client exposes no pipeline either): its batch cells are n/a, its nearest equivalent is single Enqueue.\n\n")
+	var peers []string
+	head := "| figure |"
+	for _, n := range r.names {
+		head += " " + n + " |"
+		if n != "Overtake" {
+			peers = append(peers, n)
+		}
+	}
+	for _, p := range peers {
+		head += " Overtake / " + p + " |"
+	}
+	head += " target (Overtake) | met |\n|---|" + strings.Repeat("---:|", len(r.names)+len(peers)) + "---|---|\n"
+	b.WriteString(head)
 	for _, w := range rows {
-		a, ov := median(r.values("asynq", w)), median(r.values("Overtake", w))
+		ov := median(r.values("Overtake", w))
+		line := "| " + w.name + " |"
+		for _, n := range r.names {
+			line += " " + num(median(r.values(n, w)), w.unit) + " |"
+		}
+		for _, p := range peers {
+			rt := ratio(ov, median(r.values(p, w)))
+			if w.unit == "calls/s" { // a yardstick, not a figure of either system
+				rt = "—"
+			}
+			line += " " + rt + " |"
+		}
 		met := ""
 		if w.target.op != "" {
 			met = map[bool]string{true: "yes", false: "**no**"}[w.target.met(ov)]
 		}
-		rt := ratio(ov, a)
-		if w.unit == "calls/s" { // a yardstick, not a figure of either system
-			rt = "—"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", w.name, num(a, w.unit), num(ov, w.unit),
-			rt, w.target, met)
+		fmt.Fprintf(&b, "%s %s | %s |\n", line, w.target, met)
 	}
-	b.WriteString("\nEvery round, asynq / Overtake:\n\n")
+	fmt.Fprintf(&b, "\nEvery round, %s:\n\n", strings.Join(r.names, " / "))
 	for _, w := range rows {
-		fmt.Fprintf(&b, "- %s: %s / %s\n", w.name, list(r.values("asynq", w)), list(r.values("Overtake", w)))
+		lists := make([]string, len(r.names))
+		for i, n := range r.names {
+			lists[i] = list(r.values(n, w))
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", w.name, strings.Join(lists, " / "))
 	}
 	var capped []string
 	for _, n := range r.names {
@@ -167,17 +225,21 @@ func (r *results) table(o options, env runEnv) string {
 			strings.Join(capped, "; "))
 	}
 	fmt.Fprintf(&b, "\nSizes: %d pending tasks for memory, %d tasks for commands and CPU (enqueued one call each "+
-		"from 16 goroutines while the worker runs), %d for enqueue throughput, %d drained, concurrency %d; "+
-		"idle window %v; urgent: %d asynq / %d Overtake samples a round, asynq's low tasks of %v, the urgent one "+
-		"enqueued at a random moment of their run; wake: %d asynq / %d Overtake samples a round, 0–%v apart; "+
-		"waits capped at %v.\n\nCommand: %s\n", o.memTasks, o.workTasks, o.enqTasks, o.drainTasks, o.conc, o.idle,
-		o.aqUrgent, o.urgentSamples, o.lowFor, o.aqWake, o.wakeSamples, o.gap, o.waitCap, env.command)
+		"from 16 goroutines while the worker runs), %d for enqueue throughput and for the batch enqueue (%d a call), "+
+		"%d drained, concurrency %d; idle window %v; urgent: %d asynq and BullMQ / %d Overtake samples a round, "+
+		"asynq's and BullMQ's low tasks of %v, the urgent one enqueued at a random moment of their run; wake: %d "+
+		"asynq and BullMQ / %d Overtake samples a round, 0–%v apart; waits capped at %v.\n\nCommand: %s\n",
+		o.memTasks, o.workTasks, o.enqTasks, batchSize, o.drainTasks, o.conc, o.idle, o.aqUrgent, o.urgentSamples,
+		o.lowFor, o.aqWake, o.wakeSamples, o.gap, o.waitCap, env.command)
 	return b.String()
 }
 
 // num formats a median with its unit: whole numbers from 100 up, three
-// significant digits below.
+// significant digits below, "n/a" for NaN (not measured).
 func num(v float64, unit string) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
 	s := fmt.Sprintf("%.3g", v)
 	if math.Abs(v) >= 100 {
 		s = fmt.Sprintf("%.0f", v)

@@ -79,7 +79,7 @@ func build(root string) (*index, error) {
 		ix.bases[d.Name()] = true
 		skip := false
 		for _, part := range strings.Split(path.Dir(rel), "/") {
-			if part == "testdata" || part == "vendor" || (strings.HasPrefix(part, ".") && part != ".") {
+			if part == "testdata" || part == "vendor" || part == "node_modules" || (strings.HasPrefix(part, ".") && part != ".") {
 				skip = true
 			}
 		}
