@@ -19,7 +19,7 @@ func TestLogger(t *testing.T) {
 	require.False(t, handlers.Logger(context.Background()).Core().Enabled(zapcore.ErrorLevel))
 
 	core, logs := observer.New(zapcore.InfoLevel)
-	ctx := tasklog.NewContext(context.Background(), zap.New(core).With(zap.String("task_id", "t1")))
+	ctx := tasklog.NewContext(context.Background(), tasklog.Logger{L: zap.New(core).With(zap.String("task_id", "t1"))})
 	handlers.Logger(ctx).Info("hello")
 	require.Equal(t, 1, logs.FilterMessage("hello").FilterField(zap.String("task_id", "t1")).Len())
 }

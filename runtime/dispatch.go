@@ -224,7 +224,8 @@ func (d *dispatcher) logCorrupt(res *store.LeaseResult) {
 // duration); Shutdown waits for them like for handlers.
 func (d *dispatcher) killMalformed(res *store.LeaseResult) {
 	for _, m := range res.Malformed {
-		rn := &run{t: m.Task, log: d.log.With(zap.String("task_id", m.Task.ID))}
+		rn := &run{t: m.Task}
+		rn.log.l = d.log.With(zap.String("task_id", m.Task.ID))
 		d.workers.track(func() {
 			// A record Redis holds that cannot be decoded: corruption.
 			if err := d.done.kill(rn, m.Err.Error(), zapcore.ErrorLevel); err != nil {

@@ -38,12 +38,16 @@ func TestStaleHeartbeatSparesNewLease(t *testing.T) {
 		require.NotEqual(t, old.Token, cur.Token)
 
 		var cause error
-		rt.slots.runs[cur.ID] = &run{t: cur, log: rt.log, cancel: func(err error) { cause = err }}
+		rn := &run{t: cur, cancel: func(err error) { cause = err }}
+		rn.log.l = rt.log
+		rt.slots.runs[cur.ID] = rn
 		require.NoError(t, rt.beats.send(ctx, []*store.Task{old}, 1))
 		require.NoError(t, cause, "the new run was cancelled by a stale heartbeat")
 
 		// The run whose token went out is cancelled.
-		rt.slots.runs[cur.ID] = &run{t: old, log: rt.log, cancel: func(err error) { cause = err }}
+		rn = &run{t: old, cancel: func(err error) { cause = err }}
+		rn.log.l = rt.log
+		rt.slots.runs[cur.ID] = rn
 		require.NoError(t, rt.beats.send(ctx, []*store.Task{old}, 1))
 		require.True(t, errors.Is(cause, queue.ErrLeaseLost))
 	})

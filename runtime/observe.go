@@ -17,7 +17,6 @@ import (
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/telemetry"
-	"github.com/overtake/overtake/tracing"
 )
 
 // observer is the runtime's single place for logs, spans and metrics, so
@@ -73,18 +72,11 @@ func (o *observer) labels(t *store.Task) telemetry.Labels {
 	return telemetry.Labels{Queue: o.r.q.Name(), Level: t.Level, LevelName: o.r.q.LevelName(t.Level)}
 }
 
-// taskLogger returns a logger whose every line carries the task's ID, type
-// and level, and the trace ID of the producer's trace when the record has
-// one (the process span joins that trace; leased adds its span ID).
-func (o *observer) taskLogger(t *store.Task) *zap.Logger {
-	f := telemetry.TaskFields(t.ID, t.Type, t.Level)
-	if sc := o.producer(t); sc.IsValid() {
-		f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))
-	}
-	// Lazy: the fields are encoded only if the task logs something (the
-	// default logger drops the per-task Debug lines).
-	return o.r.log.WithLazy(f...)
-}
+// taskLogger gives rn its logger (runLog, built on its first kept line):
+// every line carries the task's ID, type and level, and the trace ID of
+// the producer's trace when the record has one (the process span joins
+// that trace; leased adds its span ID).
+func (o *observer) taskLogger(rn *run) { rn.log.init(o.r.log, o, rn.t) }
 
 // producer returns the span context of t's enqueue span, from its record.
 func (o *observer) producer(t *store.Task) trace.SpanContext {
@@ -116,11 +108,7 @@ func (o *observer) leased(rn *run) {
 	psc, sc := trace.SpanContextFromContext(parent), span.SpanContext()
 	if sc.IsValid() && sc.SpanID() != psc.SpanID() {
 		o.r.eng.AddRunSpan(t, sc)
-		f := []zap.Field{zap.String(tracing.FieldSpanID, sc.SpanID().String())}
-		if sc.TraceID() != psc.TraceID() { // taskLogger had no trace ID
-			f = append(f, zap.String(tracing.FieldTraceID, sc.TraceID().String()))
-		}
-		rn.log = rn.log.WithLazy(f...)
+		rn.log.span = sc // its logger, not built yet, names the span
 	}
 	if len(t.Checkpoint) > 0 {
 		telemetry.AddResumed(span, t.CheckpointSeq, t.Preemptions)

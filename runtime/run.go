@@ -12,7 +12,6 @@ import (
 	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/tasklog"
-	"github.com/overtake/overtake/internal/telemetry"
 )
 
 // run is one leased task held by this worker: running, winding down after
@@ -23,7 +22,7 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	cp      *ckpt.Handle
 	span    trace.Span
-	log     *zap.Logger
+	log     runLog // built on its first kept line (runlog.go)
 	started time.Time
 
 	// Guarded by slots.mu.
@@ -66,7 +65,7 @@ func (r *Runtime) bareRun(t *store.Task) *run {
 // will run it.
 func (r *Runtime) prepare(rn *run) {
 	t := rn.t
-	rn.log = r.obs.taskLogger(t)
+	r.obs.taskLogger(rn)
 	rn.cp = ckpt.New(r.eng, mirror.TaskInfo(&t.Info), t.Token,
 		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
 		ckpt.WithResults(mirror.Results{Store: r.eng}, r.q.Config().MaxResultBytes),
@@ -109,7 +108,7 @@ func (r *Runtime) startLeased(rn *run) {
 func (r *Runtime) execute(rn *run) {
 	defer r.workers.done()
 	// The handler's logger (handlers.Logger): the run's, with the attempt.
-	ctx := tasklog.NewContext(rn.ctx, rn.log.WithLazy(zap.Int(telemetry.FieldAttempt, rn.t.Attempt)))
+	ctx := tasklog.NewContext(rn.ctx, &rn.log)
 	var cancelTimeout context.CancelFunc = func() {}
 	if rn.t.Timeout > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)

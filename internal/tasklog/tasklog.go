@@ -11,14 +11,30 @@ import (
 
 type contextKey struct{}
 
-// NewContext returns a copy of ctx that carries l. The runtime calls it
-// before it runs a handler.
-func NewContext(ctx context.Context, l *zap.Logger) context.Context {
-	return context.WithValue(ctx, contextKey{}, l)
+// Source gives a handler its logger: the runtime's run builds it on the
+// first call only, as most handlers log nothing.
+type Source interface {
+	Logger() *zap.Logger
 }
+
+// NewContext returns a copy of ctx that carries src. The runtime calls it
+// before it runs a handler.
+func NewContext(ctx context.Context, src Source) context.Context {
+	return context.WithValue(ctx, contextKey{}, src)
+}
+
+// Logger is a Source of a logger built already.
+type Logger struct{ L *zap.Logger }
+
+// Logger returns l.L.
+func (l Logger) Logger() *zap.Logger { return l.L }
 
 // FromContext returns the logger ctx carries, if any.
 func FromContext(ctx context.Context) (*zap.Logger, bool) {
-	l, ok := ctx.Value(contextKey{}).(*zap.Logger)
-	return l, ok && l != nil
+	src, ok := ctx.Value(contextKey{}).(Source)
+	if !ok || src == nil {
+		return nil, false
+	}
+	l := src.Logger()
+	return l, l != nil
 }
