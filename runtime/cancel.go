@@ -55,11 +55,59 @@ func (s *slots) toCancel(id string, timer func(rn *run) *time.Timer) *run {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rn := s.runs[id]
-	if rn == nil || rn.ending || (rn.graceTimer != nil && rn.givingWay == nil) {
+	if rn == nil {
+		s.keepEarly(id)
+		return nil
+	}
+	if rn.ending || (rn.graceTimer != nil && rn.givingWay == nil) {
 		return nil
 	}
 	if rn.running && rn.givingWay == nil {
 		rn.graceTimer = timer(rn)
 	}
 	return rn
+}
+
+// A cancel may come before its run is registered: Redis published it
+// after the lease call (or the reservation) that took the task ran and
+// before its reply reached this worker. It is kept for a while, and the
+// run is cancelled as it is registered (slots.add, slots.addLeased), so
+// the fast path does not fall back to the next heartbeat.
+
+// earlyCancelFor bounds how long such a cancel is kept, maxEarlyCancels
+// how many: a lease reply takes milliseconds; most cancels kept are for
+// tasks other workers hold, and every worker hears each one.
+const (
+	earlyCancelFor  = 10 * time.Second
+	maxEarlyCancels = 1024
+)
+
+// keepEarly keeps a cancel of task id that found no run. Caller holds mu.
+func (s *slots) keepEarly(id string) {
+	now := time.Now()
+	if len(s.early) >= maxEarlyCancels {
+		for k, at := range s.early {
+			if now.Sub(at) > earlyCancelFor {
+				delete(s.early, k)
+			}
+		}
+		if len(s.early) >= maxEarlyCancels {
+			return // a flood of cancels for others' tasks: the heartbeat still finds ours
+		}
+	}
+	if s.early == nil {
+		s.early = make(map[string]time.Time)
+	}
+	s.early[id] = now
+}
+
+// takeEarly reports whether a cancel of task id came before its run, and
+// forgets it. Caller holds mu.
+func (s *slots) takeEarly(id string) bool {
+	at, ok := s.early[id]
+	if !ok {
+		return false
+	}
+	delete(s.early, id)
+	return time.Since(at) <= earlyCancelFor
 }

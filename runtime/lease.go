@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/store"
 	"github.com/redis/go-redis/v9"
 )
@@ -159,7 +160,9 @@ func (d *dispatcher) launch(tasks []*store.Task, asked []int) {
 		runs[i] = d.runs.bareRun(t)
 		runs[i].slot = d.slotFor(t.Level, frees)
 	}
-	d.slots.addLeased(runs, asked)
+	for _, rn := range d.slots.addLeased(runs, asked) {
+		rn.cancel(handlers.ErrCanceled) // its cancel came while the call was in flight
+	}
 	for _, rn := range runs {
 		if err := d.workers.submit(func() { d.runs.startLeased(rn) }); err != nil {
 			// The pool is closed only after every task returned, so this

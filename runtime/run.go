@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/ckpt"
 	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
@@ -84,7 +85,9 @@ func (r *Runtime) start(rn *run, takeSlot bool) {
 	// The span and logger are set before the run is visible to the
 	// heartbeat, which may read them.
 	r.obs.leased(rn)
-	r.slots.add(rn, takeSlot)
+	if r.slots.add(rn, takeSlot) {
+		rn.cancel(handlers.ErrCanceled) // its cancel came before it was registered
+	}
 	if err := r.workers.submit(func() { r.execute(rn) }); err != nil {
 		// The pool is closed only after every task returned, so this means
 		// a bug; the lease expires and recovery runs the task elsewhere.

@@ -33,6 +33,9 @@ type slots struct {
 	poolOf   []int           // the pool of each level; never changes
 	draining bool            // shutting down: report no capacity to the fleet
 	noCarry  bool            // the dispatcher stopped: no slot is freed before its ack
+	// early are the cancels that came for a task before its run was
+	// registered (cancel.go), by when they came.
+	early map[string]time.Time
 	// capacity is the current concurrency: Config.Concurrency, or the
 	// autoscaler's choice (the pools' total).
 	capacity atomic.Int64

@@ -13,9 +13,10 @@ import (
 
 // add registers rn as held and running; takeSlot says whether it occupies
 // a slot now.
-func (s *slots) add(rn *run, takeSlot bool) {
+func (s *slots) add(rn *run, takeSlot bool) (canceled bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	canceled = s.takeEarly(rn.t.ID)
 	s.runs[rn.t.ID] = rn
 	rn.holdsSlot = false
 	rn.running = true
@@ -23,6 +24,7 @@ func (s *slots) add(rn *run, takeSlot bool) {
 	if takeSlot {
 		s.holdSlot(rn)
 	}
+	return canceled
 }
 
 // claim counts frees (by pool) as asked for by a lease call in flight.
@@ -47,17 +49,22 @@ func (s *slots) claimed() int {
 
 // addLeased registers the runs of a lease call that asked for asked (by
 // pool), each holding its slot (run.slot), in the lock in which those
-// slots stop counting as asked for: no slot is seen free twice.
-func (s *slots) addLeased(runs []*run, asked []int) {
+// slots stop counting as asked for: no slot is seen free twice. It
+// returns the runs whose cancel came while the call was in flight.
+func (s *slots) addLeased(runs []*run, asked []int) (canceled []*run) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for p, f := range asked {
 		s.pools[p].pending -= f
 	}
 	for _, rn := range runs {
+		if s.takeEarly(rn.t.ID) {
+			canceled = append(canceled, rn)
+		}
 		s.runs[rn.t.ID] = rn
 		s.holdSlot(rn)
 	}
+	return canceled
 }
 
 // nextWaiting takes the oldest reserved urgent run whose pool has a free
