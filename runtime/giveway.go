@@ -79,9 +79,11 @@ func (r *Runtime) graceExpired(v *run) {
 		return
 	}
 	v.stuck.Store(true)
-	r.preemptor.counted.stuck.Add(1)
+	// Logged before it is counted: whoever sees RunStats.Stuck move finds
+	// the line.
 	v.log.Warn("handler ignored cancellation past its grace period; it keeps its slot",
 		zap.Duration("grace", r.cfg.GracePeriod))
+	r.preemptor.counted.stuck.Add(1)
 }
 
 // startedAt returns when the run started, or now if it has not yet.
