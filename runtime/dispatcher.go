@@ -82,8 +82,8 @@ func (d *dispatcher) start(ctx context.Context) {
 // stopLeasing stops the loop: no lease call is sent from now on.
 func (d *dispatcher) stopLeasing() { close(d.stopLease) }
 
-// halted is closed once leasing stops.
-func (d *dispatcher) halted() <-chan struct{} { return d.stopLease }
+// leasingStopped is closed once leasing stops.
+func (d *dispatcher) leasingStopped() <-chan struct{} { return d.stopLease }
 
 // wait waits for the loop to return, until ctx ends; false then.
 func (d *dispatcher) wait(ctx context.Context) bool {

@@ -143,8 +143,8 @@ func New(q *queue.Client, h handlers.Handler, cfg Config) (*Runtime, error) {
 		held: heldSlots{r.slots, d, r}, counts: r.outcomes, redis: r.redis}
 	schedules, _ := parseSchedules(cfg.Periodic) // validated above
 	r.sched = &scheduler{q: q, eng: eng, log: r.log, maxBackoff: cfg.MaxRedisBackoff, redis: r.redis,
-		halt: d.halted(), schedules: schedules}
-	r.scaler = newAutoscaler(r.slots.pools, &autoscaler{depths: q.Depths, log: r.log, redis: r.redis, halt: d.halted(),
+		halt: d.leasingStopped(), schedules: schedules}
+	r.scaler = newAutoscaler(r.slots.pools, &autoscaler{depths: q.Depths, log: r.log, redis: r.redis, halt: d.leasingStopped(),
 		slots: d, report: r.beats.beat})
 	var err error
 	if r.obs, err = newObserver(r); err != nil {
