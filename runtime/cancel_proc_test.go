@@ -105,18 +105,9 @@ func cancelWorkerProcess() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	rt, err := runtime.New(q, cancelMux(ctx, cancelReport{rdb: rdb, ns: ns}), runtime.Config{Concurrency: 1,
+	return runProcess(ctx, q, cancelMux(ctx, cancelReport{rdb: rdb, ns: ns}), runtime.Config{Concurrency: 1,
 		WorkerID: os.Getenv(envCancelWorker), HeartbeatInterval: ms(envCancelBeat), GracePeriod: 200 * time.Millisecond,
 		PollInterval: 100 * time.Millisecond})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := rt.Run(ctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
 }
 
 // cancelQueueConfig is the queue of the cancel tests, the same in the
@@ -146,17 +137,9 @@ func newCancelFixture(t *testing.T, addr string, rdb *redis.Client, lease time.D
 // is killed at cleanup if still alive.
 func (f *cancelFixture) worker(t *testing.T, id string, beat time.Duration) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envCancelWorker+"="+id, envCancelAddr+"="+f.addr, envCancelNS+"="+f.ns,
+	return startTestProcess(t, envCancelWorker+"="+id, envCancelAddr+"="+f.addr, envCancelNS+"="+f.ns,
 		envCancelLease+"="+strconv.FormatInt(f.lease.Milliseconds(), 10),
 		envCancelBeat+"="+strconv.FormatInt(beat.Milliseconds(), 10))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd
 }
 
 // enqueue enqueues a task of type typ at level with payload p.

@@ -55,7 +55,13 @@ func workerProcess() int {
 	if spec := os.Getenv(envWorkerPeriodic); spec != "" {
 		cfg.Periodic = []runtime.Periodic{{Name: "tick", Spec: spec, Task: queue.NewTask("tick", nil, queue.Level(1))}}
 	}
-	rt, err := runtime.New(q, mux, cfg)
+	return runProcess(ctx, q, mux, cfg)
+}
+
+// runProcess is the end of a worker process's main: it runs a runtime of
+// q, h and cfg until ctx ends, and returns the exit code.
+func runProcess(ctx context.Context, q *queue.Client, h handlers.Handler, cfg runtime.Config) int {
+	rt, err := runtime.New(q, h, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -72,10 +78,17 @@ func workerProcess() int {
 // at cleanup if still alive.
 func startWorkerProcess(t *testing.T, addr, ns, id string, slots int, env ...string) *exec.Cmd {
 	t.Helper()
+	return startTestProcess(t, append([]string{envWorker + "=" + id, envWorkerAddr + "=" + addr, envWorkerNS + "=" + ns,
+		envWorkerSlots + "=" + strconv.Itoa(slots)}, env...)...)
+}
+
+// startTestProcess starts the test binary again, running no test, with env
+// added to its environment (TestMain then runs the worker process it
+// names); it is killed at cleanup if still alive.
+func startTestProcess(t *testing.T, env ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envWorker+"="+id, envWorkerAddr+"="+addr, envWorkerNS+"="+ns,
-		envWorkerSlots+"="+strconv.Itoa(slots))
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
