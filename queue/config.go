@@ -30,6 +30,14 @@ type Config struct {
 	// classes than others of its queue, or none; a class set by two must
 	// map to one level (New).
 	Classes map[string]int
+	// Shards is how many hash tags the queue's keys spread over, so that
+	// on a Redis Cluster one queue can use several masters' cores while
+	// keeping one strict priority order. Defaults to 1: every key of the
+	// queue in one slot, the layout of a queue without shards. A task
+	// lives in one shard, chosen from its ID. Every process of a queue
+	// must agree on Shards (New). docs/design.md ("Shards") says what a
+	// lease costs with more than one.
+	Shards int
 	// MaxPayloadBytes is the largest payload Enqueue accepts. Defaults to
 	// 1 MiB; a negative value means no limit.
 	MaxPayloadBytes int

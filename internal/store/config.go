@@ -29,6 +29,7 @@ type configFields = struct {
 	Levels             int            // priority levels, 0..Levels-1; 3
 	LevelNames         []string       // names of the levels, lowest first
 	Classes            map[string]int // logical priority classes to levels
+	Shards             int            // hash tags the queue spreads over; 1
 	MaxPayloadBytes    int            // largest payload; 1 MiB, negative: none
 	MaxCheckpointBytes int            // largest checkpoint; 1 MiB, negative: none
 	MaxResultBytes     int            // largest result; 1 MiB, negative: none
@@ -80,6 +81,9 @@ func (c Config) WithDefaults() Config {
 			}
 		}
 	}
+	if c.Shards == 0 {
+		c.Shards = 1
+	}
 	if c.MaxPayloadBytes == 0 {
 		c.MaxPayloadBytes = defaultMaxPayloadBytes
 	}
@@ -113,10 +117,15 @@ func (c Config) WithDefaults() Config {
 // maxLevels is the most levels a queue may have.
 const maxLevels = 64
 
+// MaxShards is the most shards a queue may have (Config.Shards).
+const MaxShards = 64
+
 func (c Config) validate() error {
 	switch {
 	case c.Levels < 1 || c.Levels > maxLevels:
 		return fmt.Errorf("%w: Levels must be 1..%d, got %d", ErrInvalidConfig, maxLevels, c.Levels)
+	case c.Shards < 1 || c.Shards > MaxShards:
+		return fmt.Errorf("%w: Shards must be 1..%d, got %d", ErrInvalidConfig, MaxShards, c.Shards)
 	case len(c.LevelNames) != c.Levels:
 		return fmt.Errorf("%w: %d LevelNames for %d levels", ErrInvalidConfig, len(c.LevelNames), c.Levels)
 	case c.LeaseDuration < 100*time.Millisecond:
