@@ -12,7 +12,7 @@ SOAK ?= 1h
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench bench-cpu bench-peers chaos chaos/ci soak jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
+.PHONY: help test test/short fuzz lint bench bench-cpu bench-shards bench-peers chaos chaos/ci soak jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -63,6 +63,11 @@ BENCH_CPU_ARGS ?= --tasks 20000 --rounds 3
 
 bench-cpu: ## CPU per no-op task of the producer, the worker and redis-server, each side on its own (cmd/overtake-bench --only cpu)
 	$(GO) run ./cmd/overtake-bench --only cpu $(BENCH_CPU_ARGS)
+
+BENCH_SHARDS_ARGS ?=
+
+bench-shards: ## one queue over a 3-master Redis Cluster it starts, Shards 1, 3 and 6: Redis CPU and commands per task on each master, projected ceiling (cmd/overtake-bench --only shards)
+	$(GO) run ./cmd/overtake-bench --only shards $(BENCH_SHARDS_ARGS)
 
 bench-peers: ## Overtake vs asynq and BullMQ (node sidecars; npm ci once) on one redis-server it starts: bench/peers/RESULTS.md and charts (BENCH_PEERS_ARGS=-quick: a smoke test)
 	cd bench/peers && $(GO) run . $(BENCH_PEERS_ARGS)

@@ -6,6 +6,7 @@
 //	go run ./cmd/overtake-bench                      # starts its own redis-server
 //	go run ./cmd/overtake-bench --redis 127.0.0.1:6379
 //	go run ./cmd/overtake-bench --tasks 10000        # quick run
+//	go run ./cmd/overtake-bench --only shards        # one queue over a Redis Cluster it starts
 //
 // Against a server given with --redis (or OVERTAKE_REDIS_ADDR) it writes
 // only keys of its own namespace and deletes them at the end; the idle-cost

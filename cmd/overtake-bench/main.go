@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,10 @@ type options struct {
 	traceExporter  string
 	cpuProfile     string
 	only           string
+	shards         string // the shard section (shards.go)
+	shardTasks     int
+	cluster        string
+	shardsJSON     string
 	runLimit       time.Duration
 	timeout        time.Duration
 }
@@ -70,7 +75,11 @@ func parseFlags() options {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&o.resumeLong, "resume-long", false,
 		"in figure 6 let each resumed victim run on to be preempted again, instead of finishing and being replaced by a fresh low task")
-	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,cancel,idle (default all), cpu (CPU per task by side) and spread (preemptions across victims), only when named")
+	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,cancel,idle (default all), cpu (CPU per task by side), spread (preemptions across victims) and shards (one queue over a Redis Cluster), only when named")
+	flag.StringVar(&o.shards, "shards", "1,3,6", "--only shards: the queue's Shards of each run")
+	flag.IntVar(&o.shardTasks, "shard-tasks", 50_000, "--only shards: tasks of each enqueue phase (EnqueueBatch, then single Enqueue); the drain takes both")
+	flag.StringVar(&o.cluster, "cluster", "", "--only shards: comma-separated host:port of a running Redis Cluster; empty starts 3 masters on 127.0.0.1")
+	flag.StringVar(&o.shardsJSON, "shards-json", "", "--only shards: also write the figures as JSON to this file")
 	flag.DurationVar(&o.runLimit, "run-limit", 2*time.Minute, "bound on one throughput run")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole command")
 	flag.Parse()
@@ -111,6 +120,11 @@ func run(o options) error {
 	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if groups := strings.Split(o.only, ","); slices.Contains(groups, "shards") { // its own cluster and table
+		if err := shardsSection(ctx, o, os.Stdout); err != nil || len(groups) == 1 {
+			return err
+		}
+	}
 
 	addr, source := o.redis, "given"
 	if addr == "" {

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/queue"
+	otrt "github.com/overtake/overtake/runtime"
+)
+
+// The phases of one shard run, in the order they run.
+const (
+	phaseBatch   = iota // EnqueueBatch of --shard-tasks tasks
+	phaseEnqueue        // single Enqueue of --shard-tasks tasks
+	phaseDrain          // a runtime drains both: 2 × --shard-tasks
+	phases
+)
+
+var phaseNames = [phases]string{"EnqueueBatch", "single Enqueue", "drain"}
+
+// shardPhase is what one phase cost each master, and how fast it went.
+type shardPhase struct {
+	Tasks   int             `json:"tasks"`
+	Elapsed time.Duration   `json:"elapsed_ns"`
+	CPU     []time.Duration `json:"cpu_ns"`   // each master's Redis CPU time, used_cpu_user+sys
+	Cmds    []int64         `json:"commands"` // each master's total_commands_processed
+	Calls   int64           `json:"client_calls,omitempty"`
+}
+
+// shardRun is one queue of K shards on the cluster, enqueued then drained.
+type shardRun struct {
+	K           int                `json:"k"`
+	Queue       string             `json:"queue"`
+	Unsupported string             `json:"unsupported,omitempty"` // why this build cannot run K shards
+	Err         string             `json:"error,omitempty"`       // why the run failed
+	Tags        []int              `json:"hash_tags"`             // the queue's hash tags on each master
+	Phases      [phases]shardPhase `json:"phases"`
+}
+
+// cpuPerTask is master m's Redis CPU time per task of phase p.
+func (r *shardRun) cpuPerTask(p, m int) time.Duration {
+	ph := r.Phases[p]
+	return ph.CPU[m] / time.Duration(ph.Tasks)
+}
+
+// cmdsPerTask is master m's commands per task of phase p.
+func (r *shardRun) cmdsPerTask(p, m int) float64 {
+	ph := r.Phases[p]
+	return float64(ph.Cmds[m]) / float64(ph.Tasks)
+}
+
+// life is master m's Redis CPU time for one task's whole life: enqueued by
+// phase enq (phaseEnqueue or phaseBatch), then drained.
+func (r *shardRun) life(enq, m int) time.Duration {
+	return r.cpuPerTask(enq, m) + r.cpuPerTask(phaseDrain, m)
+}
+
+// busiest is the master that spends the most CPU time on a task's life
+// (enqueued by phase enq), and that time.
+func (r *shardRun) busiest(enq int) (int, time.Duration) {
+	best, most := 0, time.Duration(0)
+	for m := range r.Phases[phaseDrain].CPU {
+		if c := r.life(enq, m); c > most {
+			best, most = m, c
+		}
+	}
+	return best, most
+}
+
+// shardBench runs the shard section: one queue per K on one cluster.
+type shardBench struct {
+	c  *shardCluster
+	ns string
+	o  options
+}
+
+// run measures a fresh queue of k shards with n tasks per enqueue phase.
+func (s *shardBench) run(ctx context.Context, k, n int) (*shardRun, error) {
+	r := &shardRun{K: k, Queue: fmt.Sprintf("k%d-shards", k)} // no name contains another
+	prod := s.c.newClient(s.c.masters)
+	defer prod.Close()
+	cfg := queue.Config{Namespace: s.ns, Name: r.Queue, Shards: k}
+	q, err := queue.New(prod, cfg)
+	if err != nil {
+		if k > 1 {
+			r.Unsupported = "queue.New: " + err.Error()
+			return r, nil
+		}
+		return nil, err
+	}
+	fill := &bench{opts: s.o}
+	progress("shards K=%d: EnqueueBatch of %d tasks", k, n)
+	if err := s.measure(ctx, r, phaseBatch, n, func() error { return fill.fill(ctx, q, n) }); err != nil {
+		return nil, err
+	}
+	if r.Tags, err = s.c.tags(ctx, s.ns+":"+r.Queue); err != nil {
+		return nil, err
+	}
+	if total := sum(r.Tags); k > 1 && total == 1 {
+		r.Unsupported = fmt.Sprintf("queue.New took Shards %d but every key of the queue has one hash tag", k)
+		return r, nil
+	}
+	progress("shards K=%d: single Enqueue of %d tasks from %d goroutines", k, n, s.o.concurrency)
+	if err := s.measure(ctx, r, phaseEnqueue, n, func() error { return enqueueEach(ctx, q, n, s.o.concurrency) }); err != nil {
+		return nil, err
+	}
+	progress("shards K=%d: drain of %d tasks, Concurrency %d", k, 2*n, s.o.concurrency)
+	if err := s.drain(ctx, r, cfg, q, 2*n); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// measure runs fn as phase p of r and records each master's deltas.
+func (s *shardBench) measure(ctx context.Context, r *shardRun, p, n int, fn func() error) error {
+	before, err := s.c.stats(ctx)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := fn(); err != nil {
+		return fmt.Errorf("shards K=%d, %s: %w", r.K, phaseNames[p], err)
+	}
+	elapsed := time.Since(t0)
+	after, err := s.c.stats(ctx)
+	if err != nil {
+		return err
+	}
+	ph := shardPhase{Tasks: n, Elapsed: elapsed}
+	for m := range after {
+		ph.CPU = append(ph.CPU, after[m].cpu-before[m].cpu)
+		ph.Cmds = append(ph.Cmds, after[m].cmds-before[m].cmds)
+	}
+	r.Phases[p] = ph
+	return nil
+}
+
+// drain runs a runtime of Concurrency --concurrency on its own cluster
+// client, from Start until every one of n tasks is acked, as phase
+// phaseDrain; a hook counts the client's calls.
+func (s *shardBench) drain(ctx context.Context, r *shardRun, cfg queue.Config, prod *queue.Client, n int) error {
+	wc := s.c.newClient(s.c.masters)
+	defer wc.Close()
+	hook := newCounter()
+	wc.AddHook(hook)
+	wq, err := queue.New(wc, cfg)
+	if err != nil {
+		return err
+	}
+	var started atomic.Int64
+	all := make(chan struct{})
+	h := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error {
+		if started.Add(1) == int64(n) {
+			close(all)
+		}
+		return nil
+	})
+	rt, err := otrt.New(wq, h, otrt.Config{Concurrency: s.o.concurrency, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer shutdown(rt)
+	calls0 := hook.snapshot().trips
+	err = s.measure(ctx, r, phaseDrain, n, func() error {
+		if err := rt.Start(ctx); err != nil {
+			return err
+		}
+		limit := time.After(s.o.runLimit)
+		select {
+		case <-all:
+		case <-limit:
+			return fmt.Errorf("only %d of %d tasks started within %v", started.Load(), n, s.o.runLimit)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return waitDrained(ctx, prod, limit)
+	})
+	r.Phases[phaseDrain].Calls = hook.snapshot().trips - calls0
+	return err
+}
+
+// enqueueEach enqueues n no-op tasks, level i%3, with single Enqueue calls
+// from g goroutines.
+func enqueueEach(ctx context.Context, q *queue.Client, n, g int) error {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		errs = make([]error, g)
+	)
+	for w := range g {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n) && ctx.Err() == nil; i = next.Add(1) {
+				if _, err := q.Enqueue(ctx, queue.NewTask("noop", nil), queue.Level(int(i%3))); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(append(errs, ctx.Err())...)
+}
+
+// parseShards reads --shards, e.g. "1,3,6".
+func parseShards(s string) ([]int, error) {
+	var ks []int
+	for _, f := range splitList(s) {
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 1 {
+			return nil, fmt.Errorf("--shards %q: want positive counts, e.g. 1,3,6", s)
+		}
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) == 0 {
+		return nil, errors.New("--shards: no shard count")
+	}
+	return ks, nil
+}
+
+func sum(v []int) int {
+	t := 0
+	for _, x := range v {
+		t += x
+	}
+	return t
+}

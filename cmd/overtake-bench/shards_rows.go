@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	goruntime "runtime"
+	"time"
+)
+
+// shardFigure is the table id of the shard section's rows.
+const shardFigure = "13"
+
+// shardTarget is the issue's bound on the busiest master's Redis CPU per
+// task with K shards over K = 1's.
+const shardTarget = 0.4
+
+// shardResult is the whole shard section: the cluster and a run per K.
+type shardResult struct {
+	Source      string      `json:"source"` // the cluster was "started" or "given"
+	Masters     []string    `json:"masters"`
+	Slots       []string    `json:"slots"`
+	Tasks       int         `json:"tasks"` // per enqueue phase
+	Concurrency int         `json:"concurrency"`
+	Runs        []*shardRun `json:"runs"`
+	took        time.Duration
+	load        [2]string // load average at start and at end
+}
+
+// shardsSection measures the shard section (--only shards) on its own
+// Redis Cluster and prints its table to w.
+func shardsSection(ctx context.Context, o options, w io.Writer) error {
+	res, err := measureShards(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "overtake-bench shards: %d-master Redis Cluster (%s) %v, %d tasks per enqueue phase, GOMAXPROCS %d, %d CPUs, took %s, load average %s at start, %s at end\n\n",
+		len(res.Masters), res.Source, res.Masters, res.Tasks, gomaxprocs(), goruntime.NumCPU(), res.took.Round(time.Second), res.load[0], res.load[1])
+	fmt.Fprintf(w, "On a machine of %d CPUs the masters, the producers and the worker share cores, so the measured throughput cannot grow with K; the projected ceiling (one core per master / the busiest master's Redis CPU per task) is the claim.\n\n",
+		goruntime.NumCPU())
+	t := &table{}
+	res.rows(t)
+	t.write(w)
+	if o.shardsJSON == "" {
+		return nil
+	}
+	out, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.shardsJSON, append(out, '\n'), 0o644)
+}
+
+// measureShards starts (or connects to) the cluster and runs every K of
+// --shards in turn on a fresh queue.
+func measureShards(ctx context.Context, o options) (*shardResult, error) {
+	ks, err := parseShards(o.shards)
+	if err != nil {
+		return nil, err
+	}
+	if o.shardTasks < 1 || o.concurrency < 1 || o.batch < 1 {
+		return nil, errors.New("--shard-tasks, --concurrency and --batch must be positive")
+	}
+	t0, load0 := time.Now(), loadavg()
+	c, err := openCluster(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	s := &shardBench{c: c, ns: "overtake-bench-" + randHex(4), o: o}
+	if c.source == "given" {
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := c.deleteAll(dctx, s.ns); err != nil {
+				fmt.Fprintln(os.Stderr, "warning: cleanup:", err)
+			}
+		}()
+	}
+	res := &shardResult{Source: c.source, Masters: c.masters, Slots: c.slots, Tasks: o.shardTasks, Concurrency: o.concurrency}
+	for _, k := range ks {
+		r, err := s.run(ctx, k, o.shardTasks)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+		}
+		if err != nil {
+			r = &shardRun{K: k, Err: err.Error()}
+		}
+		res.Runs = append(res.Runs, r)
+	}
+	res.took, res.load = time.Since(t0), [2]string{load0, loadavg()}
+	return res, nil
+}
+
+// rows adds a row per master of every K, the projected ceiling of every
+// K, and the ratio of each K's busiest master to K = 1's.
+func (res *shardResult) rows(t *table) {
+	var base *shardRun
+	for _, r := range res.Runs {
+		name := fmt.Sprintf("shards K=%d", r.K)
+		switch {
+		case r.Err != "":
+			t.skip(shardFigure, name, errors.New(r.Err))
+			continue
+		case r.Unsupported != "":
+			t.add(row{id: shardFigure, figure: name, value: "—", target: "—", note: "not supported by this build: " + r.Unsupported})
+			continue
+		}
+		if r.K == 1 {
+			base = r
+		}
+		for m := range res.Masters {
+			t.add(row{id: shardFigure, value: num(per10k(r.life(phaseEnqueue, m))), unit: "ms/10k tasks", target: "—",
+				figure: fmt.Sprintf("%s, master %d %s (slots %s; %d of the queue's hash tags): Redis CPU per 10k tasks, single Enqueue + drain",
+					name, m+1, res.Masters[m], res.Slots[m], r.Tags[m]),
+				note: fmt.Sprintf("info: Redis CPU per 10k tasks: EnqueueBatch %s ms, single Enqueue %s ms, drain %s ms; commands per task (commands inside scripts included): EnqueueBatch %s, single Enqueue %s, drain %s",
+					num(per10k(r.cpuPerTask(phaseBatch, m))), num(per10k(r.cpuPerTask(phaseEnqueue, m))), num(per10k(r.cpuPerTask(phaseDrain, m))),
+					num(r.cmdsPerTask(phaseBatch, m)), num(r.cmdsPerTask(phaseEnqueue, m)), num(r.cmdsPerTask(phaseDrain, m)))})
+		}
+		m, most := r.busiest(phaseEnqueue)
+		mb, mostB := r.busiest(phaseBatch)
+		d := r.Phases[phaseDrain]
+		t.add(row{id: shardFigure, value: num(ceilingOf(most)), unit: "tasks/s", target: "—",
+			figure: name + ": projected ceiling of one queue, one core per master / the busiest master's Redis CPU per task (single Enqueue + drain)",
+			note: fmt.Sprintf("info: busiest master %d, %s µs/task; with EnqueueBatch + drain %s tasks/s (master %d, %s µs/task); measured here: EnqueueBatch %s tasks/s, single Enqueue %s tasks/s (%d goroutines), drain %s tasks/s (Concurrency %d, %s worker client calls/task)",
+				m+1, num(us(most)), num(ceilingOf(mostB)), mb+1, num(us(mostB)), num(r.rate(phaseBatch)), num(r.rate(phaseEnqueue)),
+				res.Concurrency, num(r.rate(phaseDrain)), res.Concurrency, num(float64(d.Calls)/float64(d.Tasks)))})
+	}
+	if base == nil {
+		return
+	}
+	_, one := base.busiest(phaseEnqueue)
+	_, oneB := base.busiest(phaseBatch)
+	for _, r := range res.Runs {
+		if r == base || r.Err != "" || r.Unsupported != "" {
+			continue
+		}
+		_, most := r.busiest(phaseEnqueue)
+		_, mostB := r.busiest(phaseBatch)
+		ratio := float64(most) / float64(one)
+		t.add(row{id: shardFigure, value: num(ratio), unit: "fraction", target: fmt.Sprintf("<= %.1f", shardTarget),
+			figure: fmt.Sprintf("shards K=%d / K=1: the busiest master's Redis CPU per task, single Enqueue + drain", r.K),
+			note: fmt.Sprintf("%s: projected ceiling %s× K=1's; with EnqueueBatch + drain %s", verdict(ratio <= shardTarget),
+				num(1/ratio), num(float64(mostB)/float64(oneB)))})
+	}
+}
+
+// rate is phase p's measured tasks a second.
+func (r *shardRun) rate(p int) float64 {
+	ph := r.Phases[p]
+	return float64(ph.Tasks) / ph.Elapsed.Seconds()
+}
+
+// per10k is a per-task CPU time in milliseconds per 10,000 tasks.
+func per10k(d time.Duration) float64 { return float64(d) * 10_000 / float64(time.Millisecond) }
+
+// ceilingOf is the tasks a second one core allows at cpu per task.
+func ceilingOf(cpu time.Duration) float64 {
+	if cpu <= 0 {
+		return 0
+	}
+	return float64(time.Second) / float64(cpu)
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestShardsSection runs the shard section small on a Redis Cluster it
+// starts and checks that the table and the JSON hold every master's row
+// of every K with figures that can only come from a real run.
+func TestShardsSection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a real Redis Cluster")
+	}
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("needs a real Redis Cluster: %v", err)
+		}
+	}
+	o := options{shards: "1,3", shardTasks: 2000, concurrency: 16, batch: 500, redisServer: "redis-server",
+		runLimit: time.Minute, timeout: 2 * time.Minute, shardsJSON: filepath.Join(t.TempDir(), "shards.json")}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, shardsSection(ctx, o, &out))
+	table := out.String()
+	t.Log("\n" + table)
+
+	raw, err := os.ReadFile(o.shardsJSON)
+	require.NoError(t, err)
+	var res shardResult
+	require.NoError(t, json.Unmarshal(raw, &res))
+	require.Len(t, res.Masters, 3)
+	require.Len(t, res.Runs, 2)
+	assert.Equal(t, "started", res.Source)
+
+	one := res.Runs[0]
+	require.Equal(t, 1, one.K)
+	require.Empty(t, one.Err)
+	require.Empty(t, one.Unsupported)
+	assert.Equal(t, 1, sum(one.Tags), "K=1 keeps every key of the queue under one hash tag")
+	for p := range phases {
+		ph := one.Phases[p]
+		require.Len(t, ph.CPU, 3, phaseNames[p])
+		require.Len(t, ph.Cmds, 3, phaseNames[p])
+		assert.Positive(t, ph.Elapsed, phaseNames[p])
+		m := 0
+		for i, n := range one.Tags {
+			if n > 0 {
+				m = i
+			}
+		}
+		assert.Positive(t, one.cpuPerTask(p, m), "%s: the queue's master spent CPU", phaseNames[p])
+		assert.Positive(t, one.cmdsPerTask(p, m), "%s: the queue's master ran commands", phaseNames[p])
+	}
+	assert.Equal(t, 2*o.shardTasks, one.Phases[phaseDrain].Tasks)
+	assert.Positive(t, one.Phases[phaseDrain].Calls)
+
+	for m := range 3 {
+		assert.Regexp(t, regexp.MustCompile(`\| 13 \| shards K=1, master `+strconv.Itoa(m+1)+` 127\.0\.0\.1:\d+ \(slots [-0-9,]+; [01] of the queue's hash tags\): Redis CPU per 10k tasks, single Enqueue \+ drain \| [0-9.]+ \| ms/10k tasks \|`), table)
+	}
+	ceiling := regexp.MustCompile(`\| shards K=1: projected ceiling of one queue[^|]*\| ([0-9.]+) \| tasks/s \|`).FindStringSubmatch(table)
+	require.Len(t, ceiling, 2, "K=1's ceiling row")
+	v, err := strconv.ParseFloat(ceiling[1], 64)
+	require.NoError(t, err)
+	assert.Greater(t, v, 1000.0, "one Redis core drains more than 1000 no-op tasks a second")
+	assert.Contains(t, table, "so the measured throughput cannot grow with K")
+
+	three := res.Runs[1]
+	require.Equal(t, 3, three.K)
+	require.Empty(t, three.Err)
+	if three.Unsupported != "" { // until the sharded store lands
+		assert.Contains(t, table, "| shards K=3 | — |  | — | not supported by this build: ")
+		return
+	}
+	assert.Greater(t, sum(three.Tags), 1, "K=3 spreads the queue over hash tags")
+	assert.Regexp(t, `\| shards K=3 / K=1: the busiest master's Redis CPU per task, single Enqueue \+ drain \| [0-9.]+ \| fraction \| <= 0.4 \| (pass|FAIL): `, table)
+}
