@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -28,7 +31,7 @@ type shardCluster struct {
 }
 
 // openCluster starts a 3-master cluster on 127.0.0.1, or connects to the
-// one --cluster names, and finds its masters from CLUSTER SLOTS.
+// one --cluster names, and finds its masters from CLUSTER SHARDS.
 func openCluster(ctx context.Context, o options) (*shardCluster, error) {
 	c := &shardCluster{source: "given", opts: o}
 	seeds := splitList(o.cluster)
@@ -43,21 +46,23 @@ func openCluster(ctx context.Context, o options) (*shardCluster, error) {
 	}
 	cc := c.newClient(seeds)
 	defer cc.Close()
-	slots, err := cc.ClusterSlots(ctx).Result()
+	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("cluster %v: %w", seeds, err)
 	}
 	ranges := map[string][]string{}
-	for _, s := range sortedSlots(slots) {
-		if len(s.Nodes) == 0 {
-			continue
-		}
-		a := s.Nodes[0].Addr
-		if _, ok := ranges[a]; !ok {
+	for _, sh := range sortedShards(shards) {
+		for _, n := range sh.Nodes {
+			if n.Role != "master" || len(sh.Slots) == 0 {
+				continue
+			}
+			a := net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
 			c.masters = append(c.masters, a)
+			for _, r := range sh.Slots {
+				ranges[a] = append(ranges[a], fmt.Sprintf("%d-%d", r.Start, r.End))
+			}
 		}
-		ranges[a] = append(ranges[a], fmt.Sprintf("%d-%d", s.Start, s.End))
 	}
 	for _, a := range c.masters {
 		c.slots = append(c.slots, strings.Join(ranges[a], ","))
@@ -70,10 +75,17 @@ func openCluster(ctx context.Context, o options) (*shardCluster, error) {
 	return c, nil
 }
 
-// sortedSlots returns the slot ranges by their first slot.
-func sortedSlots(s []redis.ClusterSlot) []redis.ClusterSlot {
+// sortedShards returns the shards by their first slot (CLUSTER SHARDS
+// lists them in no set order).
+func sortedShards(s []redis.ClusterShard) []redis.ClusterShard {
+	first := func(sh redis.ClusterShard) int64 {
+		if len(sh.Slots) == 0 {
+			return math.MaxInt64
+		}
+		return slices.MinFunc(sh.Slots, func(a, b redis.SlotRange) int { return cmp.Compare(a.Start, b.Start) }).Start
+	}
 	out := slices.Clone(s)
-	slices.SortFunc(out, func(a, b redis.ClusterSlot) int { return a.Start - b.Start })
+	slices.SortFunc(out, func(a, b redis.ClusterShard) int { return cmp.Compare(first(a), first(b)) })
 	return out
 }
 
