@@ -12,22 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 // TestShardsSection runs the shard section small on a Redis Cluster it
 // starts and checks that the table and the JSON hold every master's row
 // of every K with figures that can only come from a real run.
 func TestShardsSection(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real Redis Cluster")
-	}
-	for _, bin := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("needs a real Redis Cluster: %v", err)
-		}
-	}
+	needCluster(t)
 	o := options{shards: "1,3", shardTasks: 2000, concurrency: 16, batch: 500, redisServer: "redis-server",
 		runLimit: time.Minute, timeout: 2 * time.Minute, shardsJSON: filepath.Join(t.TempDir(), "shards.json")}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
@@ -86,4 +82,48 @@ func TestShardsSection(t *testing.T) {
 	}
 	assert.Greater(t, sum(three.Tags), 1, "K=3 spreads the queue over hash tags")
 	assert.Regexp(t, `\| shards K=3 / K=1: the busiest master's Redis CPU per task, single Enqueue \+ drain \| [0-9.]+ \| fraction \| <= 0.4 \| (pass|FAIL): `, table)
+}
+
+// TestShardsSectionGivenCluster runs the section on a cluster named by
+// one seed address: it finds the three masters and leaves no key behind.
+func TestShardsSectionGivenCluster(t *testing.T) {
+	needCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := redisproc.StartCluster(ctx, redisproc.ClusterOptions{Args: []string{"--cluster-node-timeout", "5000"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cl.Close() })
+	o := options{shards: "1", shardTasks: 300, concurrency: 8, batch: 100, runLimit: time.Minute,
+		cluster: cl.Addrs()[1], shardsJSON: filepath.Join(t.TempDir(), "shards.json")}
+	var out bytes.Buffer
+	require.NoError(t, shardsSection(ctx, o, &out))
+	raw, err := os.ReadFile(o.shardsJSON)
+	require.NoError(t, err)
+	var res shardResult
+	require.NoError(t, json.Unmarshal(raw, &res))
+	assert.Equal(t, "given", res.Source)
+	assert.ElementsMatch(t, cl.Addrs(), res.Masters)
+	require.Len(t, res.Runs, 1)
+	assert.Empty(t, res.Runs[0].Err)
+	for _, a := range cl.Addrs() {
+		n := redis.NewClient(&redis.Options{Addr: a})
+		keys, err := n.DBSize(ctx).Result()
+		_ = n.Close()
+		require.NoError(t, err)
+		assert.Zero(t, keys, "%s keeps no key of the bench", a)
+	}
+}
+
+// needCluster skips a test in -short mode and where redis-server or
+// redis-cli is missing.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a real Redis Cluster")
+	}
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("needs a real Redis Cluster: %v", err)
+		}
+	}
 }
