@@ -69,6 +69,9 @@ func groupArgs(groups []LeaseGroup, skip []int, levels int) []leaseGroupArgs {
 // one round trip. The leased tasks get the call's fresh token (a lease is
 // the pair of ID and token) and a deadline of now + LeaseDuration.
 func (c *Store) Lease(ctx context.Context, req LeaseRequest) (*LeaseResult, error) {
+	if c.sharded() {
+		return c.leaseShards(ctx, req)
+	}
 	res, _, err := c.lease(ctx, req, nil)
 	return res, err
 }
@@ -82,6 +85,18 @@ func (c *Store) Lease(ctx context.Context, req LeaseRequest) (*LeaseResult, erro
 // victim leaves the fleet's running set, so no other worker picks it too.
 // It returns ErrNoTask when nothing qualifies.
 func (c *Store) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseResult, error) {
+	s := c
+	if c.sharded() {
+		var err error
+		if s, err = c.reserveShard(ctx, req); err != nil {
+			return nil, &LeaseResult{}, err
+		}
+	}
+	return s.reserveOne(ctx, req)
+}
+
+// reserveOne is Reserve in c's shard.
+func (c *Store) reserveOne(ctx context.Context, req ReserveRequest) (*Task, *LeaseResult, error) {
 	res, _, err := c.lease(ctx, LeaseRequest{Worker: req.Worker, Count: 1, MinLevel: req.MinLevel, Skip: req.Skip}, &req)
 	if err != nil {
 		return nil, res, err
@@ -233,6 +248,9 @@ var rejoinScript = script("rejoin.lua")
 // malformed), so other workers see it again when they look for the lowest
 // victim. A stale holder changes nothing.
 func (c *Store) Rejoin(ctx context.Context, t *Task) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.Rejoin(ctx, t)
+	}
 	err := rejoinScript.Run(ctx, c.rdb,
 		c.keys.declare([]string{c.keys.state(t.ID), c.keys.task(t.ID)}, c.sk.rejoin...), c.keys.prefix, t.ID, t.Token, c.cfg.Levels-1).Err()
 	if err != nil {
