@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/internal/testredis"
@@ -284,5 +285,49 @@ func TestShardSweepAndReserve(t *testing.T) {
 			MinLevel: 1, MaxPreemptions: -1})
 		require.NoError(t, err)
 		require.Equal(t, idIn(1, 3, "urgent"), urgent.ID)
+	})
+}
+
+// TestShardFleetCheck: a reservation in one shard sees the fleet's
+// leases and running tasks in the others. Worker b runs a level 0 task in
+// shard 1 at full capacity; worker a's reservation of an urgent task in
+// shard 2, offering its level 1 victim of shard 0, is refused for b's
+// lower task (not for a free slot b lacks); ignoring the fleet it
+// succeeds, and the victim leaves its own shard's running set.
+func TestShardFleetCheck(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Shards = 3 })
+		e.enqueueIn(1, 3, 0, "low")
+		_, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "b", Capacity: 1})
+		require.NoError(t, err)
+		bres, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "b", Count: 1})
+		require.NoError(t, err)
+		require.Len(t, bres.Tasks, 1)
+		e.enqueueIn(0, 3, 1, "victim")
+		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "a", Capacity: 1})
+		require.NoError(t, err)
+		ares, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "a", Count: 1})
+		require.NoError(t, err)
+		require.Len(t, ares.Tasks, 1)
+		victim := ares.Tasks[0]
+		e.clk.Advance(time.Second)
+		e.enqueueIn(2, 3, 2, "urgent")
+		req := ReserveRequest{Worker: "a", VictimID: victim.ID, VictimLevel: 1, MinLevel: 2, MaxPreemptions: -1}
+		_, _, err = e.c.Reserve(e.ctx, req)
+		require.ErrorIs(t, err, ErrLowerVictimElsewhere)
+
+		// b's task ends: b has a free slot now.
+		require.NoError(t, e.c.Ack(e.ctx, bres.Tasks[0]))
+		_, _, err = e.c.Reserve(e.ctx, req)
+		require.ErrorIs(t, err, ErrFreeSlotInFleet)
+
+		req.IgnoreFleet = true
+		urgent, _, err := e.c.Reserve(e.ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, idIn(2, 3, "urgent"), urgent.ID)
+		v := e.c.shardOf(victim.ID)
+		require.Equal(t, redis.Nil, e.rdb.ZScore(e.ctx, v.keys.running(), victim.ID).Err(), "victim out of the running set")
+		require.NoError(t, e.c.Rejoin(e.ctx, victim))
+		require.NoError(t, e.rdb.ZScore(e.ctx, v.keys.running(), victim.ID).Err(), "rejoined")
 	})
 }
