@@ -33,6 +33,8 @@ type Shape struct {
 	LevelNames []string
 	// Classes maps the logical priority classes to levels.
 	Classes map[string]int
+	// Shards is the queue's Config.Shards; 0 for a queue of one shard.
+	Shards int
 }
 
 // ReadShape returns the shape stored for queue name of namespace, or an

@@ -57,12 +57,21 @@ func measureReshard(t *testing.T, ctx context.Context, q *queue.Client, cc *redi
 	}
 	runs.mu.Unlock()
 
-	prefix := "{" + q.Config().Namespace + ":" + q.Name() + "}:"
+	var prefixes []string
+	for k := range max(q.Config().Shards, 1) {
+		p := "{" + q.Config().Namespace + ":" + q.Name() + "}:"
+		if k > 0 {
+			p = fmt.Sprintf("{%s:%s:%d}:", q.Config().Namespace, q.Name(), k)
+		}
+		prefixes = append(prefixes, p)
+	}
 	for _, id := range lost {
 		where := "in no pending list"
-		for l := range q.Levels() {
-			if pos, err := cc.LPos(ctx, fmt.Sprint(prefix, "p:", l), id, redis.LPosArgs{}).Result(); err == nil {
-				where = fmt.Sprintf("at %d of p:%d", pos, l)
+		for _, prefix := range prefixes {
+			for l := range q.Levels() {
+				if pos, err := cc.LPos(ctx, fmt.Sprint(prefix, "p:", l), id, redis.LPosArgs{}).Result(); err == nil {
+					where = fmt.Sprintf("at %d of %sp:%d", pos, prefix, l)
+				}
 			}
 		}
 		tk, err := q.Inspect(ctx, id)
@@ -77,12 +86,14 @@ func measureReshard(t *testing.T, ctx context.Context, q *queue.Client, cc *redi
 		f.Levels = st.Levels
 	}
 	assert.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		for _, kind := range []string{"t:", "s:", "c:"} {
-			keys, err := n.Keys(ctx, escapeGlob(prefix)+kind+"*").Result()
-			if err != nil {
-				return err
+		for _, prefix := range prefixes {
+			for _, kind := range []string{"t:", "s:", "c:"} {
+				keys, err := n.Keys(ctx, escapeGlob(prefix)+kind+"*").Result()
+				if err != nil {
+					return err
+				}
+				f.count(kind, len(keys))
 			}
-			f.count(kind, len(keys))
 		}
 		return nil
 	}), "scan the masters")

@@ -51,7 +51,14 @@ var errPlanned = errors.New("planned failure")
 // leases last 10s, longer than a migration at OVERTAKE_RESHARD_PAUSE=20ms
 // (about 4s) plus a heartbeat interval, since a migration that outlasts a
 // lease lets other workers recover tasks still held, as any outage does.
-func TestReshardUnderLoad(t *testing.T) {
+func TestReshardUnderLoad(t *testing.T) { reshardUnderLoad(t, 1) }
+
+// TestReshardShardedUnderLoad is TestReshardUnderLoad on a queue of three
+// shards (issue 31) whose shard 1's slot migrates: the other shards' calls
+// go on meanwhile, and the same requirements hold.
+func TestReshardShardedUnderLoad(t *testing.T) { reshardUnderLoad(t, 3) }
+
+func reshardUnderLoad(t *testing.T, shards int) {
 	if testing.Short() {
 		t.Skip("-short: no Redis Cluster")
 	}
@@ -71,7 +78,8 @@ func TestReshardUnderLoad(t *testing.T) {
 	cl := testredis.StartCluster(t)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	qcfg := queue.Config{Namespace: "rs" + hex.EncodeToString(b[:]), Name: "reshard", LeaseDuration: 10 * time.Second}
+	qcfg := queue.Config{Namespace: "rs" + hex.EncodeToString(b[:]), Name: "reshard", LeaseDuration: 10 * time.Second,
+		Shards: shards}
 	newQ := func() *queue.Client {
 		q, err := queue.New(cl.NewClient(t), qcfg)
 		require.NoError(t, err)
@@ -81,7 +89,11 @@ func TestReshardUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cc := cl.Client().(*redis.ClusterClient)
-	slot := int(cc.ClusterKeySlot(ctx, "{"+qcfg.Namespace+":"+qcfg.Name+"}").Val())
+	tag := "{" + qcfg.Namespace + ":" + qcfg.Name + "}"
+	if shards > 1 {
+		tag = "{" + qcfg.Namespace + ":" + qcfg.Name + ":1}" // shard 1's
+	}
+	slot := int(cc.ClusterKeySlot(ctx, tag).Val())
 
 	runs := newRunTally()
 	var mu sync.Mutex
@@ -143,7 +155,7 @@ func TestReshardUnderLoad(t *testing.T) {
 	var rts []*runtime.Runtime
 	for i := range workers {
 		rts = append(rts, startRuntime(t, newQ(), mux, runtime.Config{
-			WorkerID: fmt.Sprintf("reshard-%d", i), Concurrency: conc, PollInterval: fastPoll,
+			WorkerID: fmt.Sprintf("reshard-%d-%d", shards, i), Concurrency: conc, PollInterval: fastPoll,
 			Logger: zap.New(logs),
 		}))
 	}

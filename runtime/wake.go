@@ -238,7 +238,7 @@ func (w *wakeListener) checkChannel() string {
 
 // channels are the channels of the wake-up subscription.
 func (w *wakeListener) channels() []string {
-	out := []string{w.eng.WakeChannel()}
+	out := w.eng.WakeChannels()
 	if ch := w.checkChannel(); ch != "" {
 		out = append(out, ch)
 	}

@@ -292,4 +292,34 @@ func TestStatsCluster(t *testing.T) {
 		strings.Count(out, "1=0 0=0\n") != 3 {
 		t.Errorf("cluster queues: exit %d %s\n%s", code, errOut, out)
 	}
+
+	// A queue of three shards (issue 31): the tools read its shape, so
+	// stats sum the shards and a task is found in its own.
+	sq, err := queue.New(cc, queue.Config{Namespace: "clish", Name: "sh", Shards: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sids []string
+	for range 6 {
+		tk, err := sq.Enqueue(ctx, queue.NewTask("x", nil), queue.Level(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sids = append(sids, tk.ID)
+	}
+	flags := []string{"--namespace", "clish", "--queue", "sh", "--redis", "redis://" + strings.Join(addrs, ",")}
+	out, errOut, code = runCLI(t, append([]string{"stats"}, flags...)...)
+	if code != 0 || !regexp.MustCompile(`(?m)^\s*2\s+high\s+running\s+6\s+0\s+0\s+0\s+0\s+\S+\s+0\s+0\s+0\s+0$`).MatchString(out) {
+		t.Errorf("sharded stats: exit %d %s\n%s", code, errOut, out)
+	}
+	for _, id := range sids {
+		out, errOut, code = runCLI(t, append([]string{"inspect"}, append(flags, id)...)...)
+		if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "pending") {
+			t.Errorf("sharded inspect %s: exit %d %s\n%s", id, code, errOut, out)
+		}
+	}
+	out, errOut, code = runCLI(t, append([]string{"cancel"}, append(flags, sids[5])...)...)
+	if tk, err := sq.Inspect(ctx, sids[5]); code != 0 || err != nil || tk.State != queue.StateCanceled {
+		t.Errorf("sharded cancel: exit %d %s\n%s; inspect: %v %v", code, errOut, out, tk, err)
+	}
 }

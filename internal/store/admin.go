@@ -29,6 +29,9 @@ type RequeueDeadOptions struct {
 // task is not dead-lettered, and ErrMalformedRecord when the record has no
 // usable level (DeleteDead it instead). Nothing changes on failure.
 func (c *Store) RequeueDead(ctx context.Context, id string, opts RequeueDeadOptions) error {
+	if s := c.shardOf(id); s != c {
+		return s.RequeueDead(ctx, id, opts)
+	}
 	reset := "0"
 	if opts.ResetCheckpoint {
 		reset = "1"
@@ -45,6 +48,9 @@ func (c *Store) RequeueDead(ctx context.Context, id string, opts RequeueDeadOpti
 // only deleting the result fails (the error says so), the task is gone
 // and the result expires with its retention.
 func (c *Store) DeleteDead(ctx context.Context, id string) error {
+	if s := c.shardOf(id); s != c {
+		return s.DeleteDead(ctx, id)
+	}
 	if err := c.deadAdmin(ctx, id, "delete", "0"); err != nil {
 		return err
 	}

@@ -42,6 +42,9 @@ var cancelScript = script("cancel.lua")
 // requested) or StateCanceled. It fails with ErrTaskNotFound for an
 // unknown ID and ErrTaskFinished for a task done or dead.
 func (c *Store) Cancel(ctx context.Context, id string) (State, error) {
+	if s := c.shardOf(id); s != c {
+		return s.Cancel(ctx, id)
+	}
 	if id == "" {
 		return "", wrapf(fmt.Errorf("%w: empty ID", ErrInvalidTask), "cancel")
 	}
@@ -95,5 +98,8 @@ func (c *Store) CanceledFromMessage(payload string) (id string, ok bool) {
 // handler returned because its cancel was requested (a stale holder gets
 // ErrLeaseLost): as a cancel, it needs no request in Redis.
 func (c *Store) CancelRun(ctx context.Context, t *Task) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.CancelRun(ctx, t)
+	}
 	return c.finishOne(ctx, finishOp{t: t, mode: "cancel"})
 }

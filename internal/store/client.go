@@ -34,6 +34,11 @@ type Store struct {
 	sweep      sweeper
 	shape      shapeCheck // the shape matched the stored one (CheckShape)
 	replicas   replicaWatch
+	// shards are the queue's shards, c itself first, when Config.Shards
+	// is above 1 (shards.go); parent is shard 0 in the other shards'
+	// Stores, whose shape check is its.
+	shards []*Store
+	parent *Store
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a
@@ -49,11 +54,18 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	c := &Store{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace, cfg.Name), serverTime: serverTime,
 		tracer: telemetry.Tracer(cfg.TracerProvider), prop: telemetry.NewPropagator(cfg.Propagator)}
-	c.sk = newScriptKeys(c.keys, cfg.Levels)
+	c.init()
+	c.newShards()
+	return c, nil
+}
+
+// init sets up what New builds from c's keys and Config: the scripts'
+// fixed keys and the group commits.
+func (c *Store) init() {
+	c.sk = newScriptKeys(c.keys, c.cfg.Levels)
 	c.acks.limit, c.acks.send = maxAckBatch, c.finishBatch
 	c.carried.limit, c.carried.send = maxAckBatch, c.finishBatch
 	c.enqs.limit, c.enqs.send, c.enqs.flushers, c.enqs.minBatch = maxEnqueueBatch, c.enqueueGroup, enqueueFlushers, enqueueMinBatch
-	return c, nil
 }
 
 // Config returns the client's configuration with defaults filled in.
@@ -73,6 +85,16 @@ func (c *Store) Levels() int { return c.cfg.Levels }
 // message "s" every delayed task enqueued (workers then look up its due
 // time).
 func (c *Store) WakeChannel() string { return c.keys.wake() }
+
+// WakeChannels are the wake channels of every shard (WakeChannel of each),
+// shard 0's first: a worker subscribes to all of them.
+func (c *Store) WakeChannels() []string {
+	out := make([]string, 0, len(c.Shards()))
+	for _, s := range c.Shards() {
+		out = append(out, s.keys.wake())
+	}
+	return out
+}
 
 // CheckChannel is the Pub/Sub channel on which worker checks its own
 // wake-up subscription: it subscribes to it with WakeChannel and publishes

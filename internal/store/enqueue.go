@@ -25,10 +25,11 @@ func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, 
 		return nil, err
 	}
 	defer func() { endEnqueue(w.span, err) }()
+	s := c.shardOf(w.nt.ID)
 	if w.nt.schedule != "" {
-		err = c.enqueueOne(ctx, w) // a tick goes alone (enqueue_batch.lua has none)
+		err = s.enqueueOne(ctx, w) // a tick goes alone (enqueue_batch.lua has none)
 	} else {
-		err = c.enqs.do(ctx, w)
+		err = s.enqs.do(ctx, w)
 	}
 	if err != nil {
 		return nil, err
@@ -50,8 +51,8 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*enqWait, 
 		return nil, err
 	}
 	nt.clearResult = nt.ID != "" // a generated ID has no earlier result
-	if nt.ID == "" {
-		nt.ID = newID()
+	if err := c.assignID(nt); err != nil {
+		return nil, err
 	}
 	if nt.ID == anchorMember {
 		return nil, fmt.Errorf("%w: the ID %q is reserved", ErrInvalidTask, nt.ID)
@@ -67,7 +68,7 @@ func (c *Store) prepare(ctx context.Context, t *Task, opts []Option) (*enqWait, 
 	state := StatePending
 	if nt.ProcessAt.After(now) {
 		state, w.delay = StateScheduled, nt.ProcessAt.Sub(now).Milliseconds()
-		c.sweep.at(nt.ProcessAt)
+		c.shardOf(nt.ID).sweep.at(nt.ProcessAt)
 	} else {
 		nt.ProcessAt = now
 	}

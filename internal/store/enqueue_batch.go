@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -34,13 +35,8 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 	out := make([]*Task, len(tasks))
 	spans := make([]trace.Span, len(tasks))
 	var errs []error
-	type chunk struct {
-		idx  []int
-		call batchCall
-		cmd  *redis.Cmd
-	}
-	var chunks []*chunk
-	cur := &chunk{}
+	by := make(map[*Store][]int, len(c.Shards()))
+	ws := make([]*enqWait, len(tasks))
 	for i, t := range tasks {
 		w, err := c.prepare(ctx, t, opts(i))
 		if err == nil && w.nt.schedule != "" {
@@ -51,9 +47,47 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
 			continue
 		}
-		out[i], spans[i] = &w.nt, w.span
+		out[i], spans[i], ws[i] = &w.nt, w.span, w
+		s := c.shardOf(w.nt.ID)
+		by[s] = append(by[s], i)
+	}
+	if len(by) == 1 {
+		for s, idx := range by {
+			errs = append(errs, s.writeBatch(ctx, idx, ws, out, spans)...)
+		}
+		return out, errors.Join(errs...)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for s, idx := range by {
+		wg.Go(func() {
+			e := s.writeBatch(ctx, idx, ws, out, spans)
+			mu.Lock()
+			errs = append(errs, e...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// writeBatch writes the prepared tasks ws[i] of every i in idx, all of c's
+// shard, in one script call per 256 tasks, all sent in one pipeline; it
+// ends their spans and returns their errors, setting out[i] to nil for
+// each task not stored.
+func (c *Store) writeBatch(ctx context.Context, idx []int, ws []*enqWait, out []*Task, spans []trace.Span) []error {
+	var errs []error
+	type chunk struct {
+		idx  []int
+		call batchCall
+		cmd  *redis.Cmd
+	}
+	var chunks []*chunk
+	cur := &chunk{}
+	for n, i := range idx {
+		w := ws[i]
 		if len(cur.idx) == 0 {
-			cur.call = c.newBatchCall(w.now, min(len(tasks)-i, enqueueChunk))
+			cur.call = c.newBatchCall(w.now, min(len(idx)-n, enqueueChunk))
 		}
 		cur.idx = append(cur.idx, i)
 		cur.call.add(c, w)
@@ -127,7 +161,7 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 			}
 		}
 	}
-	return out, errors.Join(errs...)
+	return errs
 }
 
 // enqueueReplies reads enqueueManyScript's reply for n tasks: one entry

@@ -57,9 +57,9 @@ type FeedEvent struct {
 	Preemptions int
 }
 
-// Preemptions returns up to count feed events newer than after (a Seq; ""
+// preemptionsOne is Preemptions in c's shard: returns up to count feed events newer than after (a Seq; ""
 // for the newest count), oldest first.
-func (c *Store) Preemptions(ctx context.Context, after string, count int64) ([]FeedEvent, error) {
+func (c *Store) preemptionsOne(ctx context.Context, after string, count int64) ([]FeedEvent, error) {
 	if count < 1 {
 		return nil, fmt.Errorf("%w: Preemptions count %d, want at least 1", ErrInvalidTask, count)
 	}

@@ -18,6 +18,9 @@ var finishScript = script("finish.lua")
 // Config.Retention. A stale holder gets ErrLeaseLost. Acks of concurrent
 // callers are grouped into one script call (see acker).
 func (c *Store) Ack(ctx context.Context, t *Task) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.Ack(ctx, t)
+	}
 	if err := checkHeld(t, "ack"); err != nil {
 		return err
 	}
@@ -28,6 +31,9 @@ func (c *Store) Ack(ctx context.Context, t *Task) error {
 // again at at (see Config.Backoff); at is turned into a delay by the
 // client's clock and added to Redis's. A stale holder gets ErrLeaseLost.
 func (c *Store) Retry(ctx context.Context, t *Task, at time.Time, reason string) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.Retry(ctx, t, at, reason)
+	}
 	defer c.sweep.at(at)
 	return c.finishOne(ctx, finishOp{t: t, mode: "retry", a: max(at.Sub(c.now()), 0).Milliseconds(), b: reason})
 }
@@ -35,6 +41,9 @@ func (c *Store) Retry(ctx context.Context, t *Task, at time.Time, reason string)
 // DeadLetter dead-letters the task with reason. A stale holder gets
 // ErrLeaseLost.
 func (c *Store) DeadLetter(ctx context.Context, t *Task, reason string) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.DeadLetter(ctx, t, reason)
+	}
 	return c.finishOne(ctx, finishOp{t: t, mode: "dead", a: 0, b: reason})
 }
 
@@ -42,6 +51,9 @@ func (c *Store) DeadLetter(ctx context.Context, t *Task, reason string) error {
 // checkpoint, so it resumes before tasks that waited less. It counts a
 // preemption for RequeuePreempted and never a failed attempt.
 func (c *Store) Requeue(ctx context.Context, t *Task, why RequeueReason) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.Requeue(ctx, t, why)
+	}
 	return c.finishOne(ctx, finishOp{t: t, mode: "requeue", a: string(why)})
 }
 
@@ -160,9 +172,11 @@ func ackResults(acks []*groupWait[finishOp], raw []any, err error) []error {
 // before the ack lands: the lease script runs the acks it carries before
 // it leases, and nothing else sends a carried ack except FlushCarried.
 // wait returns the ack's outcome. ok is false when a lease call carries
-// no acks (Config.Retention): then Ack as usual.
+// no acks (Config.Retention, or a queue of several shards): then Ack as
+// usual.
 func (c *Store) CarryAck(t *Task) (wait func(context.Context) error, ok bool) {
-	if c.cfg.Retention > 0 || checkHeld(t, "ack") != nil {
+	// A sharded lease may not visit the ack's shard soon: no carrying.
+	if c.cfg.Retention > 0 || c.sharded() || c.parent != nil || checkHeld(t, "ack") != nil {
 		return nil, false
 	}
 	w := c.carried.queue(finishOp{t: t, mode: "ack"})

@@ -51,8 +51,43 @@ type heartbeatArgs struct {
 
 // Heartbeat records that hb.Worker is alive with its capacity, extends all
 // its leases to now + LeaseDuration and adds its counts to the fleet's
-// rates, in one round trip.
+// rates, in one round trip: on a queue of several shards one call per
+// shard, all at once, each extending the leases it holds (the rates go to
+// shard 0 alone).
 func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, error) {
+	if !c.sharded() {
+		return c.heartbeatOne(ctx, hb)
+	}
+	parts := make([]Heartbeat, len(c.shards))
+	for k := range parts {
+		parts[k] = hb
+		parts[k].Leases = nil
+		if k > 0 {
+			parts[k].Counts, parts[k].PoolCounts = nil, nil
+		}
+	}
+	for _, t := range hb.Leases {
+		k := shardIndex(t.ID, len(c.shards))
+		parts[k].Leases = append(parts[k].Leases, t)
+	}
+	replies := make([]*HeartbeatReply, len(c.shards))
+	err := c.eachShard(ctx, func(ctx context.Context, k int, s *Store) (err error) {
+		replies[k], err = s.heartbeatOne(ctx, parts[k])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := replies[0]
+	for _, r := range replies[1:] {
+		out.Lost = append(out.Lost, r.Lost...)
+		out.Canceled = append(out.Canceled, r.Canceled...)
+	}
+	return out, nil
+}
+
+// heartbeatOne is Heartbeat in c's shard.
+func (c *Store) heartbeatOne(ctx context.Context, hb Heartbeat) (*HeartbeatReply, error) {
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -103,9 +138,8 @@ func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, e
 // deregisterScript is lua/deregister.lua: it removes a worker's record.
 var deregisterScript = script("deregister.lua")
 
-// Deregister removes a stopping worker from the fleet, so it is no longer
-// counted as having free slots.
-func (c *Store) Deregister(ctx context.Context, worker string) error {
+// deregisterOne is Deregister in c's shard.
+func (c *Store) deregisterOne(ctx context.Context, worker string) error {
 	if err := deregisterScript.Run(ctx, c.rdb, c.keys.declare(c.sk.fleet), worker).Err(); err != nil {
 		return wrapf(err, "deregister %s", worker)
 	}
@@ -122,6 +156,9 @@ var checkpointScript = script("checkpoint.lua")
 // The checkpoint survives retries, preemptions, crashes and shutdowns and
 // is deleted when the task is done.
 func (c *Store) SaveCheckpoint(ctx context.Context, taskID, token string, data []byte) (int64, error) {
+	if s := c.shardOf(taskID); s != c {
+		return s.SaveCheckpoint(ctx, taskID, token, data)
+	}
 	if limit := c.cfg.MaxCheckpointBytes; limit >= 0 && len(data) > limit {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrCheckpointTooLarge, len(data), limit)
 	}

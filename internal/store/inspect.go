@@ -43,9 +43,9 @@ type Stats struct {
 // round trip.
 var statsScript = script("stats.lua")
 
-// Stats returns the depth, in-flight, scheduled and dead counts per level
+// statsOne is Stats in c's shard: returns the depth, in-flight, scheduled and dead counts per level
 // in one round trip.
-func (c *Store) Stats(ctx context.Context) (*Stats, error) {
+func (c *Store) statsOne(ctx context.Context) (*Stats, error) {
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -85,9 +85,9 @@ func (c *Store) Stats(ctx context.Context) (*Stats, error) {
 	return st, nil
 }
 
-// Depths returns the pending count per level in one round trip (after
+// depthsOne is Depths in c's shard: returns the pending count per level in one round trip (after
 // the shape check, the first time: the levels are the Store's).
-func (c *Store) Depths(ctx context.Context) (map[int]int64, error) {
+func (c *Store) depthsOne(ctx context.Context) (map[int]int64, error) {
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -115,6 +115,9 @@ func (c *Store) Depths(ctx context.Context) (map[int]int64, error) {
 // record is gone, a retained result alone is returned as a done task with
 // ResultOnly set.
 func (c *Store) Inspect(ctx context.Context, id string) (*Task, error) {
+	if s := c.shardOf(id); s != c {
+		return s.Inspect(ctx, id)
+	}
 	var vals *redis.SliceCmd
 	var dl *redis.FloatCmd
 	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -152,10 +155,10 @@ func (c *Store) Inspect(ctx context.Context, id string) (*Task, error) {
 	return t, err
 }
 
-// DeadTasks returns up to count dead-lettered tasks, oldest first, from
+// deadTasksOne is DeadTasks in c's shard: returns up to count dead-lettered tasks, oldest first, from
 // offset. Records that cannot be decoded are returned with what could be
 // read.
-func (c *Store) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, error) {
+func (c *Store) deadTasksOne(ctx context.Context, offset, count int64) ([]*Task, error) {
 	if offset < 0 || count < 1 {
 		return nil, fmt.Errorf("%w: DeadTasks offset %d, count %d: want offset >= 0 and count >= 1", ErrInvalidTask, offset, count)
 	}
@@ -177,8 +180,8 @@ func (c *Store) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, er
 	return out, nil
 }
 
-// Pending returns the IDs waiting at level, head first (the next to run).
-func (c *Store) Pending(ctx context.Context, level int) ([]string, error) {
+// pendingOne is Pending in c's shard: returns the IDs waiting at level, head first (the next to run).
+func (c *Store) pendingOne(ctx context.Context, level int) ([]string, error) {
 	if level < 0 || level >= c.cfg.Levels {
 		return nil, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, level, c.cfg.Levels-1)
 	}

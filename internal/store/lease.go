@@ -39,6 +39,10 @@ type reserveArgs struct {
 	Never       []int  `json:"never,omitempty"`
 	IgnoreFleet bool   `json:"ignore_fleet,omitempty"`
 	Pool        string `json:"pool,omitempty"`
+	// The rest of the fleet, on a queue of several shards (fleetView).
+	XBusy map[string]int64 `json:"xbusy,omitempty"`
+	XRun  [][]any          `json:"xrun,omitempty"`
+	VPre  *int             `json:"vpre,omitempty"`
 }
 
 // groupArgs turns groups into the lease script's: levels highest first,
@@ -69,6 +73,9 @@ func groupArgs(groups []LeaseGroup, skip []int, levels int) []leaseGroupArgs {
 // one round trip. The leased tasks get the call's fresh token (a lease is
 // the pair of ID and token) and a deadline of now + LeaseDuration.
 func (c *Store) Lease(ctx context.Context, req LeaseRequest) (*LeaseResult, error) {
+	if c.sharded() {
+		return c.leaseShards(ctx, req)
+	}
 	res, _, err := c.lease(ctx, req, nil)
 	return res, err
 }
@@ -82,6 +89,27 @@ func (c *Store) Lease(ctx context.Context, req LeaseRequest) (*LeaseResult, erro
 // victim leaves the fleet's running set, so no other worker picks it too.
 // It returns ErrNoTask when nothing qualifies.
 func (c *Store) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseResult, error) {
+	if !c.sharded() {
+		return c.reserveOne(ctx, req)
+	}
+	s, err := c.reserveShard(ctx, req)
+	if err == nil && !req.IgnoreFleet {
+		req.fleet, err = c.fleetView(ctx, s, req)
+	}
+	if err != nil {
+		return nil, &LeaseResult{}, err
+	}
+	t, res, err := s.reserveOne(ctx, req)
+	if v := c.shardOf(req.VictimID); err == nil && v != s && req.VictimID != "" {
+		// The script took the victim out of its own shard's running set
+		// only: out of the victim's too, so no other worker picks it.
+		_ = v.rdb.ZRem(ctx, v.keys.running(), req.VictimID).Err()
+	}
+	return t, res, err
+}
+
+// reserveOne is Reserve in c's shard.
+func (c *Store) reserveOne(ctx context.Context, req ReserveRequest) (*Task, *LeaseResult, error) {
 	res, _, err := c.lease(ctx, LeaseRequest{Worker: req.Worker, Count: 1, MinLevel: req.MinLevel, Skip: req.Skip}, &req)
 	if err != nil {
 		return nil, res, err
@@ -121,6 +149,9 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 			MaxPre: rv.MaxPreemptions, Never: rv.NeverPreempted, IgnoreFleet: rv.IgnoreFleet}
 		if rv.Pool > 0 {
 			opts.Reserve.Pool = strconv.Itoa(rv.Pool)
+		}
+		if f := rv.fleet; f != nil {
+			opts.Reserve.XBusy, opts.Reserve.XRun, opts.Reserve.VPre = f.busy, f.run, f.vpre
 		}
 	}
 	js, err := json.Marshal(opts)
@@ -233,6 +264,9 @@ var rejoinScript = script("rejoin.lua")
 // malformed), so other workers see it again when they look for the lowest
 // victim. A stale holder changes nothing.
 func (c *Store) Rejoin(ctx context.Context, t *Task) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.Rejoin(ctx, t)
+	}
 	err := rejoinScript.Run(ctx, c.rdb,
 		c.keys.declare([]string{c.keys.state(t.ID), c.keys.task(t.ID)}, c.sk.rejoin...), c.keys.prefix, t.ID, t.Token, c.cfg.Levels-1).Err()
 	if err != nil {

@@ -66,7 +66,7 @@ func (c *Store) Resume(ctx context.Context, level int) error {
 	return c.setPause(ctx, "resume", level, "")
 }
 
-func (c *Store) setPause(ctx context.Context, op string, level int, mode string) error {
+func (c *Store) setPauseOne(ctx context.Context, op string, level int, mode string) error {
 	first, last := level, level
 	if level == AllLevels {
 		first, last = 0, c.cfg.Levels-1

@@ -54,6 +54,11 @@ func tickArg(t *Task) string {
 // that decided it ("" when the key was written before specs were kept);
 // a zero time when no tick was decided yet.
 func (c *Store) LastTick(ctx context.Context, name string) (time.Time, string, error) {
+	if c.sharded() {
+		if s := c.shards[shardIndex("periodic:"+name, len(c.shards))]; s != c {
+			return s.LastTick(ctx, name)
+		}
+	}
 	v, err := c.rdb.Get(ctx, c.keys.periodic(name)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):

@@ -121,4 +121,8 @@ type ReserveRequest struct {
 	// leaves the fleet's running set, and a task is still taken before
 	// anything is preempted.
 	IgnoreFleet bool
+
+	// fleet is the fleet outside the reserving shard (a queue of several
+	// shards; set by Reserve).
+	fleet *fleetView
 }

@@ -21,6 +21,9 @@ var resultScript = script("result.lua")
 // Config.MaxResultBytes fails with ErrResultTooLarge and changes nothing.
 // Inspect returns the result with the task, and after the task completed.
 func (c *Store) SaveResult(ctx context.Context, t *Info, token string, data []byte) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.SaveResult(ctx, t, token, data)
+	}
 	if limit := c.cfg.MaxResultBytes; limit >= 0 && len(data) > limit {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(data), limit)
 	}

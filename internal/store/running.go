@@ -13,12 +13,12 @@ import (
 // maxPage bounds one Running or PendingPage call.
 const maxPage = 1000
 
-// Running returns up to count leased tasks, from offset in the order of
+// runningOne is Running in c's shard: returns up to count leased tasks, from offset in the order of
 // their lease deadlines (the lease that expires first first), and how many
 // tasks are leased in all. A task whose record cannot be decoded is
 // returned with what could be read; one that ended between the two reads
 // is left out.
-func (c *Store) Running(ctx context.Context, offset, count int64) ([]*Task, int64, error) {
+func (c *Store) runningOne(ctx context.Context, offset, count int64) ([]*Task, int64, error) {
 	if offset < 0 || count < 1 || count > maxPage {
 		return nil, 0, fmt.Errorf("%w: Running offset %d, count %d: want offset >= 0 and count 1..%d",
 			ErrInvalidTask, offset, count, maxPage)
@@ -37,9 +37,9 @@ func (c *Store) Running(ctx context.Context, offset, count int64) ([]*Task, int6
 	return tasks, total.Val(), err
 }
 
-// PendingPage returns up to count IDs waiting at level from offset (0 is
+// pendingPageOne is PendingPage in c's shard: returns up to count IDs waiting at level from offset (0 is
 // the head, the next to run), and the level's length.
-func (c *Store) PendingPage(ctx context.Context, level int, offset, count int64) ([]string, int64, error) {
+func (c *Store) pendingPageOne(ctx context.Context, level int, offset, count int64) ([]string, int64, error) {
 	if level < 0 || level >= c.cfg.Levels {
 		return nil, 0, fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, level, c.cfg.Levels-1)
 	}
@@ -60,10 +60,10 @@ func (c *Store) PendingPage(ctx context.Context, level int, offset, count int64)
 	return ids.Val(), n.Val(), nil
 }
 
-// Tasks returns the records of ids in one round trip, in order; IDs
+// tasksOne is Tasks in c's shard: returns the records of ids in one round trip, in order; IDs
 // without a record are left out, and records that cannot be decoded are
 // returned with what could be read.
-func (c *Store) Tasks(ctx context.Context, ids []string) ([]*Task, error) {
+func (c *Store) tasksOne(ctx context.Context, ids []string) ([]*Task, error) {
 	if len(ids) > maxPage {
 		return nil, fmt.Errorf("%w: Tasks of %d IDs, at most %d", ErrInvalidTask, len(ids), maxPage)
 	}

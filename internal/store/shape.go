@@ -31,6 +31,9 @@ type Shape struct {
 	Schema     int            `json:"schema"`
 	LevelNames []string       `json:"levels"`
 	Classes    map[string]int `json:"classes,omitempty"`
+	// Shards is Config.Shards when above 1 (left out at 1, so a queue
+	// without shards keeps its shape's bytes).
+	Shards int `json:"shards,omitempty"`
 }
 
 // ShapeOf returns the shape cfg describes (with defaults filled in).
@@ -40,12 +43,16 @@ func ShapeOf(cfg Config) Shape {
 	if len(cfg.Classes) > 0 {
 		s.Classes = maps.Clone(cfg.Classes)
 	}
+	if cfg.Shards > 1 {
+		s.Shards = cfg.Shards
+	}
 	return s
 }
 
-// Apply returns cfg with the levels, level names and classes of s.
+// Apply returns cfg with the levels, level names, classes and shards of s.
 func (s Shape) Apply(cfg Config) Config {
 	cfg.Levels, cfg.LevelNames, cfg.Classes = len(s.LevelNames), slices.Clone(s.LevelNames), maps.Clone(s.Classes)
+	cfg.Shards = max(s.Shards, 1)
 	return cfg
 }
 
@@ -68,6 +75,9 @@ var shapeScript = script("shape.lua")
 // key holds something else; on success, every later call of the Store
 // skips the check.
 func (c *Store) CheckShape(ctx context.Context) error {
+	if c.parent != nil {
+		return c.parent.ready(ctx) // the shape lives in shard 0
+	}
 	raw, err := json.Marshal(ShapeOf(c.cfg))
 	if err != nil {
 		return wrapf(err, "shape")
@@ -91,13 +101,21 @@ func (c *Store) CheckShape(ctx context.Context) error {
 
 // ShapeChecked reports whether CheckShape succeeded on the Store (it is
 // then never run again).
-func (c *Store) ShapeChecked() bool { return c.shape.ok.Load() }
+func (c *Store) ShapeChecked() bool {
+	if c.parent != nil {
+		return c.parent.ShapeChecked()
+	}
+	return c.shape.ok.Load()
+}
 
 // ready runs CheckShape unless it already succeeded: the calls that read
 // or write levels (enqueue, lease, heartbeat, stats, pause) make sure the
 // queue's shape is the Store's before their first use of it. After the
 // first success it costs one atomic load.
 func (c *Store) ready(ctx context.Context) error {
+	if c.parent != nil {
+		return c.parent.ready(ctx)
+	}
 	if c.shape.ok.Load() {
 		return nil
 	}
@@ -129,7 +147,7 @@ func (c *Store) compareShape(stored, mine string, admitted bool) error {
 			ErrSchema, c.cfg.Name, c.cfg.Namespace, v, schemaVersion)
 	}
 	return fmt.Errorf("%w: queue %q (namespace %q) holds %s; this config has %s. Give this process the stored "+
-		"Levels, LevelNames and Classes, or, to change the shape, stop the queue's processes, delete the shape key %s "+
+		"Levels, LevelNames, Classes and Shards, or, to change the shape, stop the queue's processes, delete the shape key %s "+
 		"and start them with the new config", ErrShapeMismatch, c.cfg.Name, c.cfg.Namespace, truncate(stored, 2000), mine,
 		c.keys.shape())
 }

@@ -38,3 +38,7 @@ func (s *sweeper) at(t time.Time) {
 		}
 	}
 }
+
+// pending reports whether a lease call at now would sweep, without
+// moving the next sweep (due does).
+func (s *sweeper) pending(now time.Time) bool { return now.UnixMilli() >= s.next.Load() }

@@ -65,6 +65,9 @@ func uniqueDigest(typ string, p []byte) string {
 // if it is unique and still holds it (a lock that expired may be a newer
 // equal task's). It does nothing for a task that is not unique.
 func (c *Store) ReleaseUnique(ctx context.Context, t *Task) error {
+	if s := c.shardOf(t.ID); s != c {
+		return s.ReleaseUnique(ctx, t)
+	}
 	d := t.Headers[UniqueHeader]
 	if d == "" {
 		return nil

@@ -42,8 +42,8 @@ var workersScript = script("workers.lua")
 // maxWorkersListed bounds one Workers call.
 const maxWorkersListed = 1000
 
-// Workers returns the live workers (at most 1000), by ID.
-func (c *Store) Workers(ctx context.Context) ([]WorkerInfo, error) {
+// workersOne is Workers in c's shard: returns the live workers (at most 1000), by ID.
+func (c *Store) workersOne(ctx context.Context) ([]WorkerInfo, error) {
 	raw, err := workersScript.Run(ctx, c.rdb, c.keys.declare(c.sk.fleet), c.keys.prefix, c.scriptNow(),
 		maxWorkersListed).Slice()
 	if err != nil {

@@ -11,7 +11,11 @@
 -- reply when a fleet key holds the wrong type, or nil when worker w may
 -- preempt. The urgent task comes from levels minl..maxl but those in the
 -- set skip; rv is lease.lua's reserve option (victim, level, min_run,
--- max_pre, never).
+-- max_pre, never; on a queue of several shards also xbusy, the leases
+-- workers hold in the other shards by busy field, xrun, the other shards'
+-- running tasks at or below the victim's level as {id, level, worker,
+-- leased at, preemptions, pool}, and vpre, the victim's preemptions when
+-- it lives in another shard: see shards_fleet.go).
 --
 -- Keys it reads, all built from P: alive (ZSET), cap, busy (HASHes),
 -- running (ZSET), s:<id> of running tasks (STRINGs).
@@ -22,6 +26,9 @@ local function fleet_refuses(now, w, minl, maxl, rv, skip)
   local g = guard('alive', 'zset', 'cap', 'hash', 'busy', 'hash', 'running', 'zset')
   if g then return redis.error_reply(g) end
   local vlvl = rv.level
+  local xb = rv.xbusy or {}
+  -- busy is field f of the busy hash, with the other shards' leases.
+  local function busy(f) return num(redis.call('HGET', P .. 'busy', f)) + (tonumber(xb[f]) or 0) end
   -- The levels the urgent task may come from (the pops below).
   local want = {}
   for l = minl, maxl do
@@ -34,7 +41,7 @@ local function fleet_refuses(now, w, minl, maxl, rv, skip)
   local function read_pools(o, lay)
     local pools = {free = false}
     for bd, sz, ls, br in string.gmatch(lay, '(%d+):(%d+):([%d,]*):(%d)') do
-      local p = {bd = bd, fr = tonumber(sz) - num(redis.call('HGET', P .. 'busy', o .. '|' .. bd)),
+      local p = {bd = bd, fr = tonumber(sz) - busy(o .. '|' .. bd),
         br = br == '1', lv = {}, hit = false}
       for l in string.gmatch(ls, '%d+') do
         p.lv[tonumber(l)] = true
@@ -63,7 +70,7 @@ local function fleet_refuses(now, w, minl, maxl, rv, skip)
   -- where the urgent task could run.
   local function free_slot(lo, o)
     if not lo.pools then
-      return num(string.match(lo.c, '^%-?%d+')) - num(redis.call('HGET', P .. 'busy', o)) > 0
+      return num(string.match(lo.c, '^%-?%d+')) - busy(o) > 0
     end
     for _, p in ipairs(lo.pools) do
       if p.hit and (p.fr > 0 or (p.br and lo.pools.free)) then return true end
@@ -90,23 +97,28 @@ local function fleet_refuses(now, w, minl, maxl, rv, skip)
   -- Within the victim's level, a task preempted fewer times gives way
   -- first (the runtime's victim order, across the fleet); read only when
   -- the victim was preempted before, when one can have fewer.
-  local vpre = num((sget(rv.victim) or {})[F_PREEMPTIONS])
+  local vpre = rv.vpre or num((sget(rv.victim) or {})[F_PREEMPTIONS])
   local top = '(' .. vlvl
   if vpre > 0 then top = vlvl end
-  local lower = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', top, 'WITHSCORES', 'LIMIT', 0, 50)
-  for i = 1, #lower, 2 do
-    local id, lvl = lower[i], lower[i + 1]
-    local s = sget(id) or {}
+  -- lower_elsewhere says whether a task in state s at level lvl, running
+  -- on another live worker, is an eligible victim below this one.
+  local function lower_elsewhere(s, lvl)
     local ow = s[F_WORKER]
     local ow_live = ow and num(redis.call('ZSCORE', P .. 'alive', ow)) >= now
     -- A live owner with slot pools preempts inside the urgent task's pool.
     local same = not (ow and ow ~= w and ow_live) or same_pool(layout(ow), s, lvl)
-    if ow ~= w and ow_live and same and not never[tonumber(lvl)]
+    return ow ~= w and ow_live and same and not never[tonumber(lvl)]
       and num(s[F_LEASED_AT]) + minrun <= now
       and (maxpre < 0 or num(s[F_PREEMPTIONS]) < maxpre)
-      and (tonumber(lvl) < vlvl or num(s[F_PREEMPTIONS]) < vpre) then
-      return {-2}
-    end
+      and (tonumber(lvl) < vlvl or num(s[F_PREEMPTIONS]) < vpre)
+  end
+  local lower = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', top, 'WITHSCORES', 'LIMIT', 0, 50)
+  for i = 1, #lower, 2 do
+    if lower_elsewhere(sget(lower[i]) or {}, lower[i + 1]) then return {-2} end
+  end
+  for _, x in ipairs(rv.xrun or {}) do
+    local s = {[F_WORKER] = x[3], [F_LEASED_AT] = x[4], [F_PREEMPTIONS] = x[5], [F_POOL] = x[6]}
+    if x[1] ~= rv.victim and lower_elsewhere(s, x[2]) then return {-2} end
   end
   return nil
 end

@@ -1,5 +1,5 @@
 -- shape.lua: records the queue's shape (schema version, level names,
--- classes) when the queue is first opened, and returns the shape the
+-- classes, shards) when the queue is first opened, and returns the shape the
 -- queue holds, the one just written on a new queue (Store.CheckShape; the
 -- Go side compares them). The schema and levels are never rewritten; a
 -- caller's class the stored shape lacks is added to it (the only rewrite),
@@ -7,10 +7,10 @@
 -- stored one, which changes nothing (the Go side refuses the caller).
 --
 -- KEYS[1]  shape (STRING)
--- ARGV[1]  the caller's shape as JSON: {"schema":2,"levels":[...],"classes":{...}}
+-- ARGV[1]  the caller's shape as JSON: {"schema":2,"levels":[...],"classes":{...},"shards":K}
 --
 -- Reply: {the stored shape's JSON after any merge, 1 when it admits the
--- caller's (same schema and levels, no class mapped elsewhere) else 0};
+-- caller's (same schema, levels and shards, no class mapped elsewhere) else 0};
 -- an error reply CORRUPT ... when the key holds another type. A value
 -- that is not a shape is returned as it is, with 0 (the Go side reports
 -- it). Deciding here keeps a JSON decoder out of a producer's binary.
@@ -32,6 +32,7 @@ local ok, stored = pcall(cjson.decode, raw)
 local mine = cjson.decode(ARGV[1])
 if not ok or type(stored) ~= 'table' or type(stored.levels) ~= 'table' or stored.schema ~= mine.schema then return {raw, 0} end
 if #stored.levels ~= #mine.levels then return {raw, 0} end
+if (tonumber(stored.shards) or 1) ~= (tonumber(mine.shards) or 1) then return {raw, 0} end
 for i, name in ipairs(mine.levels) do
   if stored.levels[i] ~= name then return {raw, 0} end
 end
@@ -54,6 +55,8 @@ table.sort(names)
 local cls = {}
 for i, name in ipairs(names) do cls[i] = cjson.encode(name) .. ':' .. string.format('%d', have[name]) end
 local merged = '{"schema":' .. string.format('%d', stored.schema) .. ',"levels":' .. cjson.encode(stored.levels) ..
-  ',"classes":{' .. table.concat(cls, ',') .. '}}'
+  ',"classes":{' .. table.concat(cls, ',') .. '}'
+if (tonumber(stored.shards) or 1) > 1 then merged = merged .. ',"shards":' .. string.format('%d', stored.shards) end
+merged = merged .. '}'
 redis.call('SET', KEYS[1], merged)
 return {merged, 1}
