@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	goruntime "runtime"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -125,9 +127,10 @@ func (res *shardResult) rows(t *table) {
 		d := r.Phases[phaseDrain]
 		t.add(row{id: shardFigure, value: num(ceilingOf(most)), unit: "tasks/s", target: "—",
 			figure: name + ": projected ceiling of one queue, one core per master / the busiest master's Redis CPU per task (single Enqueue + drain)",
-			note: fmt.Sprintf("info: busiest master %d, %s µs/task; with EnqueueBatch + drain %s tasks/s (master %d, %s µs/task); measured here: EnqueueBatch %s tasks/s, single Enqueue %s tasks/s (%d goroutines), drain %s tasks/s (Concurrency %d, %s worker client calls/task)",
-				m+1, num(us(most)), num(ceilingOf(mostB)), mb+1, num(us(mostB)), num(r.rate(phaseBatch)), num(r.rate(phaseEnqueue)),
-				res.Concurrency, num(r.rate(phaseDrain)), res.Concurrency, num(float64(d.Calls)/float64(d.Tasks)))})
+			note: fmt.Sprintf("info: busiest master %d, %s µs/task; all masters together %s µs/task; the queue's hash tags on masters 1..%d: %s; with EnqueueBatch + drain %s tasks/s (master %d, %s µs/task); measured here: EnqueueBatch %s tasks/s, single Enqueue %s tasks/s (%d goroutines), drain %s tasks/s (Concurrency %d, %s worker client calls/task)",
+				m+1, num(us(most)), num(us(r.total(phaseEnqueue))), len(r.Tags), runsInt(r.Tags), num(ceilingOf(mostB)), mb+1, num(us(mostB)),
+				num(r.rate(phaseBatch)), num(r.rate(phaseEnqueue)), res.Concurrency, num(r.rate(phaseDrain)), res.Concurrency,
+				num(float64(d.Calls)/float64(d.Tasks)))})
 	}
 	if base == nil {
 		return
@@ -152,6 +155,25 @@ func (res *shardResult) rows(t *table) {
 func (r *shardRun) rate(p int) float64 {
 	ph := r.Phases[p]
 	return float64(ph.Tasks) / ph.Elapsed.Seconds()
+}
+
+// total is every master's Redis CPU time together for one task's life,
+// enqueued by phase enq.
+func (r *shardRun) total(enq int) time.Duration {
+	var t time.Duration
+	for m := range r.Tags {
+		t += r.life(enq, m)
+	}
+	return t
+}
+
+// runsInt lists counts, comma-separated.
+func runsInt(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // per10k is a per-task CPU time in milliseconds per 10,000 tasks.
