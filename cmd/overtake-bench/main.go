@@ -45,6 +45,7 @@ type options struct {
 	shardTasks     int
 	cluster        string
 	shardsJSON     string
+	shardPlacement string
 	runLimit       time.Duration
 	timeout        time.Duration
 }
@@ -80,6 +81,8 @@ func parseFlags() options {
 	flag.IntVar(&o.shardTasks, "shard-tasks", 50_000, "--only shards: tasks of each enqueue phase (EnqueueBatch, then single Enqueue); the drain takes both")
 	flag.StringVar(&o.cluster, "cluster", "", "--only shards: comma-separated host:port of a running Redis Cluster; empty starts 3 masters on 127.0.0.1")
 	flag.StringVar(&o.shardsJSON, "shards-json", "", "--only shards: also write the figures as JSON to this file")
+	flag.StringVar(&o.shardPlacement, "shard-placement", "balanced",
+		"--only shards: balanced (a queue name whose hash tags spread evenly over the masters) or random (wherever they land)")
 	flag.DurationVar(&o.runLimit, "run-limit", 2*time.Minute, "bound on one throughput run")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole command")
 	flag.Parse()

@@ -42,7 +42,8 @@ type shardRun struct {
 	Queue       string             `json:"queue"`
 	Unsupported string             `json:"unsupported,omitempty"` // why this build cannot run K shards
 	Err         string             `json:"error,omitempty"`       // why the run failed
-	Tags        []int              `json:"hash_tags"`             // the queue's hash tags on each master
+	Tags        []int              `json:"hash_tags"`             // the queue's hash tags found on each master
+	Planned     []int              `json:"planned_hash_tags"`     // where CRC16 of the tags puts them
 	Phases      [phases]shardPhase `json:"phases"`
 }
 
@@ -85,7 +86,8 @@ type shardBench struct {
 
 // run measures a fresh queue of k shards with n tasks per enqueue phase.
 func (s *shardBench) run(ctx context.Context, k, n int) (*shardRun, error) {
-	r := &shardRun{K: k, Queue: fmt.Sprintf("k%d-shards", k)} // no name contains another
+	r := &shardRun{K: k}
+	r.Queue, r.Planned = s.queueName(k)
 	prod := s.c.newClient(s.c.masters)
 	defer prod.Close()
 	cfg := queue.Config{Namespace: s.ns, Name: r.Queue, Shards: k}
@@ -102,7 +104,7 @@ func (s *shardBench) run(ctx context.Context, k, n int) (*shardRun, error) {
 	if err := s.measure(ctx, r, phaseBatch, n, func() error { return fill.fill(ctx, q, n) }); err != nil {
 		return nil, err
 	}
-	if r.Tags, err = s.c.tags(ctx, s.ns+":"+r.Queue); err != nil {
+	if r.Tags, err = s.c.tags(ctx, s.ns, r.Queue); err != nil {
 		return nil, err
 	}
 	if total := sum(r.Tags); k > 1 && total == 1 {

@@ -25,6 +25,7 @@ type shardCluster struct {
 	source  string   // "started" or "given"
 	masters []string // master addresses, by their first slot
 	slots   []string // each master's slot ranges, "0-5460"
+	ranges  [][]slotRange
 	nodes   []*redis.Client
 	proc    *redisproc.Cluster // nil when given with --cluster
 	opts    options
@@ -51,7 +52,7 @@ func openCluster(ctx context.Context, o options) (*shardCluster, error) {
 		c.close()
 		return nil, fmt.Errorf("cluster %v: %w", seeds, err)
 	}
-	ranges := map[string][]string{}
+	ranges := map[string][]slotRange{}
 	for _, sh := range sortedShards(shards) {
 		for _, n := range sh.Nodes {
 			if n.Role != "master" || len(sh.Slots) == 0 {
@@ -60,12 +61,16 @@ func openCluster(ctx context.Context, o options) (*shardCluster, error) {
 			a := net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
 			c.masters = append(c.masters, a)
 			for _, r := range sh.Slots {
-				ranges[a] = append(ranges[a], fmt.Sprintf("%d-%d", r.Start, r.End))
+				ranges[a] = append(ranges[a], slotRange{int(r.Start), int(r.End)})
 			}
 		}
 	}
 	for _, a := range c.masters {
-		c.slots = append(c.slots, strings.Join(ranges[a], ","))
+		var text []string
+		for _, r := range ranges[a] {
+			text = append(text, fmt.Sprintf("%d-%d", r.start, r.end))
+		}
+		c.slots, c.ranges = append(c.slots, strings.Join(text, ",")), append(c.ranges, ranges[a])
 		c.nodes = append(c.nodes, redis.NewClient(&redis.Options{Addr: a}))
 	}
 	if len(c.masters) == 0 {
@@ -137,13 +142,13 @@ func (c *shardCluster) stats(ctx context.Context) ([]nodeStat, error) {
 	return out, nil
 }
 
-// tags counts, on each master, the distinct hash tags ({...}) of the keys
-// that contain sub: where a queue's shards live.
-func (c *shardCluster) tags(ctx context.Context, sub string) ([]int, error) {
+// tags counts, on each master, the distinct hash tags ({...}) of queue
+// name's keys in namespace ns: where the queue's shards live.
+func (c *shardCluster) tags(ctx context.Context, ns, name string) ([]int, error) {
 	out := make([]int, len(c.nodes))
 	for i, n := range c.nodes {
 		seen := map[string]bool{}
-		iter := n.Scan(ctx, 0, "*"+sub+"*", 1000).Iterator()
+		iter := n.Scan(ctx, 0, "*"+ns+":"+name+"[}:]*", 1000).Iterator()
 		for iter.Next(ctx) {
 			k := iter.Val()
 			if open := strings.IndexByte(k, '{'); open >= 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ type shardResult struct {
 	Slots       []string    `json:"slots"`
 	Tasks       int         `json:"tasks"` // per enqueue phase
 	Concurrency int         `json:"concurrency"`
+	Placement   string      `json:"placement"` // --shard-placement
 	Runs        []*shardRun `json:"runs"`
 	took        time.Duration
 	load        [2]string // load average at start and at end
@@ -66,6 +68,9 @@ func measureShards(ctx context.Context, o options) (*shardResult, error) {
 	if o.shardTasks < 1 || o.concurrency < 1 || o.batch < 1 {
 		return nil, errors.New("--shard-tasks, --concurrency and --batch must be positive")
 	}
+	if err := checkPlacement(o.shardPlacement); err != nil {
+		return nil, err
+	}
 	t0, load0 := time.Now(), loadavg()
 	c, err := openCluster(ctx, o)
 	if err != nil {
@@ -82,7 +87,8 @@ func measureShards(ctx context.Context, o options) (*shardResult, error) {
 			}
 		}()
 	}
-	res := &shardResult{Source: c.source, Masters: c.masters, Slots: c.slots, Tasks: o.shardTasks, Concurrency: o.concurrency}
+	res := &shardResult{Source: c.source, Masters: c.masters, Slots: c.slots, Tasks: o.shardTasks, Concurrency: o.concurrency,
+		Placement: o.shardPlacement}
 	for _, k := range ks {
 		r, err := s.run(ctx, k, o.shardTasks)
 		if ctx.Err() != nil {
@@ -127,8 +133,8 @@ func (res *shardResult) rows(t *table) {
 		d := r.Phases[phaseDrain]
 		t.add(row{id: shardFigure, value: num(ceilingOf(most)), unit: "tasks/s", target: "—",
 			figure: name + ": projected ceiling of one queue, one core per master / the busiest master's Redis CPU per task (single Enqueue + drain)",
-			note: fmt.Sprintf("info: busiest master %d, %s µs/task; all masters together %s µs/task; the queue's hash tags on masters 1..%d: %s; with EnqueueBatch + drain %s tasks/s (master %d, %s µs/task); measured here: EnqueueBatch %s tasks/s, single Enqueue %s tasks/s (%d goroutines), drain %s tasks/s (Concurrency %d, %s worker client calls/task)",
-				m+1, num(us(most)), num(us(r.total(phaseEnqueue))), len(r.Tags), runsInt(r.Tags), num(ceilingOf(mostB)), mb+1, num(us(mostB)),
+			note: fmt.Sprintf("info: busiest master %d, %s µs/task; all masters together %s µs/task; the queue's hash tags on masters 1..%d: %s (--shard-placement %s, queue %s%s); with EnqueueBatch + drain %s tasks/s (master %d, %s µs/task); measured here: EnqueueBatch %s tasks/s, single Enqueue %s tasks/s (%d goroutines), drain %s tasks/s (Concurrency %d, %s worker client calls/task)",
+				m+1, num(us(most)), num(us(r.total(phaseEnqueue))), len(r.Tags), runsInt(r.Tags), res.Placement, r.Queue, planNote(r), num(ceilingOf(mostB)), mb+1, num(us(mostB)),
 				num(r.rate(phaseBatch)), num(r.rate(phaseEnqueue)), res.Concurrency, num(r.rate(phaseDrain)), res.Concurrency,
 				num(float64(d.Calls)/float64(d.Tasks)))})
 	}
@@ -165,6 +171,15 @@ func (r *shardRun) total(enq int) time.Duration {
 		t += r.life(enq, m)
 	}
 	return t
+}
+
+// planNote flags a placement found other than planned: the tag layout of
+// internal/store changed under the bench.
+func planNote(r *shardRun) string {
+	if slices.Equal(r.Tags, r.Planned) {
+		return ""
+	}
+	return "; planned " + runsInt(r.Planned)
 }
 
 // runsInt lists counts, comma-separated.

@@ -24,7 +24,7 @@ import (
 // of every K with figures that can only come from a real run.
 func TestShardsSection(t *testing.T) {
 	needCluster(t)
-	o := options{shards: "1,3", shardTasks: 2000, concurrency: 16, batch: 500, redisServer: "redis-server",
+	o := options{shards: "1,3", shardTasks: 2000, concurrency: 16, batch: 500, redisServer: "redis-server", shardPlacement: placeBalanced,
 		runLimit: time.Minute, timeout: 2 * time.Minute, shardsJSON: filepath.Join(t.TempDir(), "shards.json")}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -46,6 +46,7 @@ func TestShardsSection(t *testing.T) {
 	require.Empty(t, one.Err)
 	require.Empty(t, one.Unsupported)
 	assert.Equal(t, 1, sum(one.Tags), "K=1 keeps every key of the queue under one hash tag")
+	assert.Equal(t, one.Planned, one.Tags, "the tag lands where CRC16 put it")
 	for p := range phases {
 		ph := one.Phases[p]
 		require.Len(t, ph.CPU, 3, phaseNames[p])
@@ -77,7 +78,8 @@ func TestShardsSection(t *testing.T) {
 	require.Equal(t, 3, three.K)
 	require.Empty(t, three.Err)
 	require.Empty(t, three.Unsupported)
-	assert.Equal(t, 3, sum(three.Tags), "K=3 spreads the queue over 3 hash tags")
+	assert.Equal(t, []int{1, 1, 1}, three.Tags, "a balanced K=3 puts one hash tag on each master")
+	assert.Equal(t, three.Planned, three.Tags, "the tags land where CRC16 put them")
 	for p := range phases {
 		var cpu time.Duration
 		var cmds int64
@@ -103,7 +105,7 @@ func TestShardsSectionGivenCluster(t *testing.T) {
 	cl, err := redisproc.StartCluster(ctx, redisproc.ClusterOptions{Args: []string{"--cluster-node-timeout", "5000"}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cl.Close() })
-	o := options{shards: "1", shardTasks: 300, concurrency: 8, batch: 100, runLimit: time.Minute,
+	o := options{shards: "1", shardTasks: 300, concurrency: 8, batch: 100, runLimit: time.Minute, shardPlacement: placeRandom,
 		cluster: cl.Addrs()[1], shardsJSON: filepath.Join(t.TempDir(), "shards.json")}
 	var out bytes.Buffer
 	require.NoError(t, shardsSection(ctx, o, &out))
@@ -136,4 +138,9 @@ func needCluster(t *testing.T) {
 			t.Skipf("needs a real Redis Cluster: %v", err)
 		}
 	}
+}
+
+func TestCRC16IsRedisKeySlot(t *testing.T) {
+	assert.Equal(t, uint16(0x31c3), crc16([]byte("123456789")), "CRC-16/XMODEM check value")
+	assert.Equal(t, 12182, int(crc16([]byte("foo"))%16384), "CLUSTER KEYSLOT foo")
 }
