@@ -31,9 +31,10 @@ var phaseNames = [phases]string{"EnqueueBatch", "single Enqueue", "drain"}
 type shardPhase struct {
 	Tasks   int             `json:"tasks"`
 	Elapsed time.Duration   `json:"elapsed_ns"`
-	CPU     []time.Duration `json:"cpu_ns"`   // each master's Redis CPU time, used_cpu_user+sys
-	Cmds    []int64         `json:"commands"` // each master's total_commands_processed
-	Calls   int64           `json:"client_calls,omitempty"`
+	CPU     []time.Duration `json:"cpu_ns"`                 // each master's Redis CPU time, used_cpu_user+sys
+	Cmds    []int64         `json:"commands"`               // each master's total_commands_processed
+	Calls   int64           `json:"client_calls,omitempty"` // the worker's calls (drain only), a pipeline counting once
+	Kinds   string          `json:"client_calls_per_task,omitempty"`
 }
 
 // shardRun is one queue of K shards on the cluster, enqueued then drained.
@@ -171,7 +172,7 @@ func (s *shardBench) drain(ctx context.Context, r *shardRun, cfg queue.Config, p
 		return err
 	}
 	defer shutdown(rt)
-	calls0 := hook.snapshot().trips
+	calls0 := hook.snapshot()
 	err = s.measure(ctx, r, phaseDrain, n, func() error {
 		if err := rt.Start(ctx); err != nil {
 			return err
@@ -186,7 +187,8 @@ func (s *shardBench) drain(ctx context.Context, r *shardRun, cfg queue.Config, p
 		}
 		return waitDrained(ctx, prod, limit)
 	})
-	r.Phases[phaseDrain].Calls = hook.snapshot().trips - calls0
+	calls := hook.snapshot().sub(calls0)
+	r.Phases[phaseDrain].Calls, r.Phases[phaseDrain].Kinds = calls.trips, calls.perTask(n)
 	return err
 }
 

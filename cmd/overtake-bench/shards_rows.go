@@ -133,10 +133,10 @@ func (res *shardResult) rows(t *table) {
 		d := r.Phases[phaseDrain]
 		t.add(row{id: shardFigure, value: num(ceilingOf(most)), unit: "tasks/s", target: "—",
 			figure: name + ": projected ceiling of one queue, one core per master / the busiest master's Redis CPU per task (single Enqueue + drain)",
-			note: fmt.Sprintf("info: busiest master %d, %s µs/task; all masters together %s µs/task; the queue's hash tags on masters 1..%d: %s (--shard-placement %s, queue %s%s); with EnqueueBatch + drain %s tasks/s (master %d, %s µs/task); measured here: EnqueueBatch %s tasks/s, single Enqueue %s tasks/s (%d goroutines), drain %s tasks/s (Concurrency %d, %s worker client calls/task)",
+			note: fmt.Sprintf("info: busiest master %d, %s µs/task; all masters together %s µs/task; the queue's hash tags on masters 1..%d: %s (--shard-placement %s, queue %s%s); with EnqueueBatch + drain %s tasks/s (master %d, %s µs/task); measured here: EnqueueBatch %s tasks/s, single Enqueue %s tasks/s (%d goroutines), drain %s tasks/s (Concurrency %d, %s worker client calls/task: %s)",
 				m+1, num(us(most)), num(us(r.total(phaseEnqueue))), len(r.Tags), runsInt(r.Tags), res.Placement, r.Queue, planNote(r), num(ceilingOf(mostB)), mb+1, num(us(mostB)),
 				num(r.rate(phaseBatch)), num(r.rate(phaseEnqueue)), res.Concurrency, num(r.rate(phaseDrain)), res.Concurrency,
-				num(float64(d.Calls)/float64(d.Tasks)))})
+				num(float64(d.Calls)/float64(d.Tasks)), d.Kinds)})
 	}
 	if base == nil {
 		return
