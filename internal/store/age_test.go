@@ -46,17 +46,23 @@ func starve(e *env, low string, rounds int) (int, *Task) {
 }
 
 func TestAgeLowNeverStarves(t *testing.T) {
-	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
-		e := newEnv(t, b, withAging(3))
-		e.enqueue("low", ID("low"), Level(0))
-		round, tk := starve(e, "low", 200)
-		require.NotZero(t, round, "the low task never ran under a stream of high tasks")
-		// Two agings (20 s) plus the high backlog ahead of it at the top.
-		require.Greater(t, round, 20)
-		require.Equal(t, 2, tk.Level)
-		require.Equal(t, 0, tk.OriginalLevel)
-		require.False(t, tk.AgedAt.IsZero())
-	})
+	// On a queue of three shards too: each shard ages its own tasks, and
+	// the lease's allocation across shards sees the aged level.
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprint("shards=", shards), func(t *testing.T) {
+			parallelBackends(t, func(t *testing.T, b testredis.Backend) {
+				e := newEnv(t, b, func(c *Config) { withAging(3)(c); c.Shards = shards })
+				e.enqueue("low", ID("low"), Level(0))
+				round, tk := starve(e, "low", 200)
+				require.NotZero(t, round, "the low task never ran under a stream of high tasks")
+				// Two agings (20 s) plus the high backlog ahead of it at the top.
+				require.Greater(t, round, 20)
+				require.Equal(t, 2, tk.Level)
+				require.Equal(t, 0, tk.OriginalLevel)
+				require.False(t, tk.AgedAt.IsZero())
+			})
+		})
+	}
 }
 
 func TestAgeDisabledByDefault(t *testing.T) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,10 +11,17 @@ import (
 
 // Groups lease for several bands of levels in one call (a runtime's
 // dedicated pools): each group up to its count from its own levels,
-// highest first; a spare group takes what the counted ones left.
+// highest first; a spare group takes what the counted ones left. The
+// same holds on a queue of three shards, the tasks spread over them.
 func TestLeaseGroups(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprint("shards=", shards), func(t *testing.T) { leaseGroups(t, shards) })
+	}
+}
+
+func leaseGroups(t *testing.T, shards int) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
-		e := newEnv(t, b, func(c *Config) { c.Levels = 4 })
+		e := newEnv(t, b, func(c *Config) { c.Levels, c.Shards = 4, shards })
 		ids := map[int][]string{}
 		for l, n := range map[int]int{0: 3, 1: 2, 2: 3, 3: 1} {
 			for range n {

@@ -331,3 +331,40 @@ func TestShardFleetCheck(t *testing.T) {
 		require.NoError(t, e.rdb.ZScore(e.ctx, v.keys.running(), victim.ID).Err(), "rejoined")
 	})
 }
+
+// TestShardRecoveryAndRates: the leases of a worker that stopped
+// heartbeating are recovered in every shard and leased again; the rates a
+// heartbeat reports are counted once (in shard 0), not once per shard.
+func TestShardRecoveryAndRates(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Shards = 3; c.LeaseDuration = time.Second })
+		want := map[string]bool{}
+		for k := range 3 {
+			want[e.enqueueIn(k, 3, 1, fmt.Sprint("rec", k)).ID] = true
+		}
+		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "gone", Count: 3})
+		require.NoError(t, err)
+		require.Len(t, res.Tasks, 3)
+		e.clk.Advance(2 * time.Second)
+		res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 3}) // sweeps: recovers
+		require.NoError(t, err)
+		if len(res.Tasks) < 3 { // recovered by the sweep, leased by the next call
+			more, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 3 - len(res.Tasks)})
+			require.NoError(t, err)
+			res.Tasks = append(res.Tasks, more.Tasks...)
+		}
+		require.Len(t, res.Tasks, 3)
+		for _, task := range res.Tasks {
+			require.True(t, want[task.ID])
+			require.Equal(t, 1, task.Recoveries, "task %s", task.ID)
+		}
+
+		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 3, Leases: res.Tasks,
+			Counts: map[int]LevelCounts{1: {Processed: 60}}})
+		require.NoError(t, err)
+		e.clk.Advance(rateBucket) // the current bucket is not counted
+		st, err := e.c.Stats(e.ctx)
+		require.NoError(t, err)
+		require.InDelta(t, 60/RateWindow.Seconds(), st.Levels[1].Rates.Processed, 1e-9, "counted once")
+	})
+}
