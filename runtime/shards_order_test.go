@@ -121,7 +121,7 @@ func shardedOrder(t *testing.T, cl *testredis.Cluster, shards int) {
 	var mu sync.Mutex
 	var leases []lease
 	runs := map[string]int{}
-	enqueued := map[string]time.Time{}    // when each task's Enqueue returned
+	enqueued := map[string]time.Time{} // when each task's Enqueue returned
 	levelOf := map[string]int{}
 	done := map[string]bool{}
 	progress := make(chan int, producers*perProducer*2)
