@@ -30,24 +30,75 @@ const inversionWindow = 10 * time.Millisecond
 // on a real three-master Redis Cluster, for 3 and 6 shards: producers
 // enqueue levels unevenly over the shards (the top level mostly in one
 // shard, the middle in another, the low level in the rest) faster than two
-// runtimes drain them, so a backlog builds at every level and urgent
-// tasks preempt running low ones; it counts the inversions over every
-// lease of every task (first leases and resumed runs alike): zero.
+// runtimes drain them: low tasks first, then every level, paced, so a
+// backlog of low tasks builds and urgent ones preempt running low ones; it counts the inversions over every
+// lease of every task (first leases and resumed runs alike), and the
+// fresh tasks leased while a preempted task of their level waited: zero.
 func TestShardedStrictOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no Redis Cluster")
 	}
 	cl := testredis.StartCluster(t)
-	for _, shards := range []int{3, 6} {
+	for _, shards := range []int{1, 3, 6} {
 		t.Run(fmt.Sprint("shards=", shards), func(t *testing.T) { shardedOrder(t, cl, shards) })
 	}
 }
 
-// lease is one lease of a task as its handler saw it.
+// lease is one lease of a task as its handler saw it: when it was leased
+// and when it last became pending before (a resumed run's ReadyAt, when
+// its preemption put it back).
 type lease struct {
-	id    string
-	level int
-	at    time.Time
+	id      string
+	level   int
+	at      time.Time
+	ready   time.Time
+	resumed bool
+}
+
+// inversions are what countInversions found.
+type inversions struct {
+	levels, heads int
+	sample        []string
+}
+
+// countInversions scans every lease x (level L at t) against every wait of
+// a task, from when it became pending (its Enqueue returned, or its
+// preemption put it back) to its lease: a wait of a higher level that began
+// before t − 10ms and ended after t is an inversion; for a fresh task's
+// lease, so is such a wait of a preempted task of level L (it waits at the
+// head of its level). Times of Redis (LeasedAt, ReadyAt) are whole ms.
+func countInversions(leases []lease, enqueued map[string]time.Time) inversions {
+	var out inversions
+	from := func(w lease) time.Time {
+		if w.resumed {
+			return w.ready
+		}
+		return enqueued[w.id]
+	}
+	for _, x := range leases {
+		for _, w := range leases {
+			if w.id == x.id || !from(w).Before(x.at.Add(-inversionWindow)) || !w.at.After(x.at) {
+				continue
+			}
+			kind := ""
+			switch {
+			case w.level > x.level:
+				out.levels++
+				kind = "pending"
+			case w.level == x.level && w.resumed && !x.resumed:
+				out.heads++
+				kind = "preempted, at the head of its level"
+			default:
+				continue
+			}
+			if len(out.sample) < 5 {
+				out.sample = append(out.sample, fmt.Sprintf("%s (level %d) leased at %s while %s (level %d) %s since %s, leased at %s",
+					x.id, x.level, x.at.Format("15:04:05.000"), w.id, w.level, kind, from(w).Format("15:04:05.000"),
+					w.at.Format("15:04:05.000")))
+			}
+		}
+	}
+	return out
 }
 
 func shardedOrder(t *testing.T, cl *testredis.Cluster, shards int) {
@@ -69,13 +120,15 @@ func shardedOrder(t *testing.T, cl *testredis.Cluster, shards int) {
 
 	var mu sync.Mutex
 	var leases []lease
+	runs := map[string]int{}
 	enqueued := map[string]time.Time{} // when each task's Enqueue returned
 	levelOf := map[string]int{}
 	done := map[string]bool{}
 	progress := make(chan int, producers*perProducer*2)
 	h := handlers.HandlerFunc(func(ctx context.Context, tk *queue.TaskInfo) error {
 		mu.Lock()
-		leases = append(leases, lease{tk.ID, tk.Level, tk.LeasedAt})
+		leases = append(leases, lease{tk.ID, tk.Level, tk.LeasedAt, tk.ReadyAt, runs[tk.ID] > 0})
+		runs[tk.ID]++
 		mu.Unlock()
 		select {
 		case <-ctx.Done(): // preempted: back to its level, resumed later
@@ -98,6 +151,9 @@ func shardedOrder(t *testing.T, cl *testredis.Cluster, shards int) {
 	// shardFor spreads levels unevenly: the top level 80% in shard 0, the
 	// middle 80% in shard 1, the low level over the others.
 	shardFor := func(level int) int {
+		if shards < 3 {
+			return mrand.IntN(shards)
+		}
 		if mrand.IntN(5) == 0 {
 			return mrand.IntN(shards)
 		}
@@ -113,8 +169,16 @@ func shardedOrder(t *testing.T, cl *testredis.Cluster, shards int) {
 	for p := range producers {
 		q := newQ()
 		wg.Go(func() {
+			// Low tasks first, to fill the workers; then every level, paced
+			// (one per 10ms each), so urgent tasks meet running low ones.
+			pace := time.NewTicker(10 * time.Millisecond)
+			defer pace.Stop()
 			for i := range perProducer {
-				level := []int{0, 0, 0, 1, 1, 2}[mrand.IntN(6)]
+				level := 0
+				if i >= perProducer/2 {
+					level = []int{0, 1, 1, 2, 2}[mrand.IntN(5)]
+					<-pace.C
+				}
 				k := shardFor(level)
 				id := ""
 				for n := 0; id == "" || store.ShardOf(id, shards) != k; n++ {
@@ -149,31 +213,11 @@ func shardedOrder(t *testing.T, cl *testredis.Cluster, shards int) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	first := map[string]time.Time{}
+	inv := countInversions(leases, enqueued)
+	resumed := 0
 	for _, l := range leases {
-		if f, ok := first[l.id]; !ok || l.at.Before(f) {
-			first[l.id] = l.at
-		}
-	}
-	// Tasks by level, for the scan below.
-	byLevel := map[int][]string{}
-	for id, l := range levelOf {
-		byLevel[l] = append(byLevel[l], id)
-	}
-	inversions, resumed := 0, len(leases)-len(first)
-	var sample []string
-	for _, l := range leases {
-		for hl := l.level + 1; hl <= 2; hl++ {
-			for _, id := range byLevel[hl] {
-				if enqueued[id].Before(l.at.Add(-inversionWindow)) && first[id].After(l.at) {
-					inversions++
-					if len(sample) < 5 {
-						sample = append(sample, fmt.Sprintf("%s (level %d) leased at %s while %s (level %d) pending since %s, leased at %s",
-							l.id, l.level, l.at.Format("15:04:05.000"), id, hl, enqueued[id].Format("15:04:05.000"),
-							first[id].Format("15:04:05.000")))
-					}
-				}
-			}
+		if l.resumed {
+			resumed++
 		}
 	}
 	perLevel := map[int]int{}
@@ -185,10 +229,11 @@ func shardedOrder(t *testing.T, cl *testredis.Cluster, shards int) {
 		keys = append(keys, l)
 	}
 	sort.Ints(keys)
-	t.Logf("shards %d: %d tasks, %d leases (%d resumed after preemption), by level %v; runtimes %+v; inversions %d",
-		shards, total, len(leases), resumed, perLevel, sumStats(rts...), inversions)
+	t.Logf("shards %d: %d tasks, %d leases (%d resumed after preemption), by level %v; runtimes %+v; inversions %d, of preempted heads %d",
+		shards, total, len(leases), resumed, perLevel, sumStats(rts...), inv.levels, inv.heads)
 	require.Equal(t, total, len(done), "every task done")
-	require.Zero(t, inversions, "priority inversions, e.g. %v", sample)
+	require.Zero(t, inv.levels, "priority inversions, e.g. %v", inv.sample)
+	require.Zero(t, inv.heads, "preempted tasks passed over in their level, e.g. %v", inv.sample)
 }
 
 // assertNoErr reports err as a test error (from any goroutine) and whether

@@ -20,6 +20,7 @@ type leaseArgs struct {
 	Ret     int64            `json:"ret,omitempty"`
 	Groups  []leaseGroupArgs `json:"groups,omitempty"`
 	Reserve *reserveArgs     `json:"reserve,omitempty"`
+	By      int64            `json:"by,omitempty"`
 }
 
 // leaseGroupArgs is one of leaseArgs.Groups (a LeaseGroup).
@@ -142,7 +143,7 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 	}
 	opts := leaseArgs{Count: req.Count, Min: minLevel, Skip: req.Skip, Age: c.cfg.AgeAfter.Milliseconds(),
 		Ret:    c.cfg.Retention.Milliseconds(),
-		Groups: groupArgs(req.Groups, req.Skip, c.cfg.Levels)}
+		Groups: groupArgs(req.Groups, req.Skip, c.cfg.Levels), By: req.by}
 	if rv != nil {
 		opts.Skip = slices.Concat(rv.NeverPreempt, req.Skip)
 		opts.Reserve = &reserveArgs{Victim: rv.VictimID, Level: rv.VictimLevel, MinRun: rv.MinRunTime.Milliseconds(),

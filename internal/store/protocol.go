@@ -38,6 +38,11 @@ type LeaseRequest struct {
 	// (borrowing idle slots). LeaseResult.GroupCounts says how many each
 	// group took; Tasks come group by group.
 	Groups []LeaseGroup
+
+	// by is the time (Unix ms, the scripts' clock) after which the call
+	// leases nothing: the second step of a lease on a queue of several
+	// shards (shards_lease.go).
+	by int64
 }
 
 // LeaseGroup is one band of levels of a LeaseRequest and how many tasks it

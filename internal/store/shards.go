@@ -25,7 +25,7 @@ import (
 // any shard's reservation check sees the whole fleet), and the pause
 // state (written to every shard, so each lease refuses a paused level it
 // pops). The fleet's rates are counted in shard 0. Workers lease in two
-// steps (sharded_lease.go) to keep one strict priority order across the
+// steps (shards_lease.go) to keep one strict priority order across the
 // shards.
 
 // shardKeys returns the keys of shard k of queue name in namespace ns.

@@ -7,12 +7,16 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A lease on a queue of several shards keeps one strict priority order
 // across them in two steps. First one pipeline reads the length of every
-// level's list in every shard (shardDepths: LLEN only, K·levels commands
-// in one round trip, one per master on a Cluster). The worker then
+// level's list in every shard, and how many tasks at its head ran before (a
+// preempted task waits at the head of its level): one lua/peek.lua call
+// per shard, all in one round trip (peek). The worker then
 // allocates its free slots from the top level down, across the shards,
 // group by group as a one-shard lease would (allocate), and second sends
 // one lease call to each shard it allocated slots in, all at once, each
@@ -29,6 +33,32 @@ import (
 type shardAlloc struct {
 	groups []LeaseGroup
 	of     []int
+	// resumed: each group takes only resumed heads (allocate's first pass).
+	resumed []bool
+}
+
+// order is the rank of a's call among a lease's calls: those with the
+// higher rank go first. Its lowest level ranks it (a call that takes a
+// lower level waits for those that take higher ones), then whether it
+// takes only resumed heads at that level (fresh tasks of a level wait for
+// the resumed ones); a sweep alone ranks first.
+func (a shardAlloc) order(levels int) int {
+	if len(a.groups) == 0 {
+		return 2 * levels
+	}
+	low, onlyResumed := levels, true
+	for i, g := range a.groups {
+		switch l := g.Levels[0]; {
+		case l < low:
+			low, onlyResumed = l, a.resumed[i]
+		case l == low:
+			onlyResumed = onlyResumed && a.resumed[i]
+		}
+	}
+	if onlyResumed {
+		return 2*low + 1
+	}
+	return 2 * low
 }
 
 // want is one group of a request as allocate reads it: its levels, highest
@@ -62,9 +92,11 @@ func (c *Store) wants(req LeaseRequest) []want {
 // allocate splits ws over the shards given d (d[k][l]: level l's length in
 // shard k, taken from as allocated), level by level from the top, each
 // level's tasks from the shards in turn from a random one (so that no
-// shard's head waits behind another's). A spare group takes what the
-// counted groups before it left free, in those groups' pools.
-func allocate(ws []want, d [][]int64) []shardAlloc {
+// shard's head waits behind another's), except that a shard whose head of
+// the level ran before (ran[k][l] of them, preempted tasks) gives those
+// first. A spare group takes what the counted groups before it left free,
+// in those groups' pools.
+func allocate(ws []want, d [][]int64, ran [][]int64) []shardAlloc {
 	out := make([]shardAlloc, len(d))
 	start := rand.IntN(len(d))
 	left := make([]int, len(ws)) // free slots each counted group leaves
@@ -72,7 +104,7 @@ func allocate(ws []want, d [][]int64) []shardAlloc {
 		if w.spare {
 			for pi := range gi {
 				for left[pi] > 0 {
-					n := take(out, d, w.levels, left[pi], start, ws[pi].pool, gi)
+					n := take(out, d, ran, w.levels, left[pi], start, ws[pi].pool, gi)
 					if n == 0 {
 						break
 					}
@@ -81,22 +113,30 @@ func allocate(ws []want, d [][]int64) []shardAlloc {
 			}
 			continue
 		}
-		left[gi] = w.count - take(out, d, w.levels, w.count, start, w.pool, gi)
+		left[gi] = w.count - take(out, d, ran, w.levels, w.count, start, w.pool, gi)
 	}
 	return out
 }
 
 // take allocates up to n tasks of levels (highest first) from the shards
 // for group gi, in pool pool, and returns how many.
-func take(out []shardAlloc, d [][]int64, levels []int, n, start, pool, gi int) int {
+func take(out []shardAlloc, d [][]int64, ran [][]int64, levels []int, n, start, pool, gi int) int {
 	got := 0
 	for _, l := range levels {
-		for i := range d {
+		for i := range 2 * len(d) {
 			if got == n {
 				return got
 			}
+			// First pass: the shards whose head ran before; second: all.
 			k := (start + i) % len(d)
+			if i < len(d) && ran[k][l] == 0 {
+				continue
+			}
 			m := int(min(d[k][l], int64(n-got)))
+			if i < len(d) {
+				m = min(m, int(ran[k][l])) // the resumed heads, then every shard's
+			}
+			ran[k][l] = 0
 			if m <= 0 {
 				continue
 			}
@@ -104,12 +144,24 @@ func take(out []shardAlloc, d [][]int64, levels []int, n, start, pool, gi int) i
 			got += m
 			out[k].groups = append(out[k].groups, LeaseGroup{Levels: []int{l}, Count: m, Pool: pool})
 			out[k].of = append(out[k].of, gi)
+			out[k].resumed = append(out[k].resumed, i < len(d))
 		}
 	}
 	return got
 }
 
+// shardLeaseWindow bounds the age of the first step's reads when a second
+// step's call leases (LeaseRequest.by): issue 31 defines a priority
+// inversion as a task leased at t while a higher one had been pending
+// since before t − 10ms; under 10ms, with a margin for the scripts'
+// whole milliseconds, every such task was pending when its shard was
+// peeked, so the allocation chose it first.
+const shardLeaseWindow = 7 * time.Millisecond
+
 // leaseShards is Lease on a queue of several shards (see above).
+// A round whose calls came too late (their by passed) leased nothing
+// where it allocated: it is run again for what it did not get, up to
+// shardLeaseRounds rounds in all.
 func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult, error) {
 	if req.Worker == "" {
 		return nil, errors.New("overtake: lease: empty worker ID")
@@ -120,34 +172,101 @@ func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
-	d, err := c.shardDepths(ctx)
+	var out *LeaseResult
+	for round := 1; ; round++ {
+		res, allocated, late, err := c.leaseRound(ctx, req)
+		if err != nil {
+			if out != nil {
+				return out, nil // what earlier rounds leased is held
+			}
+			return nil, err
+		}
+		out = mergeLease(out, res)
+		got := len(res.Tasks) + len(res.Malformed)
+		if !late || got >= allocated || round == shardLeaseRounds {
+			return out, nil
+		}
+		req.Count -= got
+		for i := range req.Groups {
+			if i < len(res.GroupCounts) && !req.Groups[i].Spare {
+				req.Groups[i].Count -= res.GroupCounts[i]
+			}
+		}
+		if req.Count < 1 {
+			return out, nil
+		}
+	}
+}
+
+// shardLeaseRounds bounds the rounds of one lease (leaseShards).
+const shardLeaseRounds = 3
+
+// mergeLease adds b's tasks and counts to a (nil: none yet).
+func mergeLease(a, b *LeaseResult) *LeaseResult {
+	if a == nil {
+		return b
+	}
+	a.Tasks = append(a.Tasks, b.Tasks...)
+	a.Malformed = append(a.Malformed, b.Malformed...)
+	a.Corrupt = append(a.Corrupt, b.Corrupt...)
+	a.SetAside = append(a.SetAside, b.SetAside...)
+	for i := range min(len(a.GroupCounts), len(b.GroupCounts)) {
+		a.GroupCounts[i] += b.GroupCounts[i]
+	}
+	if !b.NextDue.IsZero() && (a.NextDue.IsZero() || b.NextDue.Before(a.NextDue)) {
+		a.NextDue = b.NextDue
+	}
+	slices.SortStableFunc(a.Tasks, func(x, y *Task) int { return cmp.Compare(y.Level, x.Level) })
+	return a
+}
+
+// leaseRound is one round of a sharded lease: the peek, the allocation and
+// the calls. It returns how many tasks it allocated and whether the calls
+// were sent later than their by allows (by this host's clock).
+func (c *Store) leaseRound(ctx context.Context, req LeaseRequest) (_ *LeaseResult, allocated int, late bool, _ error) {
+	peeked := time.Now()
+	d, ran, oldest, err := c.peek(ctx)
 	if err != nil {
-		return nil, wrapf(err, "lease")
+		return nil, 0, false, wrapf(err, "lease")
 	}
 	ws := c.wants(req)
-	allocs := allocate(ws, d)
+	allocs := allocate(ws, d, ran)
+	for _, a := range allocs {
+		for _, g := range a.groups {
+			allocated += g.Count
+		}
+	}
 	now := c.now()
 	type reply struct {
 		res *LeaseResult
 		err error
 	}
 	replies := make([]reply, len(c.shards))
-	var wg sync.WaitGroup
-	for k, s := range c.shards {
-		a := allocs[k]
-		if len(a.groups) == 0 && !s.sweep.pending(now) {
-			continue
+	// Each call leases only while every shard's peek is under
+	// shardLeaseWindow old; calls go in rank order (shardAlloc.order), those
+	// of one rank at once, so that a worker that lost a higher task (or a
+	// resumed head) to another worker's lease takes lower ones only once
+	// that task is leased.
+	by := oldest + shardLeaseWindow.Milliseconds()
+	for rank := 2 * c.cfg.Levels; rank >= 0; rank-- {
+		var wg sync.WaitGroup
+		for k, s := range c.shards {
+			a := allocs[k]
+			if a.order(c.cfg.Levels) != rank || (len(a.groups) == 0 && !s.sweep.pending(now)) {
+				continue
+			}
+			sub := LeaseRequest{Worker: req.Worker, Skip: req.Skip, Groups: a.groups, by: by}
+			if len(sub.Groups) == 0 {
+				sub.Groups = []LeaseGroup{{}} // a sweep alone: no task
+			}
+			wg.Go(func() {
+				res, _, err := s.lease(ctx, sub, nil)
+				replies[k] = reply{res, err}
+			})
 		}
-		sub := LeaseRequest{Worker: req.Worker, Skip: req.Skip, Groups: a.groups}
-		if len(sub.Groups) == 0 {
-			sub.Groups = []LeaseGroup{{}} // a sweep alone: no task
-		}
-		wg.Go(func() {
-			res, _, err := s.lease(ctx, sub, nil)
-			replies[k] = reply{res, err}
-		})
+		wg.Wait()
 	}
-	wg.Wait()
+	late = time.Since(peeked) > shardLeaseWindow
 	out := &LeaseResult{GroupCounts: make([]int, len(req.Groups))}
 	var firstErr error
 	ok := false
@@ -175,25 +294,25 @@ func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult
 		}
 	}
 	if !ok && firstErr != nil {
-		return nil, firstErr
+		return nil, 0, false, firstErr
 	}
 	if len(req.Groups) == 0 {
 		out.GroupCounts = nil
 	}
 	// Highest level first, as from one shard.
 	slices.SortStableFunc(out.Tasks, func(a, b *Task) int { return cmp.Compare(b.Level, a.Level) })
-	return out, nil
+	return out, allocated, late, nil
 }
 
 // reserveShard picks the shard a reservation leases from: the one whose
 // highest pending level at req.MinLevel or above (and not skipped) is the
-// highest, the first from a random start on a tie. ErrNoTask when none
-// has one.
+// highest; on a tie one whose head ran before, else the first from a
+// random start. ErrNoTask when none has one.
 func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (*Store, error) {
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
-	d, err := c.shardDepths(ctx)
+	d, ran, _, err := c.peek(ctx)
 	if err != nil {
 		return nil, wrapf(err, "reserve")
 	}
@@ -201,9 +320,11 @@ func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (*Store, e
 	start := rand.IntN(len(d))
 	for i := range d {
 		k := (start + i) % len(d)
-		for l := c.cfg.Levels - 1; l >= max(req.MinLevel, 0) && l > bestL; l-- {
+		for l := c.cfg.Levels - 1; l >= max(req.MinLevel, 0) && l >= bestL; l-- {
 			if d[k][l] > 0 && !slices.Contains(req.Skip, l) && !slices.Contains(req.NeverPreempt, l) {
-				best, bestL = k, l
+				if l > bestL || (ran[k][l] > 0 && ran[best][l] == 0) {
+					best, bestL = k, l
+				}
 				break
 			}
 		}
@@ -212,4 +333,61 @@ func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (*Store, e
 		return nil, ErrNoTask
 	}
 	return c.shards[best], nil
+}
+
+// peekScript is lua/peek.lua: per level of a shard, its length and
+// how many tasks at its head ran before.
+var peekScript = script("peek.lua")
+
+// peek runs peekScript on every shard in one pipeline: d[k][l] is level
+// l's length in shard k, ran[k][l] how many at its head ran before. A shard
+// that refuses the call (its slot migrating) reads as empty: the lease
+// leaves it for the next call. It fails only when every shard does.
+func (c *Store) peek(ctx context.Context) (d, ran [][]int64, oldest int64, err error) {
+	cmds := make([]*redis.Cmd, len(c.shards))
+	now := c.scriptNow()
+	run := func(only func(k int) bool, sha bool) {
+		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for k, s := range c.shards {
+				if !only(k) {
+					continue
+				}
+				keys := s.keys.declare(s.sk.pending)
+				if sha {
+					cmds[k] = peekScript.EvalSha(ctx, p, keys, s.sk.prefix, now)
+				} else {
+					cmds[k] = peekScript.Eval(ctx, p, keys, s.sk.prefix, now)
+				}
+			}
+			return nil
+		})
+	}
+	run(func(int) bool { return true }, true)
+	noScript := func(k int) bool { return redis.HasErrorPrefix(cmds[k].Err(), "NOSCRIPT") }
+	if slices.ContainsFunc(cmds, func(cmd *redis.Cmd) bool { return redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") }) {
+		run(noScript, false)
+	}
+	d = make([][]int64, len(c.shards))
+	ran = make([][]int64, len(c.shards))
+	var firstErr error
+	failed := 0
+	for k, cmd := range cmds {
+		d[k], ran[k] = make([]int64, c.cfg.Levels), make([]int64, c.cfg.Levels)
+		vals, err := cmd.Int64Slice()
+		if err != nil || len(vals) < 1 {
+			firstErr = cmp.Or(firstErr, err, errors.New("overtake: peek: empty reply"))
+			failed++
+			continue
+		}
+		if oldest == 0 || vals[0] < oldest {
+			oldest = vals[0]
+		}
+		for l := 0; l < c.cfg.Levels && 2*l+2 < len(vals); l++ {
+			d[k][l], ran[k][l] = vals[2*l+1], vals[2*l+2]
+		}
+	}
+	if failed == len(cmds) {
+		return nil, nil, 0, scriptErr(firstErr)
+	}
+	return d, ran, oldest, nil
 }

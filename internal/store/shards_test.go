@@ -368,3 +368,33 @@ func TestShardRecoveryAndRates(t *testing.T) {
 		require.InDelta(t, 60/RateWindow.Seconds(), st.Levels[1].Rates.Processed, 1e-9, "counted once")
 	})
 }
+
+// TestShardResumedHeadFirst: a preempted task goes back to the head of its
+// level in its shard; a lease of that level takes it before the tasks of
+// the other shards, whichever shard the lease starts from.
+func TestShardResumedHeadFirst(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Shards = 3 })
+		p := e.enqueueIn(1, 3, 0, "preempted")
+		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 1})
+		require.NoError(t, err)
+		require.Equal(t, p.ID, res.Tasks[0].ID)
+		for i := range 3 {
+			e.enqueueIn(i, 3, 0, fmt.Sprint("fresh-a", i))
+			e.enqueueIn(i, 3, 0, fmt.Sprint("fresh-b", i))
+		}
+		for round := range 12 {
+			require.NoError(t, e.c.Requeue(e.ctx, res.Tasks[0], RequeuePreempted))
+			res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 1})
+			require.NoError(t, err)
+			require.Equal(t, p.ID, res.Tasks[0].ID, "round %d", round)
+		}
+		// With more slots than resumed heads, the resumed head and then the
+		// other shards' heads: every shard gives its head before its second.
+		require.NoError(t, e.c.Requeue(e.ctx, res.Tasks[0], RequeuePreempted))
+		res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 2})
+		require.NoError(t, err)
+		require.Len(t, res.Tasks, 2)
+		require.Contains(t, []string{res.Tasks[0].ID, res.Tasks[1].ID}, p.ID)
+	})
+}

@@ -29,8 +29,9 @@ import (
 // reach Redis fails at start); plus 7 for cancel (issue 29:
 // Client.Cancel, ErrTaskFinished, StateCanceled, LevelStats.Canceled,
 // FeedCanceled, handlers.ErrCanceled, RunStats.Canceled); plus 1 for
-// TaskInfo.CancelRequestedAt (issue 29: Inspect shows a requested cancel).
-const limit = 373 + 17 + 1 + 1 + 3 + 7 + 1
+// TaskInfo.CancelRequestedAt (issue 29: Inspect shows a requested cancel);
+// plus 2 for shards (issue 31: Config.Shards, Shape.Shards).
+const limit = 373 + 17 + 1 + 1 + 3 + 7 + 1 + 2
 
 func main() {
 	root := "."

@@ -40,6 +40,10 @@
 --                     earlier counted groups left, and count is ignored)
 --                     [false]} [one group of count tasks from max level
 --                     down to min]
+--            by       ms: lease nothing when now is later (the second
+--                     step of a lease on a queue of several shards, see
+--                     shards_lease.go); it still sweeps and ends the acks
+--                     [none]
 --            reserve  present in a reservation (preemption), an object:
 --                     victim (ID), level (the victim's), min_run (ms: a
 --                     task that ran less is no victim) [0], max_pre (max
@@ -140,6 +144,7 @@ do
     for lvl = maxl, minl, -1 do lv[#lv + 1] = lvl end
     groups = {{count = count, levels = lv, pool = rv and rv.pool}}
   end
+  if opt.by and now > opt.by then groups = {} end
   -- Numbers turned into strings once per call, not once per task (each
   -- conversion is a sprintf); a plain worker ID is quoted without cjson.
   local nows, LS = tostring(now), {}
