@@ -12,7 +12,6 @@ import (
 	"github.com/overtake/overtake/internal/ckpt"
 	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
-	"github.com/overtake/overtake/internal/tasklog"
 )
 
 // run is one leased task held by this worker: running, winding down after
@@ -20,6 +19,7 @@ import (
 type run struct {
 	t       *store.Task
 	ctx     context.Context
+	rctx    runContext // rn.ctx's base once prepared: the Handle and logger (runctx.go)
 	cancel  context.CancelCauseFunc
 	cp      *ckpt.Handle
 	span    trace.Span
@@ -76,7 +76,8 @@ func (r *Runtime) prepare(rn *run) {
 			rn.lastCheckpoint.Store(time.Now().UnixNano())
 			r.obs.checkpointSaved(rn, size, seq)
 		}))
-	rn.ctx = ckpt.NewContext(rn.ctx, rn.cp)
+	rn.rctx = runContext{Context: rn.ctx, rn: rn}
+	rn.ctx = &rn.rctx
 }
 
 // start registers rn as held and submits it to the pool. takeSlot says
@@ -110,8 +111,9 @@ func (r *Runtime) startLeased(rn *run) {
 // execute runs the handler for rn in a pool goroutine and settles the task.
 func (r *Runtime) execute(rn *run) {
 	defer r.workers.done()
-	// The handler's logger (handlers.Logger): the run's, with the attempt.
-	ctx := tasklog.NewContext(rn.ctx, &rn.log)
+	// rn.ctx carries the handler's logger (handlers.Logger): the run's,
+	// with the attempt (runContext).
+	ctx := rn.ctx
 	var cancelTimeout context.CancelFunc = func() {}
 	if rn.t.Timeout > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)
