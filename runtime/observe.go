@@ -28,6 +28,9 @@ type observer struct {
 	tp         trace.TracerProvider
 	metrics    *telemetry.Metrics
 	unregister func() error
+	// noSpan is what trace.SpanFromContext returns for a context with no
+	// span (leased masks any other).
+	noSpan trace.Span
 	// slaBreaches counts runs leased past their level's SLA
 	// (RunStats.SLABreaches).
 	slaBreaches atomic.Int64
@@ -45,7 +48,8 @@ func newObserver(r *Runtime) (*observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), tp: tp, metrics: m}, nil
+	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), tp: tp, metrics: m,
+		noSpan: trace.SpanFromContext(context.Background())}, nil
 }
 
 // register installs the observable gauges (queue depth), from Start; close
@@ -91,7 +95,13 @@ func (o *observer) producer(t *store.Task) trace.SpanContext {
 // spans of the task's earlier runs, and is added to them for the next run.
 func (o *observer) leased(rn *run) {
 	t := rn.t
-	parent := o.r.eng.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), &t.Info)
+	// A span in the runtime's base context is masked; most bases have
+	// none, and a mask costs two allocations.
+	base := rn.ctx
+	if trace.SpanFromContext(base) != o.noSpan {
+		base = trace.ContextWithSpanContext(base, trace.SpanContext{})
+	}
+	parent := o.r.eng.TraceContext(base, &t.Info)
 	// With the default provider and none registered behind it, the span
 	// would record nothing and carry the parent's span context: the parent's
 	// stands in for it, without building its attributes and links.
