@@ -21,7 +21,8 @@ type run struct {
 	ctx     context.Context
 	rctx    runContext // rn.ctx's base once prepared: the Handle and logger (runctx.go)
 	cancel  context.CancelCauseFunc
-	cp      *ckpt.Handle
+	cp      ckpt.Handle // made by prepare
+	obs     *observer   // told of the Handle's saves (CheckpointSaved)
 	span    trace.Span
 	log     runLog // built on its first kept line (runlog.go)
 	started time.Time
@@ -67,15 +68,12 @@ func (r *Runtime) bareRun(t *store.Task) *run {
 func (r *Runtime) prepare(rn *run) {
 	t := rn.t
 	r.obs.taskLogger(rn)
-	rn.cp = ckpt.New(r.eng, mirror.TaskInfo(&t.Info), t.Token,
+	rn.obs = r.obs
+	rn.cp.Init(r.eng, mirror.TaskInfo(&t.Info), t.Token,
 		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
 		ckpt.WithResults(mirror.Results{Store: r.eng}, r.q.Config().MaxResultBytes),
-		ckpt.WithOnResult(func(size int) { r.obs.resultStored(rn, size) }),
-		ckpt.WithSaveTimeout(r.cfg.GracePeriod),
-		ckpt.WithOnSave(func(size int, seq int64) {
-			rn.lastCheckpoint.Store(time.Now().UnixNano())
-			r.obs.checkpointSaved(rn, size, seq)
-		}))
+		ckpt.WithObserver(rn),
+		ckpt.WithSaveTimeout(r.cfg.GracePeriod))
 	rn.rctx = runContext{Context: rn.ctx, rn: rn}
 	rn.ctx = &rn.rctx
 }
@@ -133,3 +131,14 @@ func (r *Runtime) finished(rn *run) {
 	}
 	r.dispatch.signal()
 }
+
+// CheckpointSaved records a save of rn's checkpoint (ckpt.Observer): its
+// time, for the heartbeat, and its trace event, metric and log line.
+func (rn *run) CheckpointSaved(size int, seq int64) {
+	rn.lastCheckpoint.Store(time.Now().UnixNano())
+	rn.obs.checkpointSaved(rn, size, seq)
+}
+
+// ResultStored records that rn's handler stored its task's result
+// (ckpt.Observer).
+func (rn *run) ResultStored(size int) { rn.obs.resultStored(rn, size) }

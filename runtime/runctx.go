@@ -26,7 +26,7 @@ type runContext struct {
 func (c *runContext) Value(key any) any {
 	switch key.(type) {
 	case ckpt.ContextKey:
-		return c.rn.cp
+		return &c.rn.cp
 	case tasklog.ContextKey:
 		return &c.rn.log
 	}
