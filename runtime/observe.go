@@ -205,7 +205,9 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 		result = telemetry.RunCanceled
 	}
 	preempted := out.Action == outcome.ActionRequeue && errors.Is(context.Cause(rn.ctx), handlers.ErrPreempted)
-	span.SetAttributes(telemetry.OutcomeKey.String(result.String()), telemetry.RunPreemptedKey.Bool(preempted))
+	if span.IsRecording() { // else the attributes would cost an allocation for nothing
+		span.SetAttributes(telemetry.OutcomeKey.String(result.String()), telemetry.RunPreemptedKey.Bool(preempted))
+	}
 	switch out.Action {
 	case outcome.ActionDone:
 		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunSucceeded)
