@@ -166,7 +166,7 @@ func (o *observer) checkpointSaved(rn *run, size int, seq int64) {
 // overtake.checkpoint.missed counter always, the warning when log says
 // so, with skipped, the runs of its type not logged since the last line.
 func (o *observer) unsavedPreemption(rn *run, log bool, skipped int) {
-	o.metrics.RecordCheckpointMissed(context.WithoutCancel(rn.ctx), o.labels(rn.t), rn.t.Type)
+	o.metrics.RecordCheckpointMissed(rn.detached(), o.labels(rn.t), rn.t.Type)
 	if log {
 		rn.log.Warn("preempted with no checkpoint saved: the next run starts over",
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Int("not_logged", skipped))
@@ -183,7 +183,7 @@ func (o *observer) resultStored(rn *run, size int) {
 
 // ended closes the run's span with its outcome and records run metrics.
 func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, note string) {
-	ctx, span, l := context.WithoutCancel(rn.ctx), rn.span, o.labels(rn.t)
+	ctx, span, l := rn.detached(), rn.span, o.labels(rn.t)
 	if span == nil {
 		return
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"time"
 
 	"github.com/overtake/overtake/internal/ckpt"
 	"github.com/overtake/overtake/internal/tasklog"
@@ -32,3 +33,24 @@ func (c *runContext) Value(key any) any {
 	}
 	return c.Context.Value(key)
 }
+
+// detachedContext is a run's context without its cancel and deadline, as
+// context.WithoutCancel makes it, for the metrics of a run that may have
+// been canceled (observer.ended). It holds only the run, so it costs no
+// allocation. Unlike WithoutCancel's, context.Cause of it is the run's.
+type detachedContext struct{ rn *run }
+
+// Deadline reports none.
+func (detachedContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done returns nil: it is never canceled.
+func (detachedContext) Done() <-chan struct{} { return nil }
+
+// Err returns nil.
+func (detachedContext) Err() error { return nil }
+
+// Value returns the run's context's value for key.
+func (c detachedContext) Value(key any) any { return c.rn.ctx.Value(key) }
+
+// detached returns rn's context without its cancel and deadline.
+func (rn *run) detached() context.Context { return detachedContext{rn} }
