@@ -63,7 +63,8 @@ func (r *Runtime) bareRun(t *store.Task) *run {
 	return rn
 }
 
-// prepare gives rn its logger and checkpoint handle, in the goroutine that
+// prepare gives rn its logger, its checkpoint handle and the run context
+// that carries both to the handler (runContext), in the goroutine that
 // will run it.
 func (r *Runtime) prepare(rn *run) {
 	t := rn.t
