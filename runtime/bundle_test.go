@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -64,6 +65,7 @@ func setupBundle(t *testing.T, b testredis.Backend, opts ...setupOption) *testBu
 	tb.log, tb.logs = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core())), logs
 	cfg := c.queue
 	cfg.Namespace = b.Prefix
+	cfg.Shards = cmp.Or(cfg.Shards, testShards(t))
 	if c.traced {
 		tb.rec, tb.reader = tracetest.NewSpanRecorder(), sdkmetric.NewManualReader()
 		tb.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tb.rec))

@@ -1,10 +1,13 @@
 package runtime_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +72,7 @@ const fastPoll = 50 * time.Millisecond
 func workerClient(t *testing.T, b testredis.Backend, cfg queue.Config) *queue.Client {
 	t.Helper()
 	cfg.Namespace = b.Prefix
+	cfg.Shards = cmp.Or(cfg.Shards, testShards(t))
 	q, err := queue.New(b.NewClient(t), cfg)
 	require.NoError(t, err)
 	return q
@@ -245,4 +249,20 @@ func closeOnce() (chan struct{}, func()) {
 	ch := make(chan struct{})
 	var once sync.Once
 	return ch, func() { once.Do(func() { close(ch) }) }
+}
+
+// envTestShards, when set to a number, is the Shards of the queues the
+// runtime's tests open without one of their own (make test-shards runs
+// the package so, on three shards).
+const envTestShards = "OVERTAKE_TEST_SHARDS"
+
+// testShards is envTestShards's value, 0 when unset.
+func testShards(t *testing.T) int {
+	v := os.Getenv(envTestShards)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, envTestShards)
+	return n
 }

@@ -28,6 +28,9 @@ type observer struct {
 	tp         trace.TracerProvider
 	metrics    *telemetry.Metrics
 	unregister func() error
+	// noSpan is what trace.SpanFromContext returns for a context with no
+	// span (leased masks any other).
+	noSpan trace.Span
 	// slaBreaches counts runs leased past their level's SLA
 	// (RunStats.SLABreaches).
 	slaBreaches atomic.Int64
@@ -45,7 +48,8 @@ func newObserver(r *Runtime) (*observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), tp: tp, metrics: m}, nil
+	return &observer{r: r, clock: r.q.Config().Clock, tracer: telemetry.Tracer(tp), tp: tp, metrics: m,
+		noSpan: trace.SpanFromContext(context.Background())}, nil
 }
 
 // register installs the observable gauges (queue depth), from Start; close
@@ -91,7 +95,13 @@ func (o *observer) producer(t *store.Task) trace.SpanContext {
 // spans of the task's earlier runs, and is added to them for the next run.
 func (o *observer) leased(rn *run) {
 	t := rn.t
-	parent := o.r.eng.TraceContext(trace.ContextWithSpanContext(rn.ctx, trace.SpanContext{}), &t.Info)
+	// A span in the runtime's base context is masked; most bases have
+	// none, and a mask costs two allocations.
+	base := rn.ctx
+	if trace.SpanFromContext(base) != o.noSpan {
+		base = trace.ContextWithSpanContext(base, trace.SpanContext{})
+	}
+	parent := o.r.eng.TraceContext(base, &t.Info)
 	// With the default provider and none registered behind it, the span
 	// would record nothing and carry the parent's span context: the parent's
 	// stands in for it, without building its attributes and links.
@@ -156,7 +166,7 @@ func (o *observer) checkpointSaved(rn *run, size int, seq int64) {
 // overtake.checkpoint.missed counter always, the warning when log says
 // so, with skipped, the runs of its type not logged since the last line.
 func (o *observer) unsavedPreemption(rn *run, log bool, skipped int) {
-	o.metrics.RecordCheckpointMissed(context.WithoutCancel(rn.ctx), o.labels(rn.t), rn.t.Type)
+	o.metrics.RecordCheckpointMissed(rn.detached(), o.labels(rn.t), rn.t.Type)
 	if log {
 		rn.log.Warn("preempted with no checkpoint saved: the next run starts over",
 			zap.Int64("checkpoint_seq", rn.cp.Seq()), zap.Int("not_logged", skipped))
@@ -173,7 +183,7 @@ func (o *observer) resultStored(rn *run, size int) {
 
 // ended closes the run's span with its outcome and records run metrics.
 func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, note string) {
-	ctx, span, l := context.WithoutCancel(rn.ctx), rn.span, o.labels(rn.t)
+	ctx, span, l := rn.detached(), rn.span, o.labels(rn.t)
 	if span == nil {
 		return
 	}
@@ -195,7 +205,9 @@ func (o *observer) ended(rn *run, out outcome.Outcome, runTime time.Duration, no
 		result = telemetry.RunCanceled
 	}
 	preempted := out.Action == outcome.ActionRequeue && errors.Is(context.Cause(rn.ctx), handlers.ErrPreempted)
-	span.SetAttributes(telemetry.OutcomeKey.String(result.String()), telemetry.RunPreemptedKey.Bool(preempted))
+	if span.IsRecording() { // else the attributes would cost an allocation for nothing
+		span.SetAttributes(telemetry.OutcomeKey.String(result.String()), telemetry.RunPreemptedKey.Bool(preempted))
+	}
 	switch out.Action {
 	case outcome.ActionDone:
 		o.metrics.RecordRun(ctx, l, runTime, telemetry.RunSucceeded)

@@ -18,6 +18,9 @@ type outcomeCounts struct {
 	mu     sync.Mutex
 	levels map[int]store.LevelCounts
 	pools  map[string]store.LevelCounts
+	// scratch holds the counts count's f changes: a local would escape
+	// to the heap, an allocation per count.
+	scratch store.LevelCounts
 }
 
 // newOutcomeCounts returns the counts of a runtime with pools.
@@ -40,17 +43,17 @@ func (o *outcomeCounts) count(l int, f func(*store.LevelCounts)) {
 	if o.levels == nil {
 		o.levels, o.pools = map[int]store.LevelCounts{}, map[string]store.LevelCounts{}
 	}
-	c := o.levels[l]
-	f(&c)
-	o.levels[l] = c
+	o.scratch = o.levels[l]
+	f(&o.scratch)
+	o.levels[l] = o.scratch
 	if o.poolOf != nil {
 		name := o.first
 		if l >= 0 && l < len(o.poolOf) {
 			name = o.poolOf[l]
 		}
-		pc := o.pools[name]
-		f(&pc)
-		o.pools[name] = pc
+		o.scratch = o.pools[name]
+		f(&o.scratch)
+		o.pools[name] = o.scratch
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/overtake/overtake/internal/ckpt"
 	"github.com/overtake/overtake/internal/mirror"
 	"github.com/overtake/overtake/internal/store"
-	"github.com/overtake/overtake/internal/tasklog"
 )
 
 // run is one leased task held by this worker: running, winding down after
@@ -20,8 +19,10 @@ import (
 type run struct {
 	t       *store.Task
 	ctx     context.Context
+	rctx    runContext // rn.ctx's base once prepared: the Handle and logger (runctx.go)
 	cancel  context.CancelCauseFunc
-	cp      *ckpt.Handle
+	cp      ckpt.Handle // made by prepare
+	obs     *observer   // told of the Handle's saves (CheckpointSaved)
 	span    trace.Span
 	log     runLog // built on its first kept line (runlog.go)
 	started time.Time
@@ -62,21 +63,20 @@ func (r *Runtime) bareRun(t *store.Task) *run {
 	return rn
 }
 
-// prepare gives rn its logger and checkpoint handle, in the goroutine that
+// prepare gives rn its logger, its checkpoint handle and the run context
+// that carries both to the handler (runContext), in the goroutine that
 // will run it.
 func (r *Runtime) prepare(rn *run) {
 	t := rn.t
 	r.obs.taskLogger(rn)
-	rn.cp = ckpt.New(r.eng, mirror.TaskInfo(&t.Info), t.Token,
+	rn.obs = r.obs
+	rn.cp.Init(r.eng, mirror.TaskInfo(&t.Info), t.Token,
 		ckpt.WithMaxBytes(r.q.Config().MaxCheckpointBytes),
 		ckpt.WithResults(mirror.Results{Store: r.eng}, r.q.Config().MaxResultBytes),
-		ckpt.WithOnResult(func(size int) { r.obs.resultStored(rn, size) }),
-		ckpt.WithSaveTimeout(r.cfg.GracePeriod),
-		ckpt.WithOnSave(func(size int, seq int64) {
-			rn.lastCheckpoint.Store(time.Now().UnixNano())
-			r.obs.checkpointSaved(rn, size, seq)
-		}))
-	rn.ctx = ckpt.NewContext(rn.ctx, rn.cp)
+		ckpt.WithObserver(rn),
+		ckpt.WithSaveTimeout(r.cfg.GracePeriod))
+	rn.rctx = runContext{Context: rn.ctx, rn: rn}
+	rn.ctx = &rn.rctx
 }
 
 // start registers rn as held and submits it to the pool. takeSlot says
@@ -110,8 +110,9 @@ func (r *Runtime) startLeased(rn *run) {
 // execute runs the handler for rn in a pool goroutine and settles the task.
 func (r *Runtime) execute(rn *run) {
 	defer r.workers.done()
-	// The handler's logger (handlers.Logger): the run's, with the attempt.
-	ctx := tasklog.NewContext(rn.ctx, &rn.log)
+	// rn.ctx carries the handler's logger (handlers.Logger): the run's,
+	// with the attempt (runContext).
+	ctx := rn.ctx
 	var cancelTimeout context.CancelFunc = func() {}
 	if rn.t.Timeout > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, rn.t.Timeout, ErrTaskTimeout)
@@ -131,3 +132,14 @@ func (r *Runtime) finished(rn *run) {
 	}
 	r.dispatch.signal()
 }
+
+// CheckpointSaved records a save of rn's checkpoint (ckpt.Observer): its
+// time, for the heartbeat, and its trace event, metric and log line.
+func (rn *run) CheckpointSaved(size int, seq int64) {
+	rn.lastCheckpoint.Store(time.Now().UnixNano())
+	rn.obs.checkpointSaved(rn, size, seq)
+}
+
+// ResultStored records that rn's handler stored its task's result
+// (ckpt.Observer).
+func (rn *run) ResultStored(size int) { rn.obs.resultStored(rn, size) }

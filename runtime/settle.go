@@ -93,9 +93,8 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 		c.obs.ended(rn, out, runTime, "lease lost")
 		return
 	}
-	var perr *handlers.PanicError
-	if errors.As(err, &perr) {
-		rn.log.Error("handler panicked", zap.Any("panic", perr.Value), zap.ByteString("stack", perr.Stack))
+	if err != nil {
+		logPanic(rn, err)
 	}
 	if out.Action == outcome.ActionDone {
 		c.countProcessed(t, false) // before the ack, which may ride on a lease call
@@ -104,7 +103,9 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 	switch out.Action {
 	case outcome.ActionDone:
 		ferr = c.ack(rn)
-		rn.log.Debug("task done", zap.Duration("run", runTime))
+		if rn.log.enabled(zapcore.DebugLevel) { // else its field would cost an allocation
+			rn.log.Debug("task done", zap.Duration("run", runTime))
+		}
 		if ferr == nil {
 			c.releaseUnique(rn)
 		}
@@ -163,6 +164,15 @@ func (c *completer) settle(ctx context.Context, rn *run, err error) {
 			zap.String("action", out.Action.String()), zap.Error(ferr))
 	}
 	c.obs.ended(rn, out, runTime, "")
+}
+
+// logPanic logs the panic err carries, if it does. A function of its own,
+// so that a run that returned nil allocates no target for errors.As.
+func logPanic(rn *run, err error) {
+	var perr *handlers.PanicError
+	if errors.As(err, &perr) {
+		rn.log.Error("handler panicked", zap.Any("panic", perr.Value), zap.ByteString("stack", perr.Stack))
+	}
 }
 
 // countProcessed counts a run of t that ended in success or failure. One

@@ -39,8 +39,8 @@ type ResultSaver interface {
 var ErrNoRunningTask = errors.New("overtake: no running task in context")
 
 // Handle is the checkpoint state of one run of a task: the state it started
-// from and what it saved since. The runtime creates one per run with New and
-// puts it in the handler's context with NewContext. A Handle is safe for
+// from and what it saved since. The runtime makes one per run with Init and
+// puts it in the handler's context (ContextKey). A Handle is safe for
 // concurrent use.
 type Handle struct {
 	saver   Saver
@@ -62,25 +62,28 @@ type Handle struct {
 // takes t's ID, Checkpoint and CheckpointSeq, and saves go to saver under
 // token. New panics if saver or t is nil.
 func New(saver Saver, t *queue.TaskInfo, token string, opts ...Option) *Handle {
+	h := new(Handle)
+	h.Init(saver, t, token, opts...)
+	return h
+}
+
+// Init makes h the Handle for a run of t, as New does, in place: the
+// runtime keeps each run's Handle inside the run, which saves allocating
+// one. h must not be in use. Init panics if saver or t is nil.
+func (h *Handle) Init(saver Saver, t *queue.TaskInfo, token string, opts ...Option) {
 	if saver == nil {
 		panic("checkpoint: nil Saver")
 	}
 	if t == nil {
 		panic("checkpoint: nil task")
 	}
-	h := &Handle{
-		saver:   saver,
-		task:    t,
-		taskID:  t.ID,
-		token:   token,
-		resumed: len(t.Checkpoint) > 0,
-		opts:    newOptions(opts),
-		seq:     t.CheckpointSeq,
-	}
+	h.saver, h.task, h.taskID, h.token = saver, t, t.ID, token
+	h.resumed = len(t.Checkpoint) > 0
+	h.opts.apply(opts)
+	h.data, h.seq, h.saves = nil, t.CheckpointSeq, 0
 	if h.resumed {
 		h.data = bytes.Clone(t.Checkpoint)
 	}
-	return h
 }
 
 // TaskID returns the ID of the task the Handle belongs to.
@@ -147,8 +150,8 @@ func (h *Handle) Save(ctx context.Context, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: save task %s: %w", h.taskID, err)
 	}
-	if h.opts.onSave != nil {
-		h.opts.onSave(len(buf), seq)
+	if h.opts.observer != nil {
+		h.opts.observer.CheckpointSaved(len(buf), seq)
 	}
 	return nil
 }
@@ -176,8 +179,8 @@ func (h *Handle) SaveResult(ctx context.Context, data []byte) error {
 	if err := h.opts.results.SaveResult(ctx, h.task, h.token, data); err != nil {
 		return fmt.Errorf("result: save task %s: %w", h.taskID, err)
 	}
-	if h.opts.onResult != nil {
-		h.opts.onResult(len(data))
+	if h.opts.observer != nil {
+		h.opts.observer.ResultStored(len(data))
 	}
 	return nil
 }

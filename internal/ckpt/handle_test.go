@@ -163,16 +163,51 @@ func TestHandleSaveTimeout(t *testing.T) {
 func TestHandleOnSave(t *testing.T) {
 	t.Parallel()
 	s, task := setup(t)
-	var got []string
-	h := ckpt.New(s, task, "lease-1", ckpt.WithOnSave(func(size int, seq int64) {
-		got = append(got, fmt.Sprintf("%d@%d", size, seq))
-	}), ckpt.WithSaveTimeout(0), ckpt.WithCodec(nil))
+	var obs recorder
+	h := ckpt.New(s, task, "lease-1", ckpt.WithObserver(&obs), ckpt.WithSaveTimeout(0), ckpt.WithCodec(nil))
 	ctx := context.Background()
 	require.NoError(t, h.Save(ctx, []byte("abc")))
 	require.NoError(t, h.Save(ctx, []byte("abcdef")))
 	s.Fail(errors.New("redis down"))
 	require.EqualError(t, h.Save(ctx, []byte("x")), "checkpoint: save task "+task.ID+": redis down")
-	assert.Equal(t, []string{"3@1", "6@2"}, got, "no hook for a failed save")
+	assert.Equal(t, []string{"3@1", "6@2"}, obs.saved, "no hook for a failed save")
+}
+
+// recorder is an Observer that records what it is told.
+type recorder struct {
+	saved  []string
+	stored []int
+}
+
+func (r *recorder) CheckpointSaved(size int, seq int64) {
+	r.saved = append(r.saved, fmt.Sprintf("%d@%d", size, seq))
+}
+
+func (r *recorder) ResultStored(size int) { r.stored = append(r.stored, size) }
+
+// Init makes a Handle in place, as New does, without allocating for a
+// task with no checkpoint (what a run of the runtime costs).
+func TestHandleInit(t *testing.T) {
+	s, task := setup(t)
+	var h ckpt.Handle
+	var obs recorder
+	n := testing.AllocsPerRun(100, func() {
+		h.Init(s, task, "lease-1", ckpt.WithMaxBytes(10), ckpt.WithResults(s, 3), ckpt.WithObserver(&obs),
+			ckpt.WithSaveTimeout(time.Second))
+	})
+	assert.Zero(t, n, "allocations per Init")
+	require.NoError(t, h.Save(context.Background(), []byte("abc")))
+	assert.Equal(t, []string{"3@1"}, obs.saved)
+	require.ErrorIs(t, h.Save(context.Background(), make([]byte, 11)), queue.ErrCheckpointTooLarge)
+
+	// Init again starts the next run over: the saves counted are its own.
+	h.Init(s, s.Lease(task, "lease-2"), "lease-2")
+	assert.True(t, h.Resumed())
+	assert.Equal(t, []byte("abc"), h.Bytes())
+	assert.EqualValues(t, 1, h.Seq())
+	assert.Zero(t, h.SaveCount())
+	require.NoError(t, h.Save(context.Background(), make([]byte, 11)), "the limit was the earlier run's")
+	assert.Len(t, obs.saved, 1, "the observer was the earlier run's")
 }
 
 func TestHandleConcurrentSaves(t *testing.T) {
@@ -229,13 +264,13 @@ func TestHandleSaveResult(t *testing.T) {
 	err := ckpt.New(s, task, "lease-1").SaveResult(ctx, []byte("r"))
 	require.ErrorIs(t, err, ckpt.ErrNoRunningTask, "no ResultSaver")
 
-	var sizes []int
-	h := ckpt.New(s, task, "lease-1", ckpt.WithResults(s, 3), ckpt.WithOnResult(func(n int) { sizes = append(sizes, n) }))
+	var obs recorder
+	h := ckpt.New(s, task, "lease-1", ckpt.WithResults(s, 3), ckpt.WithObserver(&obs))
 	require.NoError(t, h.SaveResult(ctx, []byte("abc")))
 	err = h.SaveResult(ctx, []byte("abcd"))
 	require.ErrorIs(t, err, queue.ErrResultTooLarge)
 	require.ErrorContains(t, err, "4 bytes exceed the limit of 3")
 	assert.Equal(t, 1, s.Calls(), "refused before the saver")
 	assert.Equal(t, []byte("abc"), s.Result(task.ID))
-	assert.Equal(t, []int{3}, sizes, "no hook for a refused result")
+	assert.Equal(t, []int{3}, obs.stored, "no hook for a refused result")
 }

@@ -10,20 +10,31 @@ type Option func(*options)
 
 type options struct {
 	maxBytes    int
-	onSave      func(size int, seq int64)
 	saveTimeout time.Duration
 	codec       Codec
 	results     ResultSaver
 	maxResult   int
-	onResult    func(size int)
+	observer    Observer
 }
 
-func newOptions(opts []Option) options {
-	o := options{saveTimeout: DefaultSaveTimeout, codec: JSON}
+// Observer is told of a Handle's successful saves; the runtime's run is
+// one, for trace events and metrics. Its methods run on the saving
+// goroutine and must not call Save or SaveResult.
+type Observer interface {
+	// CheckpointSaved follows every successful Save, with the size in
+	// bytes and the new sequence number.
+	CheckpointSaved(size int, seq int64)
+	// ResultStored follows every successful SaveResult, with the
+	// result's size in bytes.
+	ResultStored(size int)
+}
+
+// apply sets o to the defaults, then applies opts.
+func (o *options) apply(opts []Option) {
+	*o = options{saveTimeout: DefaultSaveTimeout, codec: JSON}
 	for _, opt := range opts {
-		opt(&o)
+		opt(o)
 	}
-	return o
 }
 
 // WithMaxBytes makes Save reject checkpoints larger than n bytes before any
@@ -34,11 +45,12 @@ func WithMaxBytes(n int) Option {
 	return func(o *options) { o.maxBytes = n }
 }
 
-// WithOnSave sets a hook called after every successful Save with the size in
-// bytes and the new sequence number; the runtime uses it for trace events and
-// metrics. It runs on the saving goroutine and must not call Save.
-func WithOnSave(fn func(size int, seq int64)) Option {
-	return func(o *options) { o.onSave = fn }
+// WithObserver sets the Observer of the Handle's successful saves and
+// results; nil, the default, tells no one. The runtime passes its run, a
+// pointer, which costs no allocation (a closure per hook would cost one
+// each).
+func WithObserver(obs Observer) Option {
+	return func(o *options) { o.observer = obs }
 }
 
 // WithSaveTimeout bounds each Save, which otherwise ignores the cancellation
@@ -69,10 +81,4 @@ func WithCodec(c Codec) Option {
 // negative: no limit on this side; the queue enforces its own).
 func WithResults(rs ResultSaver, maxBytes int) Option {
 	return func(o *options) { o.results, o.maxResult = rs, maxBytes }
-}
-
-// WithOnResult sets a hook called after every successful SaveResult with
-// the result's size in bytes; the runtime uses it for a trace event.
-func WithOnResult(fn func(size int)) Option {
-	return func(o *options) { o.onResult = fn }
 }

@@ -20,7 +20,7 @@ import (
 // as it runs (the IDs it pops, promotes or recovers) are as safe as the
 // declared ones. docs/design.md says more ("Keys and cluster slots").
 type scriptKeys struct {
-	lease, finish, heartbeat, checkpoint, rejoin, deadAdmin, stats, fleet, pause, cancel []string
+	lease, finish, heartbeat, checkpoint, rejoin, deadAdmin, stats, fleet, pause, cancel, peek []string
 	// pending is every level's list p:<level>, by level; scheduledCounts
 	// is scheduled and n, the keys only a scheduled task's enqueue
 	// touches; prefix is the key prefix as a script's ARGV, boxed once.
@@ -51,6 +51,7 @@ func newScriptKeys(k keys, levels int) scriptKeys {
 		fleet:      fix(k.alive(), k.capacity(), k.busy()),
 		pause:      fix(k.paused()),
 		cancel:     slices.Concat(fix(k.scheduled(), k.done(), k.counts(), k.feed()), lists),
+		peek:       slices.Concat(fix(k.scheduled(), k.leases()), lists),
 
 		pending:         lists,
 		scheduledCounts: fix(k.scheduled(), k.counts()),

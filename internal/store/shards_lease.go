@@ -225,7 +225,7 @@ func mergeLease(a, b *LeaseResult) *LeaseResult {
 // were sent later than their by allows (by this host's clock).
 func (c *Store) leaseRound(ctx context.Context, req LeaseRequest) (_ *LeaseResult, allocated int, late bool, _ error) {
 	peeked := time.Now()
-	d, ran, oldest, err := c.peek(ctx)
+	d, ran, due, oldest, err := c.peek(ctx)
 	if err != nil {
 		return nil, 0, false, wrapf(err, "lease")
 	}
@@ -236,7 +236,21 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest) (_ *LeaseResul
 			allocated += g.Count
 		}
 	}
+	// A shard with a due scheduled task or an expired lease is swept now;
+	// the earliest due time of any shard is the lease's NextDue.
+	// (Due times are the scripts' clock, made relative to this host's.)
+	var nextDue time.Time
 	now := c.now()
+	for k, s := range c.shards {
+		if due[k] <= 0 {
+			continue
+		}
+		at := now.Add(time.Duration(due[k]-oldest) * time.Millisecond)
+		s.sweep.at(at)
+		if due[k] > oldest && (nextDue.IsZero() || at.Before(nextDue)) {
+			nextDue = at
+		}
+	}
 	type reply struct {
 		res *LeaseResult
 		err error
@@ -267,7 +281,7 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest) (_ *LeaseResul
 		wg.Wait()
 	}
 	late = time.Since(peeked) > shardLeaseWindow
-	out := &LeaseResult{GroupCounts: make([]int, len(req.Groups))}
+	out := &LeaseResult{GroupCounts: make([]int, len(req.Groups)), NextDue: nextDue}
 	var firstErr error
 	ok := false
 	for k, r := range replies {
@@ -312,7 +326,7 @@ func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (*Store, e
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
-	d, ran, _, err := c.peek(ctx)
+	d, ran, _, _, err := c.peek(ctx)
 	if err != nil {
 		return nil, wrapf(err, "reserve")
 	}
@@ -343,7 +357,7 @@ var peekScript = script("peek.lua")
 // l's length in shard k, ran[k][l] how many at its head ran before. A shard
 // that refuses the call (its slot migrating) reads as empty: the lease
 // leaves it for the next call. It fails only when every shard does.
-func (c *Store) peek(ctx context.Context) (d, ran [][]int64, oldest int64, err error) {
+func (c *Store) peek(ctx context.Context) (d, ran [][]int64, due []int64, oldest int64, err error) {
 	cmds := make([]*redis.Cmd, len(c.shards))
 	now := c.scriptNow()
 	run := func(only func(k int) bool, sha bool) {
@@ -352,7 +366,7 @@ func (c *Store) peek(ctx context.Context) (d, ran [][]int64, oldest int64, err e
 				if !only(k) {
 					continue
 				}
-				keys := s.keys.declare(s.sk.pending)
+				keys := s.keys.declare(s.sk.peek)
 				if sha {
 					cmds[k] = peekScript.EvalSha(ctx, p, keys, s.sk.prefix, now)
 				} else {
@@ -369,12 +383,13 @@ func (c *Store) peek(ctx context.Context) (d, ran [][]int64, oldest int64, err e
 	}
 	d = make([][]int64, len(c.shards))
 	ran = make([][]int64, len(c.shards))
+	due = make([]int64, len(c.shards))
 	var firstErr error
 	failed := 0
 	for k, cmd := range cmds {
 		d[k], ran[k] = make([]int64, c.cfg.Levels), make([]int64, c.cfg.Levels)
 		vals, err := cmd.Int64Slice()
-		if err != nil || len(vals) < 1 {
+		if err != nil || len(vals) < 2 {
 			firstErr = cmp.Or(firstErr, err, errors.New("overtake: peek: empty reply"))
 			failed++
 			continue
@@ -382,12 +397,13 @@ func (c *Store) peek(ctx context.Context) (d, ran [][]int64, oldest int64, err e
 		if oldest == 0 || vals[0] < oldest {
 			oldest = vals[0]
 		}
-		for l := 0; l < c.cfg.Levels && 2*l+2 < len(vals); l++ {
-			d[k][l], ran[k][l] = vals[2*l+1], vals[2*l+2]
+		due[k] = vals[1]
+		for l := 0; l < c.cfg.Levels && 2*l+3 < len(vals); l++ {
+			d[k][l], ran[k][l] = vals[2*l+2], vals[2*l+3]
 		}
 	}
 	if failed == len(cmds) {
-		return nil, nil, 0, scriptErr(firstErr)
+		return nil, nil, nil, 0, scriptErr(firstErr)
 	}
-	return d, ran, oldest, nil
+	return d, ran, due, oldest, nil
 }

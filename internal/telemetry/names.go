@@ -7,6 +7,7 @@ package telemetry
 import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // InstrumentationName names the tracer and the meter of Overtake.
@@ -175,4 +176,6 @@ var (
 	opProcessAttr     = semconv.MessagingOperationTypeProcess
 	opEnqueueNameAttr = OperationNameKey.String(OperationEnqueue)
 	opProcessNameAttr = OperationNameKey.String(OperationProcess)
+	// consumerKind is the kind of a process span, an option made once.
+	consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
 )

@@ -40,7 +40,16 @@ type TaskInfo struct {
 // ones first: the task's, then the run's (attempt, preemptions before this
 // run, run number).
 func (t TaskInfo) Attributes() []attribute.KeyValue {
-	kv := append(t.taskAttributes(), AttemptKey.Int(t.Attempt), PreemptionsBeforeKey.Int(t.Preemptions))
+	return t.appendAttributes(make([]attribute.KeyValue, 0, maxAttributes))
+}
+
+// maxAttributes is the most attributes Attributes returns.
+const maxAttributes = 9
+
+// appendAttributes appends Attributes' to kv.
+func (t TaskInfo) appendAttributes(kv []attribute.KeyValue) []attribute.KeyValue {
+	kv = t.appendTaskAttributes(kv)
+	kv = append(kv, AttemptKey.Int(t.Attempt), PreemptionsBeforeKey.Int(t.Preemptions))
 	if t.Run > 0 {
 		kv = append(kv, RunNumberKey.Int(t.Run))
 	}
@@ -50,7 +59,11 @@ func (t TaskInfo) Attributes() []attribute.KeyValue {
 // taskAttributes returns what describes the task, not one run of it: the
 // attributes of an enqueue span.
 func (t TaskInfo) taskAttributes() []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 9)
+	return t.appendTaskAttributes(make([]attribute.KeyValue, 0, maxAttributes))
+}
+
+// appendTaskAttributes appends taskAttributes' to kv.
+func (t TaskInfo) appendTaskAttributes(kv []attribute.KeyValue) []attribute.KeyValue {
 	kv = append(kv, DestinationKey.String(t.Queue))
 	if t.ID != "" {
 		kv = append(kv, MessageIDKey.String(t.ID))
@@ -110,10 +123,11 @@ func StartEnqueue(ctx context.Context, tr trace.Tracer, t TaskInfo, opts ...trac
 // Add a link to the victim with [AddPreemptedVictim] or trace.WithLinks.
 func StartProcess(ctx context.Context, tr trace.Tracer, t TaskInfo, headers map[string]string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	ctx = Extract(ctx, headers)
-	attrs := append([]attribute.KeyValue{systemAttr, opProcessAttr, opProcessNameAttr}, t.Attributes()...)
-	opts = append([]trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(attrs...),
-	}, opts...)
-	return tr.Start(ctx, ProcessSpanName(t.Queue, t.Type), opts...)
+	// One slice for the attributes and one for the options: a run's span
+	// starts on every task.
+	attrs := make([]attribute.KeyValue, 0, 3+maxAttributes)
+	attrs = t.appendAttributes(append(attrs, systemAttr, opProcessAttr, opProcessNameAttr))
+	all := make([]trace.SpanStartOption, 0, 2+len(opts))
+	all = append(all, consumerKind, trace.WithAttributes(attrs...))
+	return tr.Start(ctx, ProcessSpanName(t.Queue, t.Type), append(all, opts...)...)
 }

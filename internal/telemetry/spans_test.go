@@ -234,3 +234,35 @@ func events(s sdktrace.ReadOnlySpan) map[string][]attribute.KeyValue {
 	}
 	return out
 }
+
+// countingTracer starts no span: what StartProcess allocates is its own.
+type countingTracer struct {
+	trace.Tracer
+	opts int
+}
+
+func (c *countingTracer) Start(ctx context.Context, _ string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	c.opts = len(opts)
+	return ctx, trace.SpanFromContext(ctx)
+}
+
+// A process span's start allocates its name, one slice of attributes and
+// one of options (the attributes' option boxed in it), whatever the task
+// sets: a run starts one on every task.
+func TestStartProcessAllocs(t *testing.T) {
+	tr := &countingTracer{}
+	info := TaskInfo{Queue: "mail", ID: "t1", Type: "email:send", Level: 2, LevelName: "high", Attempt: 1,
+		Preemptions: 2, Run: 3, Class: "paying"}
+	links := PreviousRunLinks([]trace.SpanContext{trace.SpanContextFromContext(Extract(context.Background(),
+		map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}))})
+	n := testing.AllocsPerRun(100, func() { StartProcess(context.Background(), tr, info, nil, links...) })
+	if n > 4 {
+		t.Errorf("%.0f allocations per StartProcess, want at most 4", n)
+	}
+	if tr.opts != 4 {
+		t.Errorf("%d options, want the kind, the attributes and the 2 of the links", tr.opts)
+	}
+	if got := len(info.Attributes()); got != maxAttributes {
+		t.Errorf("%d attributes of a task that sets every field, want maxAttributes (%d)", got, maxAttributes)
+	}
+}
