@@ -12,13 +12,17 @@ SOAK ?= 1h
 DEMO_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help test test/short fuzz lint bench bench-cpu bench-shards bench-peers chaos chaos/ci soak jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
+.PHONY: help test test/shards test/short fuzz lint bench bench-cpu bench-shards bench-peers chaos chaos/ci soak jaeger jaeger/stop test/jaeger jaeger/screenshots console console/screenshots demo commits clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: ## go test -race on miniredis + a throwaway real redis-server (if installed)
+test: ## go test -race on miniredis + a throwaway real redis-server (if installed), then the runtime's tests on three shards
 	scripts/with-redis.sh scripts/gotest.sh -race -count=1 $(PKGS)
+	$(MAKE) test/shards
+
+test/shards: ## the runtime's tests (-short) on queues of three shards (OVERTAKE_TEST_SHARDS=3)
+	OVERTAKE_TEST_SHARDS=3 scripts/with-redis.sh scripts/gotest.sh -short -count=1 ./runtime
 
 fuzz: ## a short go test -fuzz run of every fuzz target (FUZZTIME each, default 10s)
 	scripts/fuzz.sh

@@ -113,7 +113,8 @@ func cancelWorkerProcess() int {
 // cancelQueueConfig is the queue of the cancel tests, the same in the
 // test and its worker processes: done and canceled records are kept.
 func cancelQueueConfig(ns string, lease time.Duration) queue.Config {
-	return queue.Config{Namespace: ns, Retention: time.Hour, LeaseDuration: lease}
+	shards, _ := envShards() // (a bad value fails the parent's setup)
+	return queue.Config{Namespace: ns, Retention: time.Hour, LeaseDuration: lease, Shards: shards}
 }
 
 // cancelFixture is one cancel test: its Redis, queue and reports.

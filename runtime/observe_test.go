@@ -435,7 +435,8 @@ func TestObserveShutdownAndParent(t *testing.T) {
 func TestObserveUntracedProducer(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		o := setupBundle(t, b, withTracing())
-		producer, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "jobs", TracerProvider: noop.NewTracerProvider()})
+		producer, err := queue.New(b.Client, queue.Config{Namespace: b.Prefix, Name: "jobs", Shards: testShards(t),
+			TracerProvider: noop.NewTracerProvider()})
 		require.NoError(t, err)
 		done := make(chan struct{})
 		mux := handlers.NewMux()

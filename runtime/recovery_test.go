@@ -87,7 +87,7 @@ func TestLeaseLostToAnotherRuntime(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		ctx := context.Background()
 		q := setup(t, b, queue.Config{})
-		qA, err := queue.New(b.NewClient(t), queue.Config{Namespace: b.Prefix,
+		qA, err := queue.New(b.NewClient(t), queue.Config{Namespace: b.Prefix, Shards: testShards(t),
 			Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
 		require.NoError(t, err)
 

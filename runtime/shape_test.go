@@ -77,7 +77,7 @@ func TestStartShapeMismatch(t *testing.T) {
 			require.ErrorIs(t, err, queue.ErrShapeMismatch)
 			require.NotErrorIs(t, err, runtime.ErrRedisUnreachable)
 			require.ErrorContains(t, err, `holds {"schema":2,"levels":["0","1","2","3","4"]}`)
-			require.ErrorContains(t, err, "Give this process the stored Levels, LevelNames and Classes")
+			require.ErrorContains(t, err, "Give this process the stored Levels, LevelNames, Classes and Shards")
 			require.Less(t, time.Since(begin), 5*time.Second, "did not fail at once")
 			require.ErrorIs(t, rt.Shutdown(ctx), runtime.ErrNotStarted)
 		}

@@ -37,7 +37,12 @@ func workerProcess() int {
 	defer cancel()
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envWorkerAddr)})
 	defer rdb.Close()
-	q, err := queue.New(rdb, queue.Config{Namespace: os.Getenv(envWorkerNS)})
+	shards, err := envShards()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	q, err := queue.New(rdb, queue.Config{Namespace: os.Getenv(envWorkerNS), Shards: shards})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

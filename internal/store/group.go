@@ -208,13 +208,20 @@ func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T], force boo
 		for i, w := range batch {
 			items[i] = w.item
 		}
-		deadline := time.Now().Add(groupTimeout)
-		if dl, ok := ctx.Deadline(); ok && len(batch) == 1 {
-			deadline = dl // a lone call keeps its caller's deadline
+		var errs []error
+		if len(batch) == 1 && batch[0] == own {
+			// The caller's own item alone: its call, under its context (no
+			// context or timer of its own to make).
+			errs = g.send(ctx, items)
+		} else {
+			deadline := time.Now().Add(groupTimeout)
+			if dl, ok := ctx.Deadline(); ok && len(batch) == 1 {
+				deadline = dl // a lone call keeps its caller's deadline
+			}
+			bctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+			errs = g.send(bctx, items)
+			cancel()
 		}
-		bctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-		errs := g.send(bctx, items)
-		cancel()
 		for i, w := range batch {
 			w.done <- errs[i]
 		}

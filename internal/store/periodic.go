@@ -30,8 +30,10 @@ func (k keys) periodic(name string) string { return k.prefix + "periodic:" + nam
 // Tick makes the task schedule name's tick at: it is enqueued only if at
 // is after the schedule's last tick, which it becomes (with spec, the
 // schedule's spec as the caller knows it), and else refused with
-// ErrTickTaken. Its ID is "<name>@<at, RFC 3339 in UTC>". A task with
-// Tick is enqueued alone, not in a batch.
+// ErrTickTaken. Its ID is "<name>@<at, RFC 3339 in UTC>" (on a queue of
+// several shards followed by "~<n>", the same for every process, so that
+// it lives in the shard of its schedule's key). A task with Tick is
+// enqueued alone, not in a batch.
 func Tick(name, spec string, at time.Time) Option {
 	return func(_ *Store, t *Task) error {
 		if name == "" {

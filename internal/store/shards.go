@@ -103,14 +103,23 @@ func (c *Store) home(t *Task) int {
 }
 
 // assignID gives nt an ID in its home shard when it has none, or checks
-// that the caller's ID lives there: on a sharded queue a unique task or a
-// periodic tick with the caller's ID must hash to its lock's shard.
+// that the caller's ID lives there: on a sharded queue a unique task with
+// the caller's ID must hash to its lock's shard, and a periodic tick's ID
+// (Tick's) gets the suffix "~<n>" of the first n that puts it there.
 func (c *Store) assignID(nt *Task) error {
 	h := c.home(nt)
 	if nt.ID == "" {
 		nt.ID = newID()
 		for h >= 0 && shardIndex(nt.ID, len(c.shards)) != h {
 			nt.ID = newID() // K tries on average
+		}
+		return nil
+	}
+	if h >= 0 && nt.schedule != "" && shardIndex(nt.ID, len(c.shards)) != h {
+		// A tick's ID is Tick's; the same suffix for every process.
+		base := nt.ID
+		for n := 1; shardIndex(nt.ID, len(c.shards)) != h; n++ {
+			nt.ID = base + "~" + strconv.Itoa(n)
 		}
 		return nil
 	}

@@ -99,7 +99,8 @@ local BYTE_TWO, BYTE_BAR, BYTE_ZERO = 50, 124, 48 -- '2', '|', '0'
 --   current one);
 --   bad: corruption found (the reply's fourth entry); sweep: whether to
 --   promote, recover and age, sch and exp the due scheduled IDs and the
---   expired leases read for it; taken: per group, how many it took;
+--   expired leases read for it; nf: when they found none, the earliest
+--   due time or deadline they saw (0: none), for the reply; taken: per group, how many it took;
 --   out: the reply;
 --   per task leased: set (its state key and state, for MSET), lz
 --   (deadline and ID, for ZADD leases), rz (level and ID, for ZADD
@@ -155,7 +156,8 @@ do
   c = {
     now = now, deadline = deadline, worker = worker, tok = tok, maxl = maxl, rv = rv or false, minl = minl,
     skip = skip, groups = groups, age_after = opt.age or 0, count = count, ret = opt.ret or 0,
-    bad = bad, sweep = false, sch = false, exp = false, taken = taken, out = {0, now, deadline, bad, taken, {}},
+    bad = bad, sweep = false, sch = false, exp = false, nf = false, taken = taken,
+    out = {0, now, deadline, bad, taken, {}},
     set = {}, lz = {}, rz = {}, acnt = {}, bcnt = {}, leased = {}, ns = 0, nr = 0, no = 6,
     ids = {}, lvls = {}, n = 0, popped = 0, stuck = false, drained = false, first = false,
     broken = {}, mine = {},
@@ -172,9 +174,10 @@ end
 -- wrong-typed key fails the call before anything is written.
 local function read_due()
   if ARGV[7] ~= '1' then return nil end
-  local sch, exp, e = due_reads(c.now, c.bad)
+  local sch, exp, e, nf = due_reads(c.now, c.bad)
   if e then return redis.error_reply(e) end
   c.sch, c.exp = sch, exp
+  if #sch == 0 and #exp == 0 then c.nf = nf end
   c.sweep = #sch > 0 or #exp > 0 or c.age_after > 0
   local g = c.sweep and (shared() or guard('scheduled', 'zset'))
   if g then return redis.error_reply(g) end
@@ -495,6 +498,10 @@ end
 local function reply()
   local out = c.out
   if c.popped > 0 then return out end
+  if c.nf then -- the sweep's reads, when they found nothing due
+    if c.nf > 0 then out[1] = math.max(c.nf - c.now, 1) end
+    return out
+  end
   local ok1, s = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
   local ok2, l = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'leases', '-inf', BELOW_ANCHOR, 'WITHSCORES', 'LIMIT', 0, 1)
   if not ok1 then s = {} end

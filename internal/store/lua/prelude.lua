@@ -297,14 +297,32 @@ local function recover(ids, now, bad, ret)
   end
 end
 
--- reads fetches what promote and recover act on; these reads come first,
--- so a wrong-typed scheduled or leases key is found before any write.
+-- due_reads fetches what promote and recover act on; these reads come
+-- first, so a wrong-typed scheduled or leases key is found before any
+-- write. Each set's earliest entry is read first: when it is not yet due
+-- (an idle queue's case) that one read is all, and its time is returned
+-- too (nf, 0 when the set is empty) for the caller's next-due reply.
 local function due_reads(now, bad)
-  local ok1, sch = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'scheduled', '-inf', now, 'LIMIT', 0, 100)
-  if not ok1 then bad[#bad + 1] = 'CORRUPT ' .. P .. 'scheduled is a ' .. typeof(P .. 'scheduled') .. ', want a zset'; sch = {} end
-  local ok2, exp = pcall(redis.call, 'ZRANGEBYSCORE', P .. 'leases', '-inf', now, 'LIMIT', 0, 100)
+  local sch, nf = {}, 0
+  local ok1, first = pcall(redis.call, 'ZRANGE', P .. 'scheduled', 0, 0, 'WITHSCORES')
+  if not ok1 then
+    bad[#bad + 1] = 'CORRUPT ' .. P .. 'scheduled is a ' .. typeof(P .. 'scheduled') .. ', want a zset'
+  elseif first[2] and tonumber(first[2]) <= now then
+    sch = redis.call('ZRANGEBYSCORE', P .. 'scheduled', '-inf', now, 'LIMIT', 0, 100)
+  elseif first[2] then
+    nf = tonumber(first[2])
+  end
+  -- (The anchor of leases, anchor.lua, scores 1e13, later than any lease
+  -- deadline: a set holding only it holds no lease.)
+  local ok2, lfirst = pcall(redis.call, 'ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
   if not ok2 then return nil, nil, 'CORRUPT ' .. P .. 'leases is a ' .. typeof(P .. 'leases') .. ', want a zset' end
-  return sch, exp, nil
+  local exp, dl = {}, tonumber(lfirst[2] or '')
+  if dl and dl <= now then
+    exp = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', now, 'LIMIT', 0, 100)
+  elseif dl and dl < 1e13 and (nf == 0 or dl < nf) then
+    nf = dl
+  end
+  return sch, exp, nil, nf
 end
 
 -- age moves pending tasks that waited at least 'after' ms at a level below
