@@ -172,14 +172,14 @@ func ackResults(acks []*groupWait[finishOp], raw []any, err error) []error {
 // before the ack lands: the lease script runs the acks it carries before
 // it leases, and nothing else sends a carried ack except FlushCarried.
 // wait returns the ack's outcome. ok is false when a lease call carries
-// no acks (Config.Retention, or a queue of several shards): then Ack as
-// usual.
+// no acks (Config.Retention): then Ack as usual. On a queue of several
+// shards the ack waits for a lease call to its task's shard (a lease also
+// calls a shard whose carried acks reach carryFlushAt).
 func (c *Store) CarryAck(t *Task) (wait func(context.Context) error, ok bool) {
-	// A sharded lease may not visit the ack's shard soon: no carrying.
-	if c.cfg.Retention > 0 || c.sharded() || c.parent != nil || checkHeld(t, "ack") != nil {
+	if c.cfg.Retention > 0 || checkHeld(t, "ack") != nil {
 		return nil, false
 	}
-	w := c.carried.queue(finishOp{t: t, mode: "ack"})
+	w := c.shardOf(t.ID).carried.queue(finishOp{t: t, mode: "ack"})
 	return func(ctx context.Context) error {
 		select {
 		case err := <-w.done:
@@ -194,7 +194,12 @@ func (c *Store) CarryAck(t *Task) (wait func(context.Context) error, ok bool) {
 // for a caller that will not lease soon (its dispatcher is about to wait,
 // or stopped); it returns once they are sent, or once another caller
 // sends them.
-func (c *Store) FlushCarried(ctx context.Context) { c.carried.flushQueued(ctx) }
+func (c *Store) FlushCarried(ctx context.Context) {
+	_ = c.eachShard(ctx, func(ctx context.Context, _ int, s *Store) error {
+		s.carried.flushQueued(ctx)
+		return nil
+	})
+}
 
 // slice is cmd.Slice, but with ErrNotReplicated the reply stays readable:
 // the call was done on the primary.

@@ -138,6 +138,13 @@ func (g *groupCommit[T]) queue(item T) *groupWait[T] {
 	return w
 }
 
+// size is how many items are queued.
+func (g *groupCommit[T]) size() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queued)
+}
+
 // flushQueued sends what is queued, unless a call of the group is in
 // flight already (it sends the rest before it stops). It returns once the
 // queue is empty or another caller flushes.

@@ -174,7 +174,7 @@ func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult
 	}
 	var out *LeaseResult
 	for round := 1; ; round++ {
-		res, allocated, late, err := c.leaseRound(ctx, req)
+		res, allocated, late, err := c.leaseRound(ctx, req, round == shardLeaseRounds)
 		if err != nil {
 			if out != nil {
 				return out, nil // what earlier rounds leased is held
@@ -201,6 +201,11 @@ func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult
 // shardLeaseRounds bounds the rounds of one lease (leaseShards).
 const shardLeaseRounds = 3
 
+// carryFlushAt is how many acks a shard carries (CarryAck) before a lease
+// calls it for them alone: a shard the allocations pass by does not keep
+// its acks waiting for the dispatcher's next pause.
+const carryFlushAt = 16
+
 // mergeLease adds b's tasks and counts to a (nil: none yet).
 func mergeLease(a, b *LeaseResult) *LeaseResult {
 	if a == nil {
@@ -222,9 +227,11 @@ func mergeLease(a, b *LeaseResult) *LeaseResult {
 
 // leaseRound is one round of a sharded lease: the peek, the allocation and
 // the calls. It returns how many tasks it allocated and whether the calls
-// were sent later than their by allows (by this host's clock).
-func (c *Store) leaseRound(ctx context.Context, req LeaseRequest) (_ *LeaseResult, allocated int, late bool, _ error) {
-	peeked := time.Now()
+// were sent later than their by allows (by the Store's clock, Config.Clock).
+// Unless last, a round already late when its calls would go sends none.
+func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ *LeaseResult, allocated int, late bool,
+	_ error) {
+	peeked := c.now()
 	d, ran, due, oldest, err := c.peek(ctx)
 	if err != nil {
 		return nil, 0, false, wrapf(err, "lease")
@@ -256,6 +263,14 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest) (_ *LeaseResul
 		err error
 	}
 	replies := make([]reply, len(c.shards))
+	if !last && c.now().Sub(peeked) > shardLeaseWindow {
+		// Too late already: calls would lease nothing (by); peek again.
+		res := &LeaseResult{}
+		if len(req.Groups) > 0 {
+			res.GroupCounts = make([]int, len(req.Groups))
+		}
+		return res, allocated, true, nil
+	}
 	// Each call leases only while every shard's peek is under
 	// shardLeaseWindow old; calls go in rank order (shardAlloc.order), those
 	// of one rank at once, so that a worker that lost a higher task (or a
@@ -266,7 +281,8 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest) (_ *LeaseResul
 		var wg sync.WaitGroup
 		for k, s := range c.shards {
 			a := allocs[k]
-			if a.order(c.cfg.Levels) != rank || (len(a.groups) == 0 && !s.sweep.pending(now)) {
+			if a.order(c.cfg.Levels) != rank ||
+				(len(a.groups) == 0 && !s.sweep.pending(now) && s.carried.size() < carryFlushAt) {
 				continue
 			}
 			sub := LeaseRequest{Worker: req.Worker, Skip: req.Skip, Groups: a.groups, by: by}
@@ -280,7 +296,7 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest) (_ *LeaseResul
 		}
 		wg.Wait()
 	}
-	late = time.Since(peeked) > shardLeaseWindow
+	late = c.now().Sub(peeked) > shardLeaseWindow
 	out := &LeaseResult{GroupCounts: make([]int, len(req.Groups)), NextDue: nextDue}
 	var firstErr error
 	ok := false
