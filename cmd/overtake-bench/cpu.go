@@ -112,7 +112,7 @@ func (b *bench) cpuRows(ctx context.Context, t *table) {
 // cpuEnqueue enqueues n no-op tasks with single Enqueue calls from
 // cpuGoroutines goroutines, at 3 levels.
 func (b *bench) cpuEnqueue(ctx context.Context, name string, n int) (cpuCost, error) {
-	q, err := queue.New(b.prod, queue.Config{Namespace: b.ns, Name: name})
+	q, err := queue.New(b.prod, queue.Config{Namespace: b.ns, Name: name, Shards: b.opts.queueShards})
 	if err != nil {
 		return cpuCost{}, err
 	}
@@ -140,7 +140,7 @@ func (b *bench) cpuEnqueue(ctx context.Context, name string, n int) (cpuCost, er
 // cpuBatch enqueues n no-op tasks with EnqueueBatch, as the throughput
 // runs pre-enqueue.
 func (b *bench) cpuBatch(ctx context.Context, name string, n int) (cpuCost, error) {
-	q, err := queue.New(b.prod, queue.Config{Namespace: b.ns, Name: name})
+	q, err := queue.New(b.prod, queue.Config{Namespace: b.ns, Name: name, Shards: b.opts.queueShards})
 	if err != nil {
 		return cpuCost{}, err
 	}

@@ -46,6 +46,7 @@ type options struct {
 	cluster        string
 	shardsJSON     string
 	shardPlacement string
+	queueShards    int
 	runLimit       time.Duration
 	timeout        time.Duration
 }
@@ -80,6 +81,8 @@ func parseFlags() options {
 	flag.StringVar(&o.shards, "shards", "1,3,6", "--only shards: the queue's Shards of each run")
 	flag.IntVar(&o.shardTasks, "shard-tasks", 50_000, "--only shards: tasks of each enqueue phase (EnqueueBatch, then single Enqueue); the drain takes both")
 	flag.StringVar(&o.cluster, "cluster", "", "--only shards: comma-separated host:port of a running Redis Cluster; empty starts 3 masters on 127.0.0.1")
+	flag.IntVar(&o.queueShards, "queue-shards", 1,
+		"Shards of the queue of the throughput, cpu, wake and preempt figures (on --redis: every shard on one server, which measures the sharded protocol's round trips, not its scale)")
 	flag.StringVar(&o.shardsJSON, "shards-json", "", "--only shards: also write the figures as JSON to this file")
 	flag.StringVar(&o.shardPlacement, "shard-placement", "balanced",
 		"--only shards: balanced (a queue name whose hash tags spread evenly over the masters) or random (wherever they land)")

@@ -37,7 +37,7 @@ type pair struct {
 }
 
 func (b *bench) pair(name string) (*pair, error) {
-	cfg := queue.Config{Namespace: b.ns, Name: name}
+	cfg := queue.Config{Namespace: b.ns, Name: name, Shards: b.opts.queueShards}
 	prod, err := queue.New(b.prod, cfg)
 	if err != nil {
 		return nil, err
