@@ -166,6 +166,13 @@ func (c *Store) deadTasksOne(ctx context.Context, offset, count int64) ([]*Task,
 	if err != nil {
 		return nil, wrapf(err, "dead tasks")
 	}
+	return c.inspectDead(ctx, ids)
+}
+
+// inspectDead returns the records of the dead tasks ids, in order: those
+// gone since they were listed are left out, those that cannot be decoded
+// come with what could be read.
+func (c *Store) inspectDead(ctx context.Context, ids []string) ([]*Task, error) {
 	out := make([]*Task, 0, len(ids))
 	for _, id := range ids {
 		t, err := c.Inspect(ctx, id)

@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,19 +129,11 @@ func (c *Store) DeadTasks(ctx context.Context, offset, count int64) ([]*Task, er
 		return []*Task{}, nil
 	}
 	all = all[offset:min(int64(len(all)), offset+count)]
-	out := make([]*Task, 0, len(all))
-	for _, z := range all {
-		id, _ := z.Member.(string)
-		t, err := c.Inspect(ctx, id)
-		if err != nil && !errors.Is(err, ErrMalformedRecord) && !errors.Is(err, ErrSchema) {
-			if errors.Is(err, ErrTaskNotFound) {
-				continue
-			}
-			return out, err
-		}
-		out = append(out, t)
+	ids := make([]string, len(all))
+	for i, z := range all {
+		ids[i], _ = z.Member.(string)
 	}
-	return out, nil
+	return c.inspectDead(ctx, ids) // Inspect finds each in its shard
 }
 
 // Pending returns the IDs waiting at level, head first (the next to run),
