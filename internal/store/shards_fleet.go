@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,7 @@ func (c *Store) fleetView(ctx context.Context, in *Store, req ReserveRequest) (*
 		}
 		return nil
 	})
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapf(err, "reserve: fleet")
 	}
 	v := &fleetView{busy: map[string]int64{}}
@@ -87,7 +88,7 @@ func (c *Store) fleetView(ctx context.Context, in *Store, req ReserveRequest) (*
 		}
 		return nil
 	})
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrapf(err, "reserve: fleet")
 	}
 	for i, e := range entries {

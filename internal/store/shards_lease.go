@@ -177,25 +177,25 @@ func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult
 		res, allocated, late, err := c.leaseRound(ctx, req, round == shardLeaseRounds)
 		if err != nil {
 			if out != nil {
-				return out, nil // what earlier rounds leased is held
+				break // what earlier rounds leased is held
 			}
 			return nil, err
 		}
-		out = mergeLease(out, res)
 		got := len(res.Tasks) + len(res.Malformed)
-		if !late || got >= allocated || round == shardLeaseRounds {
-			return out, nil
-		}
+		out = mergeLease(out, res)
 		req.Count -= got
 		for i := range req.Groups {
 			if i < len(res.GroupCounts) && !req.Groups[i].Spare {
 				req.Groups[i].Count -= res.GroupCounts[i]
 			}
 		}
-		if req.Count < 1 {
-			return out, nil
+		if !late || got >= allocated || round == shardLeaseRounds || req.Count < 1 {
+			break
 		}
 	}
+	// Highest level first, as from one shard.
+	slices.SortStableFunc(out.Tasks, func(a, b *Task) int { return cmp.Compare(b.Level, a.Level) })
+	return out, nil
 }
 
 // shardLeaseRounds bounds the rounds of one lease (leaseShards).
@@ -206,7 +206,18 @@ const shardLeaseRounds = 3
 // its acks waiting for the dispatcher's next pause.
 const carryFlushAt = 16
 
-// mergeLease adds b's tasks and counts to a (nil: none yet).
+// newLeaseResult is an empty result of a request of groups groups (its
+// GroupCounts nil without groups, as one shard's lease reports them).
+func newLeaseResult(groups int) *LeaseResult {
+	res := &LeaseResult{}
+	if groups > 0 {
+		res.GroupCounts = make([]int, groups)
+	}
+	return res
+}
+
+// mergeLease adds b's tasks and counts to a (nil: none yet); b's
+// GroupCounts are counted by a's groups.
 func mergeLease(a, b *LeaseResult) *LeaseResult {
 	if a == nil {
 		return b
@@ -221,7 +232,6 @@ func mergeLease(a, b *LeaseResult) *LeaseResult {
 	if !b.NextDue.IsZero() && (a.NextDue.IsZero() || b.NextDue.Before(a.NextDue)) {
 		a.NextDue = b.NextDue
 	}
-	slices.SortStableFunc(a.Tasks, func(x, y *Task) int { return cmp.Compare(y.Level, x.Level) })
 	return a
 }
 
@@ -265,11 +275,7 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 	replies := make([]reply, len(c.shards))
 	if !last && c.now().Sub(peeked) > shardLeaseWindow {
 		// Too late already: calls would lease nothing (by); peek again.
-		res := &LeaseResult{}
-		if len(req.Groups) > 0 {
-			res.GroupCounts = make([]int, len(req.Groups))
-		}
-		return res, allocated, true, nil
+		return newLeaseResult(len(req.Groups)), allocated, true, nil
 	}
 	// Each call leases only while every shard's peek is under
 	// shardLeaseWindow old; calls go in rank order (shardAlloc.order), those
@@ -297,7 +303,8 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 		wg.Wait()
 	}
 	late = c.now().Sub(peeked) > shardLeaseWindow
-	out := &LeaseResult{GroupCounts: make([]int, len(req.Groups)), NextDue: nextDue}
+	out := newLeaseResult(len(req.Groups))
+	out.NextDue = nextDue
 	var firstErr error
 	ok := false
 	for k, r := range replies {
@@ -309,28 +316,19 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 			continue
 		}
 		ok = true
-		res := r.res
-		out.Tasks = append(out.Tasks, res.Tasks...)
-		out.Malformed = append(out.Malformed, res.Malformed...)
-		out.Corrupt = append(out.Corrupt, res.Corrupt...)
-		out.SetAside = append(out.SetAside, res.SetAside...)
-		if !res.NextDue.IsZero() && (out.NextDue.IsZero() || res.NextDue.Before(out.NextDue)) {
-			out.NextDue = res.NextDue
-		}
-		for j, n := range res.GroupCounts {
+		// The shard's groups counted by the request's (allocs[k].of).
+		counts := r.res.GroupCounts
+		r.res.GroupCounts = make([]int, len(out.GroupCounts))
+		for j, n := range counts {
 			if j < len(allocs[k].of) && allocs[k].of[j] < len(out.GroupCounts) {
-				out.GroupCounts[allocs[k].of[j]] += n
+				r.res.GroupCounts[allocs[k].of[j]] += n
 			}
 		}
+		mergeLease(out, r.res)
 	}
 	if !ok && firstErr != nil {
 		return nil, 0, false, firstErr
 	}
-	if len(req.Groups) == 0 {
-		out.GroupCounts = nil
-	}
-	// Highest level first, as from one shard.
-	slices.SortStableFunc(out.Tasks, func(a, b *Task) int { return cmp.Compare(b.Level, a.Level) })
 	return out, allocated, late, nil
 }
 
