@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -71,11 +70,8 @@ func TestPeriodicOnceAcrossWorkers(t *testing.T) {
 		for i := 1; i < len(ticks); i++ {
 			require.Equal(t, time.Second, ticks[i].Sub(ticks[i-1]), "ticks %s and %s: one a second, none lost", ticks[i-1], ticks[i])
 		}
-		prefix := "{" + b.Prefix + ":default}:"
-		if k := store.ShardOf("periodic:tick", q.Config().Shards); k > 0 {
-			prefix = fmt.Sprintf("{%s:default:%d}:", b.Prefix, k) // the schedule's shard
-		}
-		last, err := b.Client.Get(ctx, prefix+"periodic:tick").Result()
+		k := store.ShardOf("periodic:tick", q.Config().Shards) // the schedule's shard
+		last, err := b.Client.Get(ctx, store.ShardTag(b.Prefix, "default", k)+":periodic:tick").Result()
 		require.NoError(t, err)
 		ms, spec, _ := strings.Cut(last, "|")
 		require.Equal(t, "@every 1s", spec, "the schedule's last tick, with its spec")

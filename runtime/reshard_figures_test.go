@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 )
@@ -59,11 +60,7 @@ func measureReshard(t *testing.T, ctx context.Context, q *queue.Client, cc *redi
 
 	var prefixes []string
 	for k := range max(q.Config().Shards, 1) {
-		p := "{" + q.Config().Namespace + ":" + q.Name() + "}:"
-		if k > 0 {
-			p = fmt.Sprintf("{%s:%s:%d}:", q.Config().Namespace, q.Name(), k)
-		}
-		prefixes = append(prefixes, p)
+		prefixes = append(prefixes, store.ShardTag(q.Config().Namespace, q.Name(), k)+":")
 	}
 	for _, id := range lost {
 		where := "in no pending list"

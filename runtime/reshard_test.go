@@ -19,6 +19,7 @@ import (
 
 	"github.com/overtake/overtake/checkpoint"
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
 	"github.com/overtake/overtake/runtime"
@@ -89,11 +90,7 @@ func reshardUnderLoad(t *testing.T, shards int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cc := cl.Client().(*redis.ClusterClient)
-	tag := "{" + qcfg.Namespace + ":" + qcfg.Name + "}"
-	if shards > 1 {
-		tag = "{" + qcfg.Namespace + ":" + qcfg.Name + ":1}" // shard 1's
-	}
-	slot := int(cc.ClusterKeySlot(ctx, tag).Val())
+	slot := int(cc.ClusterKeySlot(ctx, store.ShardTag(qcfg.Namespace, qcfg.Name, min(shards-1, 1))).Val()) // shard 1's
 
 	runs := newRunTally()
 	var mu sync.Mutex

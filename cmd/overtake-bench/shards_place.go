@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/overtake/overtake/internal/store"
 )
 
 // Where a queue's shards land: shard k's keys share the hash tag
-// "{<ns>:<queue>}" (k = 0) or "{<ns>:<queue>:<k>}" (internal/store's
-// shardKeys), and Redis Cluster maps a tag to a slot by CRC16, so which
+// store.ShardTag, and Redis Cluster maps a tag to a slot by CRC16, so which
 // master holds which shard depends on the queue's name. With random names,
 // 3 shards land one per master of 3 only 2 times in 9.
 
@@ -51,11 +52,8 @@ func (s *shardBench) queueName(k int) (string, []int) {
 func (s *shardBench) placement(name string, k int) []int {
 	counts := make([]int, len(s.c.masters))
 	for j := range k {
-		tag := s.ns + ":" + name
-		if j > 0 {
-			tag += ":" + strconv.Itoa(j)
-		}
-		slot := int(crc16([]byte(tag)) % 16384)
+		tag := store.ShardTag(s.ns, name, j)
+		slot := int(crc16([]byte(tag[1:len(tag)-1])) % 16384) // the tag's inside
 		for m, ranges := range s.c.ranges {
 			for _, r := range ranges {
 				if slot >= r.start && slot <= r.end {

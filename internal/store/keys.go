@@ -20,9 +20,7 @@ type keys struct {
 	prefix string // "{ns:queue}:"
 }
 
-func newKeys(ns, name string) keys {
-	return keys{prefix: "{" + escapeName(ns) + ":" + escapeName(name) + "}:"}
-}
+func newKeys(ns, name string) keys { return shardKeys(ns, name, 0) }
 
 // nameEscaper escapes the characters that would make a key ambiguous: the
 // separator ':', the hash-tag braces and the escape character itself. Names

@@ -29,11 +29,17 @@ import (
 // shards.
 
 // shardKeys returns the keys of shard k of queue name in namespace ns.
-func shardKeys(ns, name string, k int) keys {
+func shardKeys(ns, name string, k int) keys { return keys{prefix: ShardTag(ns, name, k) + ":"} }
+
+// ShardTag is the hash tag, braces included, of the keys of shard k of
+// queue name in namespace ns: "{<ns>:<name>}" for shard 0 (a queue of one
+// shard's), "{<ns>:<name>:<k>}" for the others, the names escaped
+// (escapeName). Redis Cluster puts every key of a shard in that tag's slot.
+func ShardTag(ns, name string, k int) string {
 	if k == 0 {
-		return newKeys(ns, name)
+		return "{" + escapeName(ns) + ":" + escapeName(name) + "}"
 	}
-	return keys{prefix: "{" + escapeName(ns) + ":" + escapeName(name) + ":" + strconv.Itoa(k) + "}:"}
+	return "{" + escapeName(ns) + ":" + escapeName(name) + ":" + strconv.Itoa(k) + "}"
 }
 
 // newShards makes c the shard 0 of a queue of c.cfg.Shards shards and
