@@ -8,8 +8,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/overtake/overtake/queue"
@@ -116,25 +114,7 @@ func (b *bench) cpuEnqueue(ctx context.Context, name string, n int) (cpuCost, er
 	if err != nil {
 		return cpuCost{}, err
 	}
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-		errs = make([]error, cpuGoroutines)
-	)
-	return b.measureCPU(ctx, n, func() error {
-		for g := range cpuGoroutines {
-			wg.Go(func() {
-				for i := next.Add(1); i <= int64(n) && ctx.Err() == nil; i = next.Add(1) {
-					if _, err := q.Enqueue(ctx, queue.NewTask("noop", nil), queue.Level(int(i%3))); err != nil {
-						errs[g] = err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return errors.Join(append(errs, ctx.Err())...)
-	})
+	return b.measureCPU(ctx, n, func() error { return enqueueEach(ctx, q, n, cpuGoroutines) })
 }
 
 // cpuBatch enqueues n no-op tasks with EnqueueBatch, as the throughput
