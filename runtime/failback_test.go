@@ -218,13 +218,5 @@ func TestSubscriptionUnderACLWithoutHello(t *testing.T) {
 	t.Cleanup(func() { _ = pc.Close() })
 	producer, err := queue.New(pc, queue.Config{Namespace: ns})
 	require.NoError(t, err)
-	enqueued := time.Now()
-	_, err = producer.Enqueue(ctx, queue.NewTask("job", nil))
-	require.NoError(t, err)
-	select {
-	case at := <-started:
-		t.Logf("started %v after its Enqueue", at.Sub(enqueued))
-	case <-time.After(2 * time.Second):
-		t.Fatal("the task waits for the poll: no wake-up subscription")
-	}
+	started.requireWoken(t, ctx, producer)
 }

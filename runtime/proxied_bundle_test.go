@@ -67,3 +67,18 @@ func (s jobStarts) mux() handlers.Handler {
 	})
 	return mux
 }
+
+// requireWoken enqueues a job with producer and requires it to start
+// within 2 s: woken by its announcement, not found by a later poll.
+func (s jobStarts) requireWoken(t *testing.T, ctx context.Context, producer *queue.Client) {
+	t.Helper()
+	enqueued := time.Now()
+	_, err := producer.Enqueue(ctx, queue.NewTask("job", nil))
+	require.NoError(t, err)
+	select {
+	case at := <-s:
+		t.Logf("started %v after its Enqueue", at.Sub(enqueued))
+	case <-time.After(2 * time.Second):
+		t.Fatal("the task waits for the poll: no wake-up subscription")
+	}
+}

@@ -107,15 +107,7 @@ func TestSubscriptionUnderWakeOnlyACL(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "no wake-up subscription")
 	require.Equal(t, 1, logs.FilterMessageSnippet("the ACL refuses the subscription check channel").Len())
 
-	enqueued := time.Now()
-	_, err = producer.Enqueue(ctx, queue.NewTask("job", nil))
-	require.NoError(t, err)
-	select {
-	case at := <-started:
-		t.Logf("started %v after its Enqueue", at.Sub(enqueued))
-	case <-time.After(2 * time.Second):
-		t.Fatal("the task waits for the poll: no wake-up subscription")
-	}
+	started.requireWoken(t, ctx, producer)
 }
 
 // When an outage ends the worker checks its subscription at once: its
