@@ -176,7 +176,8 @@ func (c *Store) Running(ctx context.Context, offset, count int64) ([]*Task, int6
 
 // pageShards pages through the shards' lists as one list, shard 0 first:
 // page(s, off, n) returns shard s's entries from off (at most n) and its
-// length. It calls each shard once or twice (its length, then its page).
+// length. It calls each shard once, asking only for what the page still
+// lacks.
 func pageShards[T any](ctx context.Context, c *Store, offset, count int64,
 	page func(ctx context.Context, s *Store, off, n int64) ([]T, int64, error)) ([]T, int64, error) {
 	if offset < 0 || count < 1 || count > maxPage {
@@ -185,7 +186,9 @@ func pageShards[T any](ctx context.Context, c *Store, offset, count int64,
 	var out []T
 	var total int64
 	for _, s := range c.shards {
-		ids, n, err := page(ctx, s, max(offset-total, 0), count)
+		// Only what the page still lacks (a full page still needs the
+		// shard's length: one entry is the least a shard's page reads).
+		ids, n, err := page(ctx, s, max(offset-total, 0), max(count-int64(len(out)), 1))
 		if err != nil {
 			return nil, 0, err
 		}
