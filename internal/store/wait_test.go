@@ -37,6 +37,13 @@ func startReplicatedPair(t testing.TB) (*redis.Client, *testredis.Server) {
 		info, err := pc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
 	}, 20*time.Second, 20*time.Millisecond, "the replica never came online")
+	// Online is not yet acknowledging: a first WAIT on a loaded machine
+	// can outlast a test's short WaitTimeout (seen once in CI). Wait
+	// until one is confirmed.
+	require.Eventually(t, func() bool {
+		n, err := pc.Wait(ctx, 1, time.Second).Result()
+		return err == nil && n >= 1
+	}, 20*time.Second, 20*time.Millisecond, "the replica never acknowledged a write")
 	return pc, replica
 }
 
