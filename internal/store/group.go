@@ -26,6 +26,10 @@ type groupCommit[T any] struct {
 	minBatch  int                                // the most a call beside others waits for (0: none; see need)
 	shareWait time.Duration                      // how long at most (0: shareWait)
 
+	// pool, when set, bounds the calls in flight of this group and others
+	// together (flushPool), on top of flushers.
+	pool *flushPool
+
 	mu       sync.Mutex
 	queued   []*groupWait[T]
 	flushing int
@@ -72,7 +76,8 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	w := &groupWait[T]{item: item, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.queued = append(g.queued, w)
-	lead := g.flushing == 0 || (g.flushing < cmp.Or(g.flushers, maxFlushers) && len(g.queued) >= g.need())
+	lead := (g.flushing == 0 || (g.flushing < cmp.Or(g.flushers, maxFlushers) && len(g.queued) >= g.need())) &&
+		g.pool.take()
 	if lead {
 		g.flushing++
 	}
@@ -117,7 +122,7 @@ func (g *groupCommit[T]) awaitShare(ctx context.Context, w *groupWait[T]) (answe
 		return false, nil
 	}
 	g.mu.Lock()
-	lead := g.flushing < cmp.Or(g.flushers, maxFlushers) && slices.Contains(g.queued, w)
+	lead := g.flushing < cmp.Or(g.flushers, maxFlushers) && slices.Contains(g.queued, w) && g.pool.take()
 	if lead {
 		g.flushing++
 	}
@@ -150,7 +155,7 @@ func (g *groupCommit[T]) size() int {
 // queue is empty or another caller flushes.
 func (g *groupCommit[T]) flushQueued(ctx context.Context) {
 	g.mu.Lock()
-	lead := len(g.queued) > 0 && g.flushing < cmp.Or(g.flushers, maxFlushers)
+	lead := len(g.queued) > 0 && g.flushing < cmp.Or(g.flushers, maxFlushers) && g.pool.take()
 	if lead {
 		g.flushing++
 	}
@@ -200,6 +205,7 @@ func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T], force boo
 		if len(batch) == 0 || (!force && g.flushing > 1 && len(batch) < g.need()) {
 			g.flushing--
 			g.mu.Unlock()
+			g.pool.give(ctx)
 			return
 		}
 		if own != nil && len(own.done) > 0 {
@@ -246,4 +252,97 @@ func (g *groupCommit[T]) need() int {
 	}
 	fl := cmp.Or(g.flushers, maxFlushers)
 	return min(max((len(g.queued)+g.inCalls+fl-1)/fl, 1), g.minBatch)
+}
+
+// flushPool bounds the calls in flight of several groups together: the
+// Enqueue groups of a queue's shards share enqueueFlushers turns, as one
+// shard's group has them. A call goes out only with a turn; a caller that
+// finds none queues its item, and the turn's holder, done, hands it to the
+// group with the most items queued and no call in flight (give), so the
+// calls carry what piled up, as on a queue of one shard (with turns of
+// their own, each shard's calls carried a third as many on 3 shards). A
+// nil pool bounds nothing.
+type flushPool struct {
+	turns  chan struct{}
+	groups []poolGroup
+}
+
+// poolGroup is a group of a flushPool: how many items it has queued with
+// no call in flight, and kick, which starts a call for them if a turn is
+// free (reporting whether it did).
+type poolGroup struct {
+	waiting func() int
+	kick    func(context.Context) bool
+}
+
+// newFlushPool returns a pool of n turns.
+func newFlushPool(n int) *flushPool {
+	p := &flushPool{turns: make(chan struct{}, n)}
+	for range n {
+		p.turns <- struct{}{}
+	}
+	return p
+}
+
+// join adds g to p.
+func joinPool[T any](p *flushPool, g *groupCommit[T]) {
+	g.pool = p
+	p.groups = append(p.groups, poolGroup{waiting: g.waiting, kick: g.kick})
+}
+
+// take takes a turn if one is free.
+func (p *flushPool) take() bool {
+	if p == nil {
+		return true
+	}
+	select {
+	case <-p.turns:
+		return true
+	default:
+		return false
+	}
+}
+
+// give returns a turn, then starts a call in the group with the most
+// items waiting without one, if any. Should a caller take the turn first,
+// its call ends in give too, so no waiting item is left without one.
+func (p *flushPool) give(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	p.turns <- struct{}{}
+	best, most := -1, 0
+	for i, g := range p.groups {
+		if n := g.waiting(); n > most {
+			best, most = i, n
+		}
+	}
+	if best >= 0 {
+		p.groups[best].kick(ctx)
+	}
+}
+
+// waiting is how many items g has queued when it has no call in flight.
+func (g *groupCommit[T]) waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.flushing > 0 {
+		return 0
+	}
+	return len(g.queued)
+}
+
+// kick starts a call for the queued items when g has none in flight and a
+// turn is free.
+func (g *groupCommit[T]) kick(ctx context.Context) bool {
+	g.mu.Lock()
+	lead := len(g.queued) > 0 && g.flushing == 0 && g.pool.take()
+	if lead {
+		g.flushing++
+	}
+	g.mu.Unlock()
+	if lead {
+		go g.flush(context.WithoutCancel(ctx), nil, false)
+	}
+	return lead
 }

@@ -52,11 +52,15 @@ func (c *Store) newShards() {
 	}
 	c.shards = make([]*Store, n)
 	c.shards[0] = c
+	pool := newFlushPool(enqueueFlushers)
 	for k := 1; k < n; k++ {
 		s := &Store{rdb: c.rdb, cfg: c.cfg, keys: shardKeys(c.cfg.Namespace, c.cfg.Name, k), serverTime: c.serverTime,
 			tracer: c.tracer, prop: c.prop, parent: c}
 		s.init()
 		c.shards[k] = s
+	}
+	for _, s := range c.shards {
+		joinPool(pool, &s.enqs)
 	}
 }
 
