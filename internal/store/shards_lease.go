@@ -136,10 +136,13 @@ func take(out []shardAlloc, d [][]int64, ran [][]int64, levels []int, n, start, 
 			if i < len(d) {
 				m = min(m, int(ran[k][l])) // the resumed heads, then every shard's
 			}
-			ran[k][l] = 0
 			if m <= 0 {
 				continue
 			}
+			// Taken from the head: the resumed ones first. What is left of
+			// them goes to the next group's first pass (a request of
+			// several groups), not behind the other shards' fresh tasks.
+			ran[k][l] = max(ran[k][l]-int64(m), 0)
 			d[k][l] -= int64(m)
 			got += m
 			out[k].groups = append(out[k].groups, LeaseGroup{Levels: []int{l}, Count: m, Pool: pool})
