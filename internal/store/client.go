@@ -39,6 +39,7 @@ type Store struct {
 	// Stores, whose shape check is its.
 	shards []*Store
 	parent *Store
+	views  shardViews // shard 0's: what its sharded leases allocate from (shards_view.go)
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a

@@ -34,6 +34,7 @@ func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, 
 	if err != nil {
 		return nil, err
 	}
+	c.touch(w.nt.ID)
 	return &w.nt, nil
 }
 

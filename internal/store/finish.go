@@ -52,9 +52,13 @@ func (c *Store) DeadLetter(ctx context.Context, t *Task, reason string) error {
 // preemption for RequeuePreempted and never a failed attempt.
 func (c *Store) Requeue(ctx context.Context, t *Task, why RequeueReason) error {
 	if s := c.shardOf(t.ID); s != c {
-		return s.Requeue(ctx, t, why)
+		err := s.Requeue(ctx, t, why)
+		c.touch(t.ID)
+		return err
 	}
-	return c.finishOne(ctx, finishOp{t: t, mode: "requeue", a: string(why)})
+	err := c.finishOne(ctx, finishOp{t: t, mode: "requeue", a: string(why)})
+	c.touch(t.ID)
+	return err
 }
 
 // finishOp is one transition of a leased task.

@@ -21,6 +21,7 @@ type leaseArgs struct {
 	Groups  []leaseGroupArgs `json:"groups,omitempty"`
 	Reserve *reserveArgs     `json:"reserve,omitempty"`
 	By      int64            `json:"by,omitempty"`
+	View    bool             `json:"view,omitempty"`
 }
 
 // leaseGroupArgs is one of leaseArgs.Groups (a LeaseGroup).
@@ -143,7 +144,7 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 	}
 	opts := leaseArgs{Count: req.Count, Min: minLevel, Skip: req.Skip, Age: c.cfg.AgeAfter.Milliseconds(),
 		Ret:    c.cfg.Retention.Milliseconds(),
-		Groups: groupArgs(req.Groups, req.Skip, c.cfg.Levels), By: req.by}
+		Groups: groupArgs(req.Groups, req.Skip, c.cfg.Levels), By: req.by, View: req.view && rv == nil}
 	if rv != nil {
 		opts.Skip = slices.Concat(rv.NeverPreempt, req.Skip)
 		opts.Reserve = &reserveArgs{Victim: rv.VictimID, Level: rv.VictimLevel, MinRun: rv.MinRunTime.Milliseconds(),
@@ -217,6 +218,7 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 		c.sweep.at(res.NextDue)
 	}
 	started, _ := raw[1].(int64)
+	res.at = started
 	deadline, _ := raw[2].(int64)
 	bad, _ := raw[3].([]any)
 	for _, b := range bad {
@@ -240,8 +242,17 @@ func (c *Store) lease(ctx context.Context, req LeaseRequest, rv *ReserveRequest)
 			res.GroupCounts = append(res.GroupCounts, int(k))
 		}
 	}
+	first := 6 // the first task's entry
+	if opts.View && len(raw) > 6 {
+		first = 7
+		vs, _ := raw[6].([]any)
+		for _, v := range vs {
+			k, _ := v.(int64)
+			res.view = append(res.view, k)
+		}
+	}
 	n := 0
-	for i := 6; i+3 < len(raw); i += 4 {
+	for i := first; i+3 < len(raw); i += 4 {
 		id, _ := raw[i].(string)
 		t, err := decodeTask(id, raw[i+1], raw[i+2], raw[i+3])
 		t.LeasedAt, t.LeaseDeadline = msTime(started), msTime(deadline)

@@ -43,6 +43,8 @@ type LeaseRequest struct {
 	// leases nothing: the second step of a lease on a queue of several
 	// shards (shards_lease.go).
 	by int64
+	// view asks the call for the shard's view after it (LeaseResult.view).
+	view bool
 }
 
 // LeaseGroup is one band of levels of a LeaseRequest and how many tasks it
@@ -79,6 +81,11 @@ type LeaseResult struct {
 	// earliest lease expires, zero if none: an idle worker need not look
 	// again before then unless woken.
 	NextDue time.Time
+	// view is the shard's view after the call, when LeaseRequest.view
+	// asked for it: per level its length and resumed heads (view.lua).
+	view []int64
+	// at is when the call ran, on the script's clock (ms).
+	at int64
 }
 
 // SetAside is a task a lease call dead-lettered at Level because its

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A lease on a queue of several shards keeps one strict priority order
@@ -91,14 +89,22 @@ func (c *Store) wants(req LeaseRequest) []want {
 
 // allocate splits ws over the shards given d (d[k][l]: level l's length in
 // shard k, taken from as allocated), level by level from the top, each
-// level's tasks from the shards in turn from a random one (so that no
-// shard's head waits behind another's), except that a shard whose head of
-// the level ran before (ran[k][l] of them, preempted tasks) gives those
-// first. A spare group takes what the counted groups before it left free,
-// in those groups' pools.
-func allocate(ws []want, d [][]int64, ran [][]int64) []shardAlloc {
+// level's tasks from the shards in turn from the one that carries the most
+// acks (carried[k]; on a tie a random one), except that a shard whose head
+// of the level ran before (ran[k][l] of them, preempted tasks) gives those
+// first. Starting where acks wait lets the call that leases carry them
+// (rather than a call for acks alone), and rotates the start: the shard
+// just called carries none, so no shard's head waits behind another's. A
+// spare group takes what the counted groups before it left free, in those
+// groups' pools.
+func allocate(ws []want, d [][]int64, ran [][]int64, carried []int) []shardAlloc {
 	out := make([]shardAlloc, len(d))
 	start := rand.IntN(len(d))
+	for i := range d {
+		if k := (start + i) % len(d); carried[k] > carried[start] {
+			start = k
+		}
+	}
 	left := make([]int, len(ws)) // free slots each counted group leaves
 	for gi, w := range ws {
 		if w.spare {
@@ -153,6 +159,35 @@ func take(out []shardAlloc, d [][]int64, ran [][]int64, levels []int, n, start, 
 	return got
 }
 
+// allocateViews allocates ws from vs (allocate), starting each level at
+// the shard that carries the most acks, and returns how many tasks it
+// allocated.
+func (c *Store) allocateViews(ws []want, vs []shardView) ([]shardAlloc, int) {
+	carried := make([]int, len(c.shards))
+	for k, s := range c.shards {
+		carried[k] = s.carried.size()
+	}
+	d, ran := viewMatrix(vs)
+	allocs := allocate(ws, d, ran, carried)
+	n := 0
+	for _, a := range allocs {
+		for _, g := range a.groups {
+			n += g.Count
+		}
+	}
+	return allocs, n
+}
+
+// viewMatrix returns copies of vs's lengths and resumed heads, d[k][l]
+// and ran[k][l], for allocate to take from.
+func viewMatrix(vs []shardView) (d, ran [][]int64) {
+	d, ran = make([][]int64, len(vs)), make([][]int64, len(vs))
+	for k, v := range vs {
+		d[k], ran[k] = slices.Clone(v.d), slices.Clone(v.ran)
+	}
+	return d, ran
+}
+
 // shardLeaseWindow bounds the age of the first step's reads when a second
 // step's call leases (LeaseRequest.by): issue 31 defines a priority
 // inversion as a task leased at t while a higher one had been pending
@@ -163,8 +198,10 @@ const shardLeaseWindow = 7 * time.Millisecond
 
 // leaseShards is Lease on a queue of several shards (see above).
 // A round whose calls came too late (their by passed) leased nothing
-// where it allocated: it is run again for what it did not get, up to
-// shardLeaseRounds rounds in all.
+// where it allocated, and one that got fewer than it allocated read a
+// view that was no longer true (another worker took those tasks): it is
+// run again for what it did not get, from the views its calls' replies
+// left, up to shardLeaseRounds rounds in all.
 func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult, error) {
 	if req.Worker == "" {
 		return nil, errors.New("overtake: lease: empty worker ID")
@@ -192,7 +229,7 @@ func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult
 				req.Groups[i].Count -= res.GroupCounts[i]
 			}
 		}
-		if !late || got >= allocated || round == shardLeaseRounds || req.Count < 1 {
+		if (!late && got >= allocated) || round == shardLeaseRounds || req.Count < 1 {
 			break
 		}
 	}
@@ -238,37 +275,64 @@ func mergeLease(a, b *LeaseResult) *LeaseResult {
 	return a
 }
 
-// leaseRound is one round of a sharded lease: the peek, the allocation and
-// the calls. It returns how many tasks it allocated and whether the calls
-// were sent later than their by allows (by the Store's clock, Config.Clock).
-// Unless last, a round already late when its calls would go sends none.
+// leaseRound is one round of a sharded lease: the views (shards_view.go),
+// the allocation and the calls. It returns how many tasks it allocated and
+// whether the calls were sent later than their by allows (by the Store's
+// clock, Config.Clock). Unless last, a round already late when its calls
+// would go sends none.
 func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ *LeaseResult, allocated int, late bool,
 	_ error) {
-	peeked := c.now()
-	d, ran, due, oldest, err := c.peek(ctx)
+	ws := c.wants(req)
+	wanted := 0
+	for _, w := range ws {
+		if !w.spare {
+			wanted += w.count
+		}
+	}
+	vs, read, err := c.viewsOf(ctx, viewFresh, nil)
 	if err != nil {
 		return nil, 0, false, wrapf(err, "lease")
 	}
-	ws := c.wants(req)
-	allocs := allocate(ws, d, ran)
-	for _, a := range allocs {
-		for _, g := range a.groups {
-			allocated += g.Count
+	allocs, allocated := c.allocateViews(ws, vs)
+	if allocated < wanted && slices.Contains(read, false) {
+		// The views held may miss tasks that came since: read them again
+		// before leaving slots free.
+		again := make([]bool, len(read))
+		for k, r := range read {
+			again[k] = !r
+		}
+		if vs, _, err = c.viewsOf(ctx, viewFresh, again); err != nil {
+			return nil, 0, false, wrapf(err, "lease")
+		}
+		allocs, allocated = c.allocateViews(ws, vs)
+	}
+	// The oldest view read bounds the calls (by), on the scripts' clock
+	// and this host's.
+	var oldest int64
+	var peeked time.Time
+	for _, v := range vs {
+		if v.got.IsZero() {
+			continue
+		}
+		if oldest == 0 || v.at < oldest {
+			oldest = v.at
+		}
+		if peeked.IsZero() || v.got.Before(peeked) {
+			peeked = v.got
 		}
 	}
 	// A shard with a due scheduled task or an expired lease is swept now;
 	// the earliest due time of any shard is the lease's NextDue.
-	// (Due times are the scripts' clock, made relative to this host's.)
 	var nextDue time.Time
 	now := c.now()
 	for k, s := range c.shards {
-		if due[k] <= 0 {
+		v := vs[k]
+		if v.due <= 0 {
 			continue
 		}
-		at := now.Add(time.Duration(due[k]-oldest) * time.Millisecond)
-		s.sweep.at(at)
-		if due[k] > oldest && (nextDue.IsZero() || at.Before(nextDue)) {
-			nextDue = at
+		s.sweep.at(v.dueAt)
+		if v.due > v.at && (nextDue.IsZero() || v.dueAt.Before(nextDue)) {
+			nextDue = v.dueAt
 		}
 	}
 	type reply struct {
@@ -277,10 +341,10 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 	}
 	replies := make([]reply, len(c.shards))
 	if !last && c.now().Sub(peeked) > shardLeaseWindow {
-		// Too late already: calls would lease nothing (by); peek again.
+		// Too late already: calls would lease nothing (by); read again.
 		return newLeaseResult(len(req.Groups)), allocated, true, nil
 	}
-	// Each call leases only while every shard's peek is under
+	// Each call leases only while every shard's view is under
 	// shardLeaseWindow old; calls go in rank order (shardAlloc.order), those
 	// of one rank at once, so that a worker that lost a higher task (or a
 	// resumed head) to another worker's lease takes lower ones only once
@@ -294,13 +358,19 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 				(len(a.groups) == 0 && !s.sweep.pending(now) && s.carried.size() < carryFlushAt) {
 				continue
 			}
-			sub := LeaseRequest{Worker: req.Worker, Skip: req.Skip, Groups: a.groups, by: by}
+			sub := LeaseRequest{Worker: req.Worker, Skip: req.Skip, Groups: a.groups, by: by, view: true}
 			if len(sub.Groups) == 0 {
 				sub.Groups = []LeaseGroup{{}} // a sweep alone: no task
 			}
 			wg.Go(func() {
+				sent := c.now()
 				res, _, err := s.lease(ctx, sub, nil)
 				replies[k] = reply{res, err}
+				if err == nil && len(res.view) == 2*c.cfg.Levels {
+					v := shardView{at: res.at, got: sent}
+					v.d, v.ran = c.viewFrom(res.view, 0)
+					c.views.keep(k, v, true)
+				}
 			})
 		}
 		wg.Wait()
@@ -343,10 +413,11 @@ func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (*Store, e
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
-	d, ran, _, _, err := c.peek(ctx)
+	vs, _, err := c.viewsOf(ctx, 0, nil)
 	if err != nil {
 		return nil, wrapf(err, "reserve")
 	}
+	d, ran := viewMatrix(vs)
 	best, bestL := -1, -1
 	start := rand.IntN(len(d))
 	for i := range d {
@@ -364,63 +435,4 @@ func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (*Store, e
 		return nil, ErrNoTask
 	}
 	return c.shards[best], nil
-}
-
-// peekScript is lua/peek.lua: per level of a shard, its length and
-// how many tasks at its head ran before.
-var peekScript = script("peek.lua")
-
-// peek runs peekScript on every shard in one pipeline: d[k][l] is level
-// l's length in shard k, ran[k][l] how many at its head ran before. A shard
-// that refuses the call (its slot migrating) reads as empty: the lease
-// leaves it for the next call. It fails only when every shard does.
-func (c *Store) peek(ctx context.Context) (d, ran [][]int64, due []int64, oldest int64, err error) {
-	cmds := make([]*redis.Cmd, len(c.shards))
-	now := c.scriptNow()
-	run := func(only func(k int) bool, sha bool) {
-		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for k, s := range c.shards {
-				if !only(k) {
-					continue
-				}
-				keys := s.keys.declare(s.sk.peek)
-				if sha {
-					cmds[k] = peekScript.EvalSha(ctx, p, keys, s.sk.prefix, now)
-				} else {
-					cmds[k] = peekScript.Eval(ctx, p, keys, s.sk.prefix, now)
-				}
-			}
-			return nil
-		})
-	}
-	run(func(int) bool { return true }, true)
-	noScript := func(k int) bool { return redis.HasErrorPrefix(cmds[k].Err(), "NOSCRIPT") }
-	if slices.ContainsFunc(cmds, func(cmd *redis.Cmd) bool { return redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") }) {
-		run(noScript, false)
-	}
-	d = make([][]int64, len(c.shards))
-	ran = make([][]int64, len(c.shards))
-	due = make([]int64, len(c.shards))
-	var firstErr error
-	failed := 0
-	for k, cmd := range cmds {
-		d[k], ran[k] = make([]int64, c.cfg.Levels), make([]int64, c.cfg.Levels)
-		vals, err := cmd.Int64Slice()
-		if err != nil || len(vals) < 2 {
-			firstErr = cmp.Or(firstErr, err, errors.New("overtake: peek: empty reply"))
-			failed++
-			continue
-		}
-		if oldest == 0 || vals[0] < oldest {
-			oldest = vals[0]
-		}
-		due[k] = vals[1]
-		for l := 0; l < c.cfg.Levels && 2*l+3 < len(vals); l++ {
-			d[k][l], ran[k][l] = vals[2*l+2], vals[2*l+3]
-		}
-	}
-	if failed == len(cmds) {
-		return nil, nil, nil, 0, scriptErr(firstErr)
-	}
-	return d, ran, due, oldest, nil
 }

@@ -7,7 +7,7 @@
 -- it first checks the fleet (see fleet.lua).
 --
 -- The whole lease is these files, in this order, then this one:
--- uses: fields.lua prelude.lua anchor.lua acks.lua fleet.lua
+-- uses: fields.lua prelude.lua anchor.lua acks.lua fleet.lua view.lua
 --
 -- KEYS     (built by the caller, newScriptKeys in declare.go; the script
 --          builds the same names from P) leases, running, scheduled, dead,
@@ -44,6 +44,10 @@
 --                     step of a lease on a queue of several shards, see
 --                     shards_lease.go); it still sweeps and ends the acks
 --                     [none]
+--            view     true: the reply's seventh entry is the shard's view
+--                     after the call (shard_view, view.lua), and the tasks
+--                     follow it (a lease on a queue of several shards)
+--                     [false]
 --            reserve  present in a reservation (preemption), an object:
 --                     victim (ID), level (the victim's), min_run (ms: a
 --                     task that ran less is no victim) [0], max_pre (max
@@ -57,7 +61,7 @@
 --
 -- Reply: {code, now, deadline, {corrupt...}, {taken per group}, {ack
 -- results, as finish.lua's}, then id, record, state, checkpoint (false if
--- none) per task leased}. A corrupt entry is a CORRUPT message, or
+-- none) per task leased}, with the view before the tasks when asked. A corrupt entry is a CORRUPT message, or
 -- {id, level, message} for a task set aside (its record key held another
 -- type: renamed x:<id>, the task dead-lettered at the level it was
 -- popped from). code is the ms until the earliest scheduled task
@@ -157,8 +161,8 @@ do
     now = now, deadline = deadline, worker = worker, tok = tok, maxl = maxl, rv = rv or false, minl = minl,
     skip = skip, groups = groups, age_after = opt.age or 0, count = count, ret = opt.ret or 0,
     bad = bad, sweep = false, sch = false, exp = false, nf = false, taken = taken,
-    out = {0, now, deadline, bad, taken, {}},
-    set = {}, lz = {}, rz = {}, acnt = {}, bcnt = {}, leased = {}, ns = 0, nr = 0, no = 6,
+    out = {0, now, deadline, bad, taken, {}}, vw = opt.view and not rv,
+    set = {}, lz = {}, rz = {}, acnt = {}, bcnt = {}, leased = {}, ns = 0, nr = 0, no = opt.view and not rv and 7 or 6,
     ids = {}, lvls = {}, n = 0, popped = 0, stuck = false, drained = false, first = false,
     broken = {}, mine = {},
     nows = nows, dls = tostring(deadline), LS = LS,
@@ -167,6 +171,7 @@ do
     spare = 0, lend = {}, lend_i = 1,
     undo = {},
   }
+  if c.vw then c.out[7] = {} end -- the view's place, filled by reply
 end
 
 
@@ -497,6 +502,7 @@ end
 -- in how many ms the earliest scheduled task is due or lease expires.
 local function reply()
   local out = c.out
+  if c.vw then out[7] = shard_view({}, P, c.maxl) end
   if c.popped > 0 then return out end
   if c.nf then -- the sweep's reads, when they found nothing due
     if c.nf > 0 then out[1] = math.max(c.nf - c.now, 1) end

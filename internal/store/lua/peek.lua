@@ -1,12 +1,12 @@
 -- peek.lua: the first step of a lease on a queue of several shards
--- (Store.Lease, shards_lease.go), one call per shard: per level, how many
--- tasks wait and how many at the head ran before. A preempted task goes
--- back to the head of its level and has a state key s:<id>; a task never
--- leased has none. The lease takes a level's resumed heads before other
--- shards' tasks of that level. It also says when the shard next needs a
--- sweep: its earliest scheduled task or lease deadline. It writes nothing.
+-- (Store.Lease, shards_lease.go), one call per shard whose view the worker
+-- holds is not fresh: per level, how many tasks wait and how many at the
+-- head ran before (view.lua). The lease takes a level's resumed heads
+-- before other shards' tasks of that level. It also says when the shard
+-- next needs a sweep: its earliest scheduled task or lease deadline. It
+-- writes nothing.
 --
--- uses: anchor.lua
+-- uses: anchor.lua view.lua
 --
 -- KEYS     scheduled, leases (ZSETs), p:0..p:<max level> (LISTs), then
 --          absent, a key no one writes: while the shard's slot migrates,
@@ -17,9 +17,7 @@
 --
 -- Reply: {now, due, then length and ran per level, lowest first}: due is
 -- the earliest scheduled task's due time or lease deadline in ms, 0 when
--- none; ran is how many tasks at the head, up to 16, have a state key
--- (ran before: preempted tasks stack up at the head). A key of another
--- type counts as empty (the lease call reports it).
+-- none; then shard_view's pairs (view.lua).
 --
 -- Keys it touches: those declared in KEYS, and s:<id> of the tasks at each
 -- level's head, which no caller can name (safe: absent is declared, see
@@ -36,16 +34,4 @@ local ok1, sch = pcall(redis.call, 'ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local ok2, dl = pcall(redis.call, 'ZRANGEBYSCORE', KEYS[2], '-inf', BELOW_ANCHOR, 'WITHSCORES', 'LIMIT', 0, 1)
 if ok1 and sch[2] then due = tonumber(sch[2]) end
 if ok2 and dl[2] and (due == 0 or tonumber(dl[2]) < due) then due = tonumber(dl[2]) end
-local out = {now, due}
-for i = 3, #KEYS - 1 do
-  local ok, n = pcall(redis.call, 'LLEN', KEYS[i])
-  if not ok then n = 0 end
-  local ran = 0
-  if n > 0 then
-    local heads = redis.call('LRANGE', KEYS[i], 0, 15)
-    while ran < #heads and redis.call('EXISTS', P .. 's:' .. heads[ran + 1]) == 1 do ran = ran + 1 end
-  end
-  out[2 * i - 3] = n
-  out[2 * i - 2] = ran
-end
-return out
+return shard_view({now, due}, P, #KEYS - 4)
