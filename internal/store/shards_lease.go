@@ -161,21 +161,25 @@ func take(out []shardAlloc, d [][]int64, ran [][]int64, levels []int, n, start, 
 
 // allocateViews allocates ws from vs (allocate), starting each level at
 // the shard that carries the most acks, and returns how many tasks it
-// allocated.
-func (c *Store) allocateViews(ws []want, vs []shardView) ([]shardAlloc, int) {
+// allocated, and how many of them to the counted groups (a spare group
+// takes what they leave: slots it fills were left for want of tasks the
+// counted groups could take).
+func (c *Store) allocateViews(ws []want, vs []shardView) (_ []shardAlloc, n, counted int) {
 	carried := make([]int, len(c.shards))
 	for k, s := range c.shards {
 		carried[k] = s.carried.size()
 	}
 	d, ran := viewMatrix(vs)
 	allocs := allocate(ws, d, ran, carried)
-	n := 0
 	for _, a := range allocs {
-		for _, g := range a.groups {
+		for i, g := range a.groups {
 			n += g.Count
+			if !ws[a.of[i]].spare {
+				counted += g.Count
+			}
 		}
 	}
-	return allocs, n
+	return allocs, n, counted
 }
 
 // viewMatrix returns copies of vs's lengths and resumed heads, d[k][l]
@@ -293,8 +297,8 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 	if err != nil {
 		return nil, 0, false, wrapf(err, "lease")
 	}
-	allocs, allocated := c.allocateViews(ws, vs)
-	if allocated < wanted && slices.Contains(read, false) {
+	allocs, allocated, counted := c.allocateViews(ws, vs)
+	if counted < wanted && slices.Contains(read, false) {
 		// The views held may miss tasks that came since: read them again
 		// before leaving slots free.
 		again := make([]bool, len(read))
@@ -304,7 +308,7 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 		if vs, _, err = c.viewsOf(ctx, viewFresh, again); err != nil {
 			return nil, 0, false, wrapf(err, "lease")
 		}
-		allocs, allocated = c.allocateViews(ws, vs)
+		allocs, allocated, _ = c.allocateViews(ws, vs)
 	}
 	// The oldest view read bounds the calls (by), on the scripts' clock
 	// and this host's.

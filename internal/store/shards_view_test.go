@@ -57,3 +57,34 @@ func TestShardViews(t *testing.T) {
 		require.Equal(t, late.ID, lease().ID, "views that leave a slot free are read again first")
 	})
 }
+
+// TestShardViewsSpareGroup: a spare group (a pool borrowing idle slots)
+// filling a slot the counted group left for want of tasks in the views
+// held does not count as filling it: the views are read again first, so
+// the counted group takes the task another producer enqueued in its
+// levels (a pool's own work before borrowed work; without it the spare
+// group took the slot while the pool's task waited, as TestPoolsBorrow-
+// AndGiveBack found on 3 shards).
+func TestShardViewsSpareGroup(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Shards = 3 })
+		other, err := New(e.rdb, e.c.cfg)
+		require.NoError(t, err)
+		e.enqueueIn(0, 3, 2, "high")
+		e.enqueueIn(1, 3, 2, "high2")
+		req := LeaseRequest{Worker: "w", Count: 1, Groups: []LeaseGroup{{Levels: []int{2}, Count: 1, Pool: 1}}}
+		res, err := e.c.Lease(e.ctx, req) // the views are read
+		require.NoError(t, err)
+		require.Len(t, res.Tasks, 1)
+
+		own := NewTask("t", nil)
+		own.ID = idIn(2, 3, "own")
+		_, err = other.Enqueue(e.ctx, own, Level(0))
+		require.NoError(t, err)
+		res, err = e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 1, Groups: []LeaseGroup{
+			{Levels: []int{0, 1}, Count: 1, Pool: 2}, {Levels: []int{2}, Spare: true}}})
+		require.NoError(t, err)
+		require.Len(t, res.Tasks, 1)
+		require.Equal(t, own.ID, res.Tasks[0].ID, "the pool's own task, not the borrowed one")
+	})
+}
