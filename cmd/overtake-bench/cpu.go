@@ -114,7 +114,7 @@ func (b *bench) cpuEnqueue(ctx context.Context, name string, n int) (cpuCost, er
 	if err != nil {
 		return cpuCost{}, err
 	}
-	return b.measureCPU(ctx, n, func() error { return enqueueEach(ctx, q, n, cpuGoroutines) })
+	return b.measureCPU(ctx, n, func() error { return enqueueEach(ctx, []*queue.Client{q}, n, cpuGoroutines) })
 }
 
 // cpuBatch enqueues n no-op tasks with EnqueueBatch, as the throughput

@@ -78,7 +78,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.resumeLong, "resume-long", false,
 		"in figure 6 let each resumed victim run on to be preempted again, instead of finishing and being replaced by a fresh low task")
 	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,cancel,idle (default all), cpu (CPU per task by side), spread (preemptions across victims) and shards (one queue over a Redis Cluster), only when named")
-	flag.StringVar(&o.shards, "shards", "1,3,6", "--only shards: the queue's Shards of each run")
+	flag.StringVar(&o.shards, "shards", "1,3,6,3q", "--only shards: the queue's Shards of each run; <n>q: n separate queues of one shard, one per master (today's split, for comparison)")
 	flag.IntVar(&o.shardTasks, "shard-tasks", 50_000, "--only shards: tasks of each enqueue phase (EnqueueBatch, then single Enqueue); the drain takes both")
 	flag.StringVar(&o.cluster, "cluster", "", "--only shards: comma-separated host:port of a running Redis Cluster; empty starts 3 masters on 127.0.0.1")
 	flag.IntVar(&o.queueShards, "queue-shards", 1,

@@ -88,6 +88,9 @@ type shardBench struct {
 // run measures a fresh queue of k shards with n tasks per enqueue phase.
 func (s *shardBench) run(ctx context.Context, k, n int) (*shardRun, error) {
 	r := &shardRun{K: k}
+	if k < 0 {
+		return s.runSplit(ctx, r, n)
+	}
 	r.Queue, r.Planned = s.queueName(k)
 	prod := s.c.newClient(s.c.masters)
 	defer prod.Close()
@@ -113,7 +116,7 @@ func (s *shardBench) run(ctx context.Context, k, n int) (*shardRun, error) {
 		return r, nil
 	}
 	progress("shards K=%d: single Enqueue of %d tasks from %d goroutines", k, n, s.o.concurrency)
-	if err := s.measure(ctx, r, phaseEnqueue, n, func() error { return enqueueEach(ctx, q, n, s.o.concurrency) }); err != nil {
+	if err := s.measure(ctx, r, phaseEnqueue, n, func() error { return enqueueEach(ctx, []*queue.Client{q}, n, s.o.concurrency) }); err != nil {
 		return nil, err
 	}
 	progress("shards K=%d: drain of %d tasks, Concurrency %d", k, 2*n, s.o.concurrency)
@@ -193,8 +196,8 @@ func (s *shardBench) drain(ctx context.Context, r *shardRun, cfg queue.Config, p
 }
 
 // enqueueEach enqueues n no-op tasks, level i%3, with single Enqueue calls
-// from g goroutines.
-func enqueueEach(ctx context.Context, q *queue.Client, n, g int) error {
+// from g goroutines, task i to queue i mod len(qs).
+func enqueueEach(ctx context.Context, qs []*queue.Client, n, g int) error {
 	var (
 		next atomic.Int64
 		wg   sync.WaitGroup
@@ -203,7 +206,7 @@ func enqueueEach(ctx context.Context, q *queue.Client, n, g int) error {
 	for w := range g {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n) && ctx.Err() == nil; i = next.Add(1) {
-				if _, err := q.Enqueue(ctx, queue.NewTask("noop", nil), queue.Level(int(i%3))); err != nil {
+				if _, err := qs[i%int64(len(qs))].Enqueue(ctx, queue.NewTask("noop", nil), queue.Level(int(i%3))); err != nil {
 					errs[w] = err
 					return
 				}
@@ -218,9 +221,13 @@ func enqueueEach(ctx context.Context, q *queue.Client, n, g int) error {
 func parseShards(s string) ([]int, error) {
 	var ks []int
 	for _, f := range splitList(s) {
+		if k, ok := splitOf(f); ok {
+			ks = append(ks, k)
+			continue
+		}
 		k, err := strconv.Atoi(f)
 		if err != nil || k < 1 {
-			return nil, fmt.Errorf("--shards %q: want positive counts, e.g. 1,3,6", s)
+			return nil, fmt.Errorf("--shards %q: want positive counts, or <n>q for n separate queues, e.g. 1,3,6,3q", s)
 		}
 		if !slices.Contains(ks, k) {
 			ks = append(ks, k)

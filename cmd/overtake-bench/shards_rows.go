@@ -108,7 +108,7 @@ func measureShards(ctx context.Context, o options) (*shardResult, error) {
 func (res *shardResult) rows(t *table) {
 	var base *shardRun
 	for _, r := range res.Runs {
-		name := fmt.Sprintf("shards K=%d", r.K)
+		name := r.name()
 		switch {
 		case r.Err != "":
 			t.skip(shardFigure, name, errors.New(r.Err))
@@ -150,6 +150,12 @@ func (res *shardResult) rows(t *table) {
 		_, most := r.busiest(phaseEnqueue)
 		_, mostB := r.busiest(phaseBatch)
 		ratio := float64(most) / float64(one)
+		if r.K < 0 {
+			t.add(row{id: shardFigure, value: num(ratio), unit: "fraction", target: "—",
+				figure: r.name() + " / K=1: the busiest master's Redis CPU per task, single Enqueue + drain (the split users make today, for comparison)",
+				note:   fmt.Sprintf("info: with EnqueueBatch + drain %s", num(float64(mostB)/float64(oneB)))})
+			continue
+		}
 		t.add(row{id: shardFigure, value: num(ratio), unit: "fraction", target: fmt.Sprintf("<= %.1f", shardTarget),
 			figure: fmt.Sprintf("shards K=%d / K=1: the busiest master's Redis CPU per task, single Enqueue + drain", r.K),
 			note: fmt.Sprintf("%s: projected ceiling %s× K=1's; with EnqueueBatch + drain %s", verdict(ratio <= shardTarget),
@@ -200,4 +206,13 @@ func ceilingOf(cpu time.Duration) float64 {
 		return 0
 	}
 	return float64(time.Second) / float64(cpu)
+}
+
+// name names r in the table: "shards K=<k>", or "<n> queues of one
+// shard" for a split run (shards_split.go).
+func (r *shardRun) name() string {
+	if r.K < 0 {
+		return fmt.Sprintf("%d queues of one shard, one per master, no common order", -r.K)
+	}
+	return fmt.Sprintf("shards K=%d", r.K)
 }

@@ -21,10 +21,11 @@ import (
 
 // TestShardsSection runs the shard section small on a Redis Cluster it
 // starts and checks that the table and the JSON hold every master's row
-// of every K with figures that can only come from a real run.
+// of every K, and of 3 separate queues, with figures that can only come
+// from a real run.
 func TestShardsSection(t *testing.T) {
 	needCluster(t)
-	o := options{shards: "1,3", shardTasks: 2000, concurrency: 16, batch: 500, redisServer: "redis-server", shardPlacement: placeBalanced,
+	o := options{shards: "1,3,3q", shardTasks: 2000, concurrency: 16, batch: 500, redisServer: "redis-server", shardPlacement: placeBalanced,
 		runLimit: time.Minute, timeout: 2 * time.Minute, shardsJSON: filepath.Join(t.TempDir(), "shards.json")}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -38,7 +39,7 @@ func TestShardsSection(t *testing.T) {
 	var res shardResult
 	require.NoError(t, json.Unmarshal(raw, &res))
 	require.Len(t, res.Masters, 3)
-	require.Len(t, res.Runs, 2)
+	require.Len(t, res.Runs, 3)
 	assert.Equal(t, "started", res.Source)
 
 	one := res.Runs[0]
@@ -94,6 +95,29 @@ func TestShardsSection(t *testing.T) {
 	}
 	assert.Regexp(t, `\| shards K=3: projected ceiling of one queue[^|]*\| [0-9.]+ \| tasks/s \|`, table)
 	assert.Regexp(t, `\| shards K=3 / K=1: the busiest master's Redis CPU per task, single Enqueue \+ drain \| [0-9.]+ \| fraction \| <= 0.4 \| (pass|FAIL): `, table)
+
+	split := res.Runs[2]
+	require.Equal(t, -3, split.K)
+	require.Empty(t, split.Err)
+	assert.Equal(t, []int{1, 1, 1}, split.Tags, "3 queues of one shard, one on each master")
+	for p := range phases {
+		for m := range 3 {
+			assert.Positive(t, split.Phases[p].CPU[m], "%s: master %d served its queue", phaseNames[p], m+1)
+		}
+	}
+	assert.Equal(t, 2*o.shardTasks, split.Phases[phaseDrain].Tasks)
+	assert.Regexp(t, `\| 3 queues of one shard, one per master, no common order / K=1: [^|]*\| [0-9.]+ \| fraction \| — \|`, table)
+}
+
+// TestParseShards reads counts and split runs.
+func TestParseShards(t *testing.T) {
+	ks, err := parseShards("1,3,3q,6,3")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 3, -3, 6}, ks)
+	for _, bad := range []string{"0", "1q", "q", "x", ""} {
+		_, err := parseShards(bad)
+		assert.Error(t, err, bad)
+	}
 }
 
 // TestShardsSectionGivenCluster runs the section on a cluster named by
