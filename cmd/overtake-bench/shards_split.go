@@ -90,6 +90,8 @@ func (s *shardBench) runSplit(ctx context.Context, r *shardRun, tasks int) (*sha
 	progress("shards %d queues: drain of %d tasks, Concurrency %d in all", n, 2*tasks, s.o.concurrency)
 	wc := s.c.newClient(s.c.masters)
 	defer wc.Close()
+	hook := newCounter()
+	wc.AddHook(hook)
 	var started atomic.Int64
 	all := make(chan struct{})
 	h := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error {
@@ -111,6 +113,7 @@ func (s *shardBench) runSplit(ctx context.Context, r *shardRun, tasks int) (*sha
 		rts[i] = rt
 		defer shutdown(rt)
 	}
+	calls0 := hook.snapshot()
 	err := s.measure(ctx, r, phaseDrain, 2*tasks, func() error {
 		for _, rt := range rts {
 			if err := rt.Start(ctx); err != nil {
@@ -127,6 +130,8 @@ func (s *shardBench) runSplit(ctx context.Context, r *shardRun, tasks int) (*sha
 		}
 		return eachQueue(qs, func(_ int, q *queue.Client) error { return waitDrained(ctx, q, limit) })
 	})
+	calls := hook.snapshot().sub(calls0)
+	r.Phases[phaseDrain].Calls, r.Phases[phaseDrain].Kinds = calls.trips, calls.perTask(2*tasks)
 	return r, err
 }
 

@@ -106,6 +106,7 @@ func TestShardsSection(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2*o.shardTasks, split.Phases[phaseDrain].Tasks)
+	assert.Positive(t, split.Phases[phaseDrain].Calls, "the runtimes' calls are counted")
 	assert.Regexp(t, `\| 3 queues of one shard, one per master, no common order / K=1: [^|]*\| [0-9.]+ \| fraction \| — \|`, table)
 }
 
