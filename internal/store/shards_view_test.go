@@ -63,8 +63,8 @@ func TestShardViews(t *testing.T) {
 // held does not count as filling it: the views are read again first, so
 // the counted group takes the task another producer enqueued in its
 // levels (a pool's own work before borrowed work; without it the spare
-// group took the slot while the pool's task waited, as TestPoolsBorrow-
-// AndGiveBack found on 3 shards).
+// group took the slot while the pool's task waited, as the runtime's
+// TestPoolsBorrowAndGiveBack found on 3 shards).
 func TestShardViewsSpareGroup(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, func(c *Config) { c.Shards = 3 })
