@@ -99,9 +99,10 @@ func (c *Store) wants(req LeaseRequest) []want {
 // groups' pools.
 func allocate(ws []want, d [][]int64, ran [][]int64, carried []int) []shardAlloc {
 	out := make([]shardAlloc, len(d))
-	start := rand.IntN(len(d))
+	from := rand.IntN(len(d)) // ties: the first from a random shard
+	start := from
 	for i := range d {
-		if k := (start + i) % len(d); carried[k] > carried[start] {
+		if k := (from + i) % len(d); carried[k] > carried[start] {
 			start = k
 		}
 	}
