@@ -52,14 +52,22 @@ var errPlanned = errors.New("planned failure")
 // leases last 10s, longer than a migration at OVERTAKE_RESHARD_PAUSE=20ms
 // (about 4s) plus a heartbeat interval, since a migration that outlasts a
 // lease lets other workers recover tasks still held, as any outage does.
-func TestReshardUnderLoad(t *testing.T) { reshardUnderLoad(t, 1) }
+func TestReshardUnderLoad(t *testing.T) { reshardUnderLoad(t, 1, false) }
 
 // TestReshardShardedUnderLoad is TestReshardUnderLoad on a queue of three
 // shards (issue 31) whose shard 1's slot migrates: the other shards' calls
 // go on meanwhile, and the same requirements hold.
-func TestReshardShardedUnderLoad(t *testing.T) { reshardUnderLoad(t, 3) }
+func TestReshardShardedUnderLoad(t *testing.T) { reshardUnderLoad(t, 3, false) }
 
-func reshardUnderLoad(t *testing.T, shards int) {
+// TestFailoverShardedUnderLoad is the same load on a queue of three shards
+// on a cluster with a replica per master, where the master of shard 1's
+// slot hands it to its replica as an operator's switchover does (CLUSTER
+// FAILOVER, testredis.Cluster.Failover) while the urgent waves arrive:
+// the clients follow the slots to the new master (MOVED), and the same
+// requirements hold.
+func TestFailoverShardedUnderLoad(t *testing.T) { reshardUnderLoad(t, 3, true) }
+
+func reshardUnderLoad(t *testing.T, shards int, failover bool) {
 	if testing.Short() {
 		t.Skip("-short: no Redis Cluster")
 	}
@@ -76,7 +84,11 @@ func reshardUnderLoad(t *testing.T, shards int) {
 		pause, err = time.ParseDuration(v)
 		require.NoError(t, err, envReshardPause)
 	}
-	cl := testredis.StartCluster(t)
+	start := testredis.StartCluster
+	if failover {
+		start = testredis.StartClusterWithReplicas
+	}
+	cl := start(t)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	qcfg := queue.Config{Namespace: "rs" + hex.EncodeToString(b[:]), Name: "reshard", LeaseDuration: 10 * time.Second,
@@ -205,8 +217,15 @@ func reshardUnderLoad(t *testing.T, shards int) {
 		dur time.Duration
 	}
 	migrated := make(chan result, 1)
+	var promoted string // the replica that took over (failover)
 	go func() {
 		start := time.Now()
+		if failover {
+			p, err := failoverSlot(ctx, cl, cc, slot)
+			promoted = p
+			migrated <- result{nil, err, time.Since(start)}
+			return
+		}
 		m, err := cl.MigrateSlot(ctx, slot, testredis.MigrateOptions{Pause: pause, Replace: true})
 		migrated <- result{m, err, time.Since(start)}
 	}()
@@ -239,9 +258,42 @@ func reshardUnderLoad(t *testing.T, shards int) {
 
 	f := measureReshard(t, ctx, q, cc, runs, ids, seen)
 	f.Slot, f.Migration = slot, mig.m
-	t.Logf("migration of slot %d: %s in %v (err %v)", slot, describeMigration(mig.m), mig.dur.Round(time.Millisecond), mig.err)
+	if failover {
+		t.Logf("failover of slot %d's master to its replica in %v (err %v)", slot, mig.dur.Round(time.Millisecond), mig.err)
+	} else {
+		t.Logf("migration of slot %d: %s in %v (err %v)", slot, describeMigration(mig.m), mig.dur.Round(time.Millisecond), mig.err)
+	}
 	t.Logf("runtimes: %+v; enqueue calls refused: %v", sumStats(rts...), enqErrs)
 	f.log(t)
 	require.NoError(t, mig.err, "migration")
 	f.require(t)
+	if failover {
+		// The queue's scripts ran on the promoted replica: a replica runs
+		// none (it gets their writes), so the clients followed the slot.
+		n := redis.NewClient(&redis.Options{Addr: promoted})
+		defer n.Close()
+		stats, err := n.Info(ctx, "commandstats").Result()
+		require.NoError(t, err)
+		require.Regexp(t, `cmdstat_evalsha:calls=[1-9]`, stats, "scripts ran on the new master %s", promoted)
+	}
+}
+
+// failoverSlot fails over the master that serves slot to its replica
+// (testredis.Cluster.Failover) and returns the replica's address.
+func failoverSlot(ctx context.Context, cl *testredis.Cluster, cc *redis.ClusterClient, slot int) (string, error) {
+	slots, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	for _, r := range slots {
+		if slot < r.Start || slot > r.End || len(r.Nodes) == 0 {
+			continue
+		}
+		for i, a := range cl.Addrs() {
+			if a == r.Nodes[0].Addr {
+				return cl.Failover(ctx, i)
+			}
+		}
+	}
+	return "", fmt.Errorf("no master of slot %d among %v", slot, cl.Addrs())
 }

@@ -39,14 +39,18 @@ type ClusterOptions struct {
 	Args []string
 	// Lifetime bounds the life of every node, as in Options.
 	Lifetime time.Duration
+	// Replicas is the number of replicas each master gets (0: none),
+	// attached once the masters' cluster is ok (replicas.go).
+	Replicas int
 }
 
-// Cluster is a Redis Cluster of masters without replicas started by
-// StartCluster, every node on 127.0.0.1.
+// Cluster is a Redis Cluster of masters, with replicas when asked,
+// started by StartCluster, every node on 127.0.0.1.
 type Cluster struct {
-	nodes  []*Server
-	dir    string
-	ownDir bool
+	nodes    []*Server
+	replicas []*Server // ClusterOptions.Replicas per master, in the masters' order
+	dir      string
+	ownDir   bool
 }
 
 // StartCluster starts opts.Masters redis-server nodes with cluster-enabled
@@ -104,15 +108,19 @@ func (c *Cluster) start(ctx context.Context, cli string, masters int, opts Clust
 	if out, err := exec.CommandContext(ctx, cli, create...).CombinedOutput(); err != nil {
 		return fmt.Errorf("redisproc: redis-cli --cluster create: %w\n%s", err, out)
 	}
-	return c.waitOK(ctx)
+	if err := c.waitOK(ctx); err != nil {
+		return err
+	}
+	return c.addReplicas(ctx, opts)
 }
 
 // waitOK polls CLUSTER INFO on every node until all report cluster_state:ok
 // with all 16384 slots assigned and every master known.
 func (c *Cluster) waitOK(ctx context.Context) error {
-	known := fmt.Sprintf("cluster_known_nodes:%d", len(c.nodes))
-	clients := make([]*redis.Client, len(c.nodes))
-	for i, n := range c.nodes {
+	all := c.all()
+	known := fmt.Sprintf("cluster_known_nodes:%d", len(all))
+	clients := make([]*redis.Client, len(all))
+	for i, n := range all {
 		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr()})
 		defer clients[i].Close()
 	}
@@ -157,7 +165,7 @@ func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) 
 // Kill kills every node as a crash would, keeping their data directories.
 func (c *Cluster) Kill() error {
 	var errs []error
-	for _, n := range c.nodes {
+	for _, n := range c.all() {
 		errs = append(errs, n.Kill())
 	}
 	return errors.Join(errs...)
@@ -167,7 +175,7 @@ func (c *Cluster) Kill() error {
 // the nodes' data, when StartCluster made it.
 func (c *Cluster) Close() error {
 	var errs []error
-	for _, n := range c.nodes {
+	for _, n := range c.all() {
 		errs = append(errs, n.Close())
 	}
 	if c.ownDir {

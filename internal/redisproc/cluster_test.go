@@ -3,6 +3,7 @@ package redisproc_test
 import (
 	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,4 +55,36 @@ func TestStartClusterFailures(t *testing.T) {
 	_, err = redisproc.StartCluster(ctx, redisproc.ClusterOptions{Masters: 2})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at least 3 masters")
+}
+
+// TestStartClusterReplicas: with Replicas 1 each master gets a replica
+// whose link is up, every node knows the six, and Close stops them all.
+func TestStartClusterReplicas(t *testing.T) {
+	needRedis(t)
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skipf("needs redis-cli: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := redisproc.StartCluster(ctx, redisproc.ClusterOptions{Args: []string{"--cluster-node-timeout", "5000"},
+		Replicas: 1})
+	require.NoError(t, err)
+	require.Len(t, c.Replicas(), 3)
+	for i, r := range c.Replicas() {
+		n := redis.NewClient(&redis.Options{Addr: r.Addr()})
+		info, err := n.Info(ctx, "replication").Result()
+		require.NoError(t, err)
+		assert.Contains(t, info, "role:slave", "replica %d", i)
+		assert.Contains(t, info, "master_port:"+strings.Split(c.Addrs()[i], ":")[1], "replica %d follows master %d", i, i)
+		ci, err := n.ClusterInfo(ctx).Result()
+		require.NoError(t, err)
+		assert.Contains(t, ci, "cluster_known_nodes:6")
+		_ = n.Close()
+	}
+	require.NoError(t, c.Close())
+	for _, r := range c.Replicas() {
+		n := redis.NewClient(&redis.Options{Addr: r.Addr()})
+		assert.Error(t, n.Ping(ctx).Err(), "replica %s stopped", r.Addr())
+		_ = n.Close()
+	}
 }

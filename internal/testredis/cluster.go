@@ -11,8 +11,9 @@ import (
 
 // Cluster is a three-master Redis Cluster owned by one test.
 type Cluster struct {
-	addrs  []string
-	client *redis.ClusterClient
+	addrs    []string
+	replicas []string // StartClusterWithReplicas: the replica of each master in addrs
+	client   *redis.ClusterClient
 }
 
 // StartCluster starts three redis-server nodes with cluster-enabled yes on
@@ -21,7 +22,13 @@ type Cluster struct {
 // every node reports cluster_state:ok (redisproc.StartCluster). The nodes are
 // killed at t.Cleanup. It skips the test if redis-server or redis-cli is not
 // installed, or in -short mode.
-func StartCluster(t testing.TB) *Cluster {
+func StartCluster(t testing.TB) *Cluster { t.Helper(); return startCluster(t, 0) }
+
+// StartClusterWithReplicas is StartCluster with one replica per master
+// (redisproc.ClusterOptions.Replicas), for failover tests (Failover).
+func StartClusterWithReplicas(t testing.TB) *Cluster { t.Helper(); return startCluster(t, 1) }
+
+func startCluster(t testing.TB, replicas int) *Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("testredis: skipping in -short mode: needs a real Redis Cluster")
@@ -33,12 +40,15 @@ func StartCluster(t testing.TB) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), redisproc.DefaultClusterTimeout)
 	defer cancel()
 	rc, err := redisproc.StartCluster(ctx, redisproc.ClusterOptions{Bin: bins["redis-server"], Cli: bins["redis-cli"],
-		Dir: t.TempDir(), Args: []string{"--cluster-node-timeout", "5000"}})
+		Dir: t.TempDir(), Args: []string{"--cluster-node-timeout", "5000"}, Replicas: replicas})
 	if err != nil {
 		t.Fatalf("testredis: %v", err)
 	}
 	t.Cleanup(func() { _ = rc.Kill() })
 	c := &Cluster{addrs: rc.Addrs()}
+	for _, r := range rc.Replicas() {
+		c.replicas = append(c.replicas, r.Addr())
+	}
 	c.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.addrs})
 	t.Cleanup(func() { _ = c.client.Close() })
 	if err := c.client.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
