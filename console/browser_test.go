@@ -21,6 +21,7 @@ import (
 
 	"github.com/overtake/overtake/console"
 	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/store"
 	"github.com/overtake/overtake/internal/testbrowser"
 	"github.com/overtake/overtake/internal/testredis"
 	"github.com/overtake/overtake/queue"
@@ -108,8 +109,30 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 // The console in a real browser over a real runtime on a real Redis.
-func TestBrowser(t *testing.T) {
-	f := newFleet(t, nil, queue.Config{}, 1, console.Options{})
+func TestBrowser(t *testing.T) { browserTour(t, queue.Config{}) }
+
+// TestBrowserSharded is TestBrowser's tour on a queue of three shards
+// (issue 31): every page, the live feed's preemption, pause and resume,
+// and the actions read and write across the shards; then the queue page
+// counts tasks waiting in every shard.
+func TestBrowserSharded(t *testing.T) {
+	f := browserTour(t, queue.Config{Shards: 3})
+	ctx := f.browser
+	shards := map[int]bool{}
+	for i := range 30 {
+		id := f.enqueue("quick", fmt.Sprint(i), 0, queue.ProcessIn(time.Hour))
+		shards[store.ShardOf(id, 3)] = true
+	}
+	require.Len(t, shards, 3, "the tasks landed in every shard")
+	browse(t, ctx, "open the queue page", chromedp.Navigate(f.consoleBase))
+	waitText(t, ctx, "#level-0", 5*time.Second, "31") // and the tour's scheduled task
+	screenshot(t, ctx, t.ArtifactDir(), "sharded-queue.png", testbrowser.Width, 900)
+}
+
+// browserTour is TestBrowser's walk through the console, on a queue
+// configured as cfg; it returns the fleet, still running.
+func browserTour(t *testing.T, cfg queue.Config) *fleet {
+	f := newFleet(t, nil, cfg, 1, console.Options{})
 	ctx := f.browser
 
 	// The queue page loads and goes live.
@@ -191,6 +214,7 @@ func TestBrowser(t *testing.T) {
 	paused, err = f.q.Paused(f.ctx)
 	require.NoError(t, err)
 	require.Empty(t, paused, "a refused action changed nothing")
+	return f
 }
 
 func (f *fleet) deadCount() int64 {
