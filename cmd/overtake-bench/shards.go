@@ -120,7 +120,7 @@ func (s *shardBench) run(ctx context.Context, k, n int) (*shardRun, error) {
 		return nil, err
 	}
 	progress("shards K=%d: drain of %d tasks, Concurrency %d", k, 2*n, s.o.concurrency)
-	if err := s.drain(ctx, r, cfg, q, 2*n); err != nil {
+	if err := s.drain(ctx, r, []queue.Config{cfg}, []*queue.Client{q}, 2*n); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -150,18 +150,15 @@ func (s *shardBench) measure(ctx context.Context, r *shardRun, p, n int, fn func
 	return nil
 }
 
-// drain runs a runtime of Concurrency --concurrency on its own cluster
-// client, from Start until every one of n tasks is acked, as phase
+// drain runs one runtime per queue of cfgs (their Concurrency sharing
+// --concurrency) on one cluster client of its own, from Start until every
+// one of n tasks is acked (each queue drained as seen by prods), as phase
 // phaseDrain; a hook counts the client's calls.
-func (s *shardBench) drain(ctx context.Context, r *shardRun, cfg queue.Config, prod *queue.Client, n int) error {
+func (s *shardBench) drain(ctx context.Context, r *shardRun, cfgs []queue.Config, prods []*queue.Client, n int) error {
 	wc := s.c.newClient(s.c.masters)
 	defer wc.Close()
 	hook := newCounter()
 	wc.AddHook(hook)
-	wq, err := queue.New(wc, cfg)
-	if err != nil {
-		return err
-	}
 	var started atomic.Int64
 	all := make(chan struct{})
 	h := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error {
@@ -170,15 +167,24 @@ func (s *shardBench) drain(ctx context.Context, r *shardRun, cfg queue.Config, p
 		}
 		return nil
 	})
-	rt, err := otrt.New(wq, h, otrt.Config{Concurrency: s.o.concurrency, Logger: zap.NewNop()})
-	if err != nil {
-		return err
-	}
-	defer shutdown(rt)
-	calls0 := hook.snapshot()
-	err = s.measure(ctx, r, phaseDrain, n, func() error {
-		if err := rt.Start(ctx); err != nil {
+	rts := make([]*otrt.Runtime, len(cfgs))
+	for i, cfg := range cfgs {
+		wq, err := queue.New(wc, cfg)
+		if err != nil {
 			return err
+		}
+		conc := max(share(s.o.concurrency, len(cfgs), i), 1)
+		if rts[i], err = otrt.New(wq, h, otrt.Config{Concurrency: conc, Logger: zap.NewNop()}); err != nil {
+			return err
+		}
+		defer shutdown(rts[i])
+	}
+	calls0 := hook.snapshot()
+	err := s.measure(ctx, r, phaseDrain, n, func() error {
+		for _, rt := range rts {
+			if err := rt.Start(ctx); err != nil {
+				return err
+			}
 		}
 		limit := time.After(s.o.runLimit)
 		select {
@@ -188,7 +194,7 @@ func (s *shardBench) drain(ctx context.Context, r *shardRun, cfg queue.Config, p
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		return waitDrained(ctx, prod, limit)
+		return eachQueue(prods, func(_ int, q *queue.Client) error { return waitDrained(ctx, q, limit) })
 	})
 	calls := hook.snapshot().sub(calls0)
 	r.Phases[phaseDrain].Calls, r.Phases[phaseDrain].Kinds = calls.trips, calls.perTask(n)

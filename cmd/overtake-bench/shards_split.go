@@ -7,14 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/queue"
-	otrt "github.com/overtake/overtake/runtime"
 )
 
 // A split run ("3q" in --shards) is what a user does today when one
@@ -88,51 +82,7 @@ func (s *shardBench) runSplit(ctx context.Context, r *shardRun, tasks int) (*sha
 		return nil, err
 	}
 	progress("shards %d queues: drain of %d tasks, Concurrency %d in all", n, 2*tasks, s.o.concurrency)
-	wc := s.c.newClient(s.c.masters)
-	defer wc.Close()
-	hook := newCounter()
-	wc.AddHook(hook)
-	var started atomic.Int64
-	all := make(chan struct{})
-	h := handlers.HandlerFunc(func(context.Context, *queue.TaskInfo) error {
-		if started.Add(1) == int64(2*tasks) {
-			close(all)
-		}
-		return nil
-	})
-	rts := make([]*otrt.Runtime, n)
-	for i := range rts {
-		wq, err := queue.New(wc, cfgs[i])
-		if err != nil {
-			return nil, err
-		}
-		rt, err := otrt.New(wq, h, otrt.Config{Concurrency: max(share(s.o.concurrency, n, i), 1), Logger: zap.NewNop()})
-		if err != nil {
-			return nil, err
-		}
-		rts[i] = rt
-		defer shutdown(rt)
-	}
-	calls0 := hook.snapshot()
-	err := s.measure(ctx, r, phaseDrain, 2*tasks, func() error {
-		for _, rt := range rts {
-			if err := rt.Start(ctx); err != nil {
-				return err
-			}
-		}
-		limit := time.After(s.o.runLimit)
-		select {
-		case <-all:
-		case <-limit:
-			return fmt.Errorf("only %d of %d tasks started within %v", started.Load(), 2*tasks, s.o.runLimit)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		return eachQueue(qs, func(_ int, q *queue.Client) error { return waitDrained(ctx, q, limit) })
-	})
-	calls := hook.snapshot().sub(calls0)
-	r.Phases[phaseDrain].Calls, r.Phases[phaseDrain].Kinds = calls.trips, calls.perTask(2*tasks)
-	return r, err
+	return r, s.drain(ctx, r, cfgs, qs, 2*tasks)
 }
 
 // share is queue i's part of n things over k queues.
