@@ -281,17 +281,23 @@ func reshardUnderLoad(t *testing.T, shards int, failover bool) {
 // failoverSlot fails over the master that serves slot to its replica
 // (testredis.Cluster.Failover) and returns the replica's address.
 func failoverSlot(ctx context.Context, cl *testredis.Cluster, cc *redis.ClusterClient, slot int) (string, error) {
-	slots, err := cc.ClusterSlots(ctx).Result()
+	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {
 		return "", err
 	}
-	for _, r := range slots {
-		if slot < r.Start || slot > r.End || len(r.Nodes) == 0 {
-			continue
+	for _, sh := range shards {
+		in := false
+		for _, r := range sh.Slots {
+			in = in || (int64(slot) >= r.Start && int64(slot) <= r.End)
 		}
-		for i, a := range cl.Addrs() {
-			if a == r.Nodes[0].Addr {
-				return cl.Failover(ctx, i)
+		for _, n := range sh.Nodes {
+			if !in || n.Role != "master" {
+				continue
+			}
+			for i, a := range cl.Addrs() {
+				if a == fmt.Sprintf("%s:%d", n.IP, n.Port) {
+					return cl.Failover(ctx, i)
+				}
 			}
 		}
 	}
