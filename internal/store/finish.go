@@ -51,14 +51,11 @@ func (c *Store) DeadLetter(ctx context.Context, t *Task, reason string) error {
 // checkpoint, so it resumes before tasks that waited less. It counts a
 // preemption for RequeuePreempted and never a failed attempt.
 func (c *Store) Requeue(ctx context.Context, t *Task, why RequeueReason) error {
+	defer c.touch(t.ID) // once the task is back at its level's head
 	if s := c.shardOf(t.ID); s != c {
-		err := s.Requeue(ctx, t, why)
-		c.touch(t.ID)
-		return err
+		return s.Requeue(ctx, t, why)
 	}
-	err := c.finishOne(ctx, finishOp{t: t, mode: "requeue", a: string(why)})
-	c.touch(t.ID)
-	return err
+	return c.finishOne(ctx, finishOp{t: t, mode: "requeue", a: string(why)})
 }
 
 // finishOp is one transition of a leased task.

@@ -269,10 +269,10 @@ type flushPool struct {
 
 // poolGroup is a group of a flushPool: how many items it has queued with
 // no call in flight, and kick, which starts a call for them if a turn is
-// free (reporting whether it did).
+// free.
 type poolGroup struct {
 	waiting func() int
-	kick    func(context.Context) bool
+	kick    func(context.Context)
 }
 
 // newFlushPool returns a pool of n turns.
@@ -284,7 +284,7 @@ func newFlushPool(n int) *flushPool {
 	return p
 }
 
-// join adds g to p.
+// joinPool adds g to p.
 func joinPool[T any](p *flushPool, g *groupCommit[T]) {
 	g.pool = p
 	p.groups = append(p.groups, poolGroup{waiting: g.waiting, kick: g.kick})
@@ -334,7 +334,7 @@ func (g *groupCommit[T]) waiting() int {
 
 // kick starts a call for the queued items when g has none in flight and a
 // turn is free.
-func (g *groupCommit[T]) kick(ctx context.Context) bool {
+func (g *groupCommit[T]) kick(ctx context.Context) {
 	g.mu.Lock()
 	lead := len(g.queued) > 0 && g.flushing == 0 && g.pool.take()
 	if lead {
@@ -344,5 +344,4 @@ func (g *groupCommit[T]) kick(ctx context.Context) bool {
 	if lead {
 		go g.flush(context.WithoutCancel(ctx), nil, false)
 	}
-	return lead
 }

@@ -331,13 +331,13 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 	var nextDue time.Time
 	now := c.now()
 	for k, s := range c.shards {
-		v := vs[k]
-		if v.due <= 0 {
+		due := vs[k].due
+		if due.IsZero() {
 			continue
 		}
-		s.sweep.at(v.dueAt)
-		if v.due > v.at && (nextDue.IsZero() || v.dueAt.Before(nextDue)) {
-			nextDue = v.dueAt
+		s.sweep.at(due)
+		if due.After(vs[k].got) && (nextDue.IsZero() || due.Before(nextDue)) {
+			nextDue = due
 		}
 	}
 	type reply struct {

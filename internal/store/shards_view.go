@@ -32,8 +32,7 @@ const viewFresh = 3 * time.Millisecond
 // shardView is one shard's view.
 type shardView struct {
 	d, ran []int64   // per level: length, resumed heads at the head
-	due    int64     // the earliest scheduled task or lease deadline (script ms, 0: none), as of the last peek
-	dueAt  time.Time // due on this host's clock (Config.Clock)
+	due    time.Time // the earliest scheduled task or lease deadline as of the last peek, on this host's clock (zero: none)
 	at     int64     // when it was read, on the script's clock (ms)
 	got    time.Time // when it was read, at the latest, on this host's clock (zero: never)
 }
@@ -62,11 +61,8 @@ func (c *Store) touch(id string) {
 func (s *shardViews) keep(k int, v shardView, fromLease bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.v == nil {
-		return
-	}
 	if fromLease {
-		v.due, v.dueAt = s.v[k].due, s.v[k].dueAt
+		v.due = s.v[k].due
 	}
 	if !v.got.Before(s.v[k].got) {
 		s.v[k] = v
@@ -80,9 +76,6 @@ func (s *shardViews) keep(k int, v shardView, fromLease bool) {
 func (c *Store) viewsOf(ctx context.Context, fresh time.Duration, again []bool) ([]shardView, []bool, error) {
 	now := c.now()
 	c.views.mu.Lock()
-	if c.views.v == nil {
-		c.views.v = make([]shardView, len(c.shards))
-	}
 	vs := slices.Clone(c.views.v)
 	c.views.mu.Unlock()
 	read := make([]bool, len(vs))
@@ -105,12 +98,7 @@ func (c *Store) viewsOf(ctx context.Context, fresh time.Duration, again []bool) 
 			}
 		}
 	}
-	for k := range vs { // a view's slices are never written once made
-		if vs[k].d == nil {
-			vs[k].d, vs[k].ran = make([]int64, c.cfg.Levels), make([]int64, c.cfg.Levels)
-		}
-	}
-	return vs, read, nil
+	return vs, read, nil // a view's slices are never written once made
 }
 
 // viewFrom reads a view from vals: per level a length and a ran count,
@@ -170,10 +158,10 @@ func (c *Store) peek(ctx context.Context, only []bool) ([]shardView, error) {
 			out[k].d, out[k].ran = make([]int64, c.cfg.Levels), make([]int64, c.cfg.Levels)
 			continue
 		}
-		v := shardView{at: vals[0], due: vals[1], got: sent}
+		v := shardView{at: vals[0], got: sent}
 		v.d, v.ran = c.viewFrom(vals, 2)
-		if v.due > 0 {
-			v.dueAt = sent.Add(time.Duration(v.due-v.at) * time.Millisecond)
+		if vals[1] > 0 { // the script's ms, made this host's
+			v.due = sent.Add(time.Duration(vals[1]-v.at) * time.Millisecond)
 		}
 		out[k] = v
 	}

@@ -61,14 +61,14 @@
 --
 -- Reply: {code, now, deadline, {corrupt...}, {taken per group}, {ack
 -- results, as finish.lua's}, then id, record, state, checkpoint (false if
--- none) per task leased}, with the view before the tasks when asked. A corrupt entry is a CORRUPT message, or
--- {id, level, message} for a task set aside (its record key held another
--- type: renamed x:<id>, the task dead-lettered at the level it was
--- popped from). code is the ms until the earliest scheduled task
--- is due or lease expires when nothing was popped (0: none), or -1 / -2
--- alone when a reservation is refused (a free slot / a lower victim
--- elsewhere), or an error reply (CORRUPT ...) when a shared key holds
--- another type.
+-- none) per task leased}, with the view before the tasks when asked. A
+-- corrupt entry is a CORRUPT message, or {id, level, message} for a task
+-- set aside (its record key held another type: renamed x:<id>, the task
+-- dead-lettered at the level it was popped from). code is the ms until
+-- the earliest scheduled task is due or lease expires when nothing was
+-- popped (0: none), or -1 / -2 alone when a reservation is refused (a free
+-- slot / a lower victim elsewhere), or an error reply (CORRUPT ...) when a
+-- shared key holds another type.
 --
 -- Keys it touches: those declared in KEYS, and keys of tasks it finds as it
 -- runs, which no caller can name: t:<id>, s:<id>, c:<id> (STRINGs; x:<id>,
@@ -162,7 +162,7 @@ do
     skip = skip, groups = groups, age_after = opt.age or 0, count = count, ret = opt.ret or 0,
     bad = bad, sweep = false, sch = false, exp = false, nf = false, taken = taken,
     out = {0, now, deadline, bad, taken, {}}, vw = opt.view and not rv,
-    set = {}, lz = {}, rz = {}, acnt = {}, bcnt = {}, leased = {}, ns = 0, nr = 0, no = opt.view and not rv and 7 or 6,
+    set = {}, lz = {}, rz = {}, acnt = {}, bcnt = {}, leased = {}, ns = 0, nr = 0, no = 6,
     ids = {}, lvls = {}, n = 0, popped = 0, stuck = false, drained = false, first = false,
     broken = {}, mine = {},
     nows = nows, dls = tostring(deadline), LS = LS,
@@ -171,7 +171,7 @@ do
     spare = 0, lend = {}, lend_i = 1,
     undo = {},
   }
-  if c.vw then c.out[7] = {} end -- the view's place, filled by reply
+  if c.vw then c.out[7], c.no = {}, 7 end -- the view's place, filled by reply; the tasks after it
 end
 
 
