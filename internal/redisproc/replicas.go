@@ -80,28 +80,47 @@ func nodeID(ctx context.Context, addr string) (string, error) {
 	return id, nil
 }
 
-// waitLinkUp waits until the replica at addr reports its link to its
-// master up and its first sync done.
+// waitLinkUp waits until the replica at addr is in sync (ReplicaInSync).
 func waitLinkUp(ctx context.Context, addr string) error {
-	rc := redis.NewClient(&redis.Options{Addr: addr})
-	defer rc.Close()
 	var last string
 	for {
-		info, err := rc.Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") {
+		ok, why := ReplicaInSync(ctx, addr)
+		if ok {
 			return nil
 		}
-		last = info
-		if err != nil {
-			last = err.Error()
-		}
+		last = why
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redisproc: replica %s: link not up: %w; last:\n%s", addr, ctx.Err(), last)
+			return fmt.Errorf("redisproc: replica %s: %w; last: %s", addr, ctx.Err(), last)
 		case <-time.After(100 * time.Millisecond): // polling the replication link
 		}
 	}
 }
+
+// ReplicaInSync reports whether the replica at addr has its link to its
+// master up and no sync in progress, and if not, why.
+func ReplicaInSync(ctx context.Context, addr string) (bool, string) {
+	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rc.Close()
+	info, err := rc.Info(ctx, "replication").Result()
+	if err != nil || !strings.Contains(info, "master_link_status:up") || !strings.Contains(info, "master_sync_in_progress:0") {
+		return false, fmt.Sprintf("replica %s not in sync (%v)", addr, err)
+	}
+	return true, ""
+}
+
+// IsMaster reports whether the server at addr answers ROLE as a master.
+func IsMaster(ctx context.Context, addr string) bool {
+	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer rc.Close()
+	role, err := rc.Do(ctx, "ROLE").Slice()
+	return err == nil && len(role) > 0 && role[0] == "master"
+}
+
+// WaitOK waits until every node, replicas included, reports the cluster
+// ok with all slots assigned (as StartCluster does before it returns), for
+// a caller that changed the cluster since (a failover, say).
+func (c *Cluster) WaitOK(ctx context.Context) error { return c.waitOK(ctx) }
 
 // Replicas are the replicas' servers, ClusterOptions.Replicas per master
 // in the masters' order.

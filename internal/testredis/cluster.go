@@ -13,6 +13,7 @@ import (
 type Cluster struct {
 	addrs    []string
 	replicas []string // StartClusterWithReplicas: the replica of each master in addrs
+	rc       *redisproc.Cluster
 	client   *redis.ClusterClient
 }
 
@@ -45,7 +46,7 @@ func startCluster(t testing.TB, replicas int) *Cluster {
 		t.Fatalf("testredis: %v", err)
 	}
 	t.Cleanup(func() { _ = rc.Kill() })
-	c := &Cluster{addrs: rc.Addrs()}
+	c := &Cluster{addrs: rc.Addrs(), rc: rc}
 	for _, r := range rc.Replicas() {
 		c.replicas = append(c.replicas, r.Addr())
 	}

@@ -3,10 +3,11 @@ package testredis
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/overtake/overtake/internal/redisproc"
 )
 
 // Failover makes the replica of master i (StartClusterWithReplicas) its
@@ -24,29 +25,15 @@ func (c *Cluster) Failover(ctx context.Context, i int) (string, error) {
 	if err := rc.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
 		return "", fmt.Errorf("testredis: CLUSTER FAILOVER on %s: %w", addr, err)
 	}
-	for {
-		role, err := rc.Do(ctx, "ROLE").Slice()
-		if err == nil && len(role) > 0 && role[0] == "master" && c.allOK(ctx) {
-			return addr, nil
-		}
+	for !redisproc.IsMaster(ctx, addr) {
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("testredis: failover to %s: %w (role %v, %v)", addr, ctx.Err(), role, err)
+			return "", fmt.Errorf("testredis: failover to %s: %w", addr, ctx.Err())
 		case <-time.After(50 * time.Millisecond): // polling the switchover
 		}
 	}
-}
-
-// allOK reports whether every node, masters and replicas, says
-// cluster_state:ok.
-func (c *Cluster) allOK(ctx context.Context) bool {
-	for _, a := range append(c.Addrs(), c.replicas...) {
-		n := redis.NewClient(&redis.Options{Addr: a})
-		info, err := n.ClusterInfo(ctx).Result()
-		_ = n.Close()
-		if err != nil || !strings.Contains(info, "cluster_state:ok") {
-			return false
-		}
+	if err := c.rc.WaitOK(ctx); err != nil {
+		return "", fmt.Errorf("testredis: failover to %s: %w", addr, err)
 	}
-	return true
+	return addr, nil
 }

@@ -215,11 +215,8 @@ func (g *Group) ready(ctx context.Context) (bool, string) {
 	nodes, sentinels := g.nodes[1:], g.sentinels
 	g.mu.Unlock()
 	for _, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
-		info, err := c.Info(ctx, "replication").Result()
-		_ = c.Close()
-		if err != nil || !strings.Contains(info, "master_link_status:up") {
-			return false, fmt.Sprintf("replica %s not in sync (%v)", n.Addr(), err)
+		if ok, why := redisproc.ReplicaInSync(ctx, n.Addr()); !ok {
+			return false, why
 		}
 	}
 	for _, s := range sentinels {

@@ -102,7 +102,7 @@ func (g *Group) WaitFailover(ctx context.Context, old string) (addr string, at t
 			if at.IsZero() {
 				at = time.Now()
 			}
-			if isMaster(ctx, a) {
+			if redisproc.IsMaster(ctx, a) {
 				return a, at, nil
 			}
 		}
@@ -112,13 +112,6 @@ func (g *Group) WaitFailover(ctx context.Context, old string) (addr string, at t
 		case <-time.After(10 * time.Millisecond): // polling the sentinels
 		}
 	}
-}
-
-func isMaster(ctx context.Context, addr string) bool {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
-	defer c.Close()
-	role, err := c.Do(ctx, "ROLE").Slice()
-	return err == nil && len(role) > 0 && role[0] == "master"
 }
 
 // Rejoin starts the data node on addr again, as a killed old primary
