@@ -221,7 +221,7 @@ func reshardUnderLoad(t *testing.T, shards int, failover bool) {
 	go func() {
 		start := time.Now()
 		if failover {
-			p, err := failoverSlot(ctx, cl, cc, slot)
+			p, err := failoverSlot(ctx, cl, slot)
 			promoted = p
 			migrated <- result{nil, err, time.Since(start)}
 			return
@@ -280,26 +280,10 @@ func reshardUnderLoad(t *testing.T, shards int, failover bool) {
 
 // failoverSlot fails over the master that serves slot to its replica
 // (testredis.Cluster.Failover) and returns the replica's address.
-func failoverSlot(ctx context.Context, cl *testredis.Cluster, cc *redis.ClusterClient, slot int) (string, error) {
-	shards, err := cc.ClusterShards(ctx).Result()
+func failoverSlot(ctx context.Context, cl *testredis.Cluster, slot int) (string, error) {
+	owner, err := cl.SlotOwner(ctx, slot)
 	if err != nil {
 		return "", err
 	}
-	for _, sh := range shards {
-		in := false
-		for _, r := range sh.Slots {
-			in = in || (int64(slot) >= r.Start && int64(slot) <= r.End)
-		}
-		for _, n := range sh.Nodes {
-			if !in || n.Role != "master" {
-				continue
-			}
-			for i, a := range cl.Addrs() {
-				if a == fmt.Sprintf("%s:%d", n.IP, n.Port) {
-					return cl.Failover(ctx, i)
-				}
-			}
-		}
-	}
-	return "", fmt.Errorf("no master of slot %d among %v", slot, cl.Addrs())
+	return cl.Failover(ctx, owner)
 }

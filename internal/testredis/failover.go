@@ -3,6 +3,7 @@ package testredis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -10,14 +11,16 @@ import (
 	"github.com/overtake/overtake/internal/redisproc"
 )
 
-// Failover makes the replica of master i (StartClusterWithReplicas) its
-// master the way an operator's switchover does, CLUSTER FAILOVER on the
-// replica (the master stops its clients, the replica catches up and takes
-// over the slots), and waits until it reports itself master and every
-// node the cluster ok. It returns the new master's address.
-func (c *Cluster) Failover(ctx context.Context, i int) (string, error) {
-	if i >= len(c.replicas) {
-		return "", fmt.Errorf("testredis: master %d has no replica (StartClusterWithReplicas)", i)
+// Failover makes the replica of master (one of Addrs, of a cluster of
+// StartClusterWithReplicas) its master the way an operator's switchover
+// does, CLUSTER FAILOVER on the replica (the master stops its clients, the
+// replica catches up and takes over the slots), and waits until it
+// reports itself master and every node the cluster ok. It returns the new
+// master's address.
+func (c *Cluster) Failover(ctx context.Context, master string) (string, error) {
+	i := slices.Index(c.addrs, master)
+	if i < 0 || i >= len(c.replicas) {
+		return "", fmt.Errorf("testredis: %s is no master with a replica (StartClusterWithReplicas)", master)
 	}
 	addr := c.replicas[i]
 	rc := redis.NewClient(&redis.Options{Addr: addr})
