@@ -26,10 +26,11 @@ type leaseArgs struct {
 
 // leaseGroupArgs is one of leaseArgs.Groups (a LeaseGroup).
 type leaseGroupArgs struct {
-	Count  int    `json:"count"`
-	Levels []int  `json:"levels"`
-	Pool   string `json:"pool,omitempty"`
-	Spare  bool   `json:"spare,omitempty"`
+	Count   int    `json:"count"`
+	Levels  []int  `json:"levels"`
+	Pool    string `json:"pool,omitempty"`
+	Spare   bool   `json:"spare,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
 }
 
 // reserveArgs is leaseArgs.Reserve, the options of a reservation.
@@ -52,7 +53,7 @@ type reserveArgs struct {
 func groupArgs(groups []LeaseGroup, skip []int, levels int) []leaseGroupArgs {
 	var out []leaseGroupArgs
 	for _, g := range groups {
-		a := leaseGroupArgs{Count: max(g.Count, 0), Levels: []int{}, Spare: g.Spare}
+		a := leaseGroupArgs{Count: max(g.Count, 0), Levels: []int{}, Spare: g.Spare, Resumed: g.resumed}
 		if g.Spare {
 			a.Count = 0
 		} else if g.Pool > 0 {
@@ -94,25 +95,35 @@ func (c *Store) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseR
 	if !c.sharded() {
 		return c.reserveOne(ctx, req)
 	}
-	s, err := c.reserveShard(ctx, req)
-	if err == nil && !req.IgnoreFleet {
-		req.fleet, err = c.fleetView(ctx, s, req)
+	// The shard is chosen from views, so the call leases only while they
+	// are under shardLeaseWindow old (ReserveRequest.by); one that came
+	// later, and leased nothing, is made again from fresh views.
+	for try := 1; ; try++ {
+		s, by, err := c.reserveShard(ctx, req)
+		req.by = by
+		if err == nil && !req.IgnoreFleet {
+			req.fleet, err = c.fleetView(ctx, s, req)
+		}
+		if err != nil {
+			return nil, &LeaseResult{}, err
+		}
+		t, res, err := s.reserveOne(ctx, req)
+		if errors.Is(err, ErrNoTask) && res != nil && res.at > by && try < shardLeaseRounds {
+			continue
+		}
+		if v := c.shardOf(req.VictimID); err == nil && v != s && req.VictimID != "" {
+			// The script took the victim out of its own shard's running set
+			// only: out of the victim's too, so no other worker picks it.
+			_ = v.rdb.ZRem(ctx, v.keys.running(), req.VictimID).Err()
+		}
+		return t, res, err
 	}
-	if err != nil {
-		return nil, &LeaseResult{}, err
-	}
-	t, res, err := s.reserveOne(ctx, req)
-	if v := c.shardOf(req.VictimID); err == nil && v != s && req.VictimID != "" {
-		// The script took the victim out of its own shard's running set
-		// only: out of the victim's too, so no other worker picks it.
-		_ = v.rdb.ZRem(ctx, v.keys.running(), req.VictimID).Err()
-	}
-	return t, res, err
 }
 
 // reserveOne is Reserve in c's shard.
 func (c *Store) reserveOne(ctx context.Context, req ReserveRequest) (*Task, *LeaseResult, error) {
-	res, _, err := c.lease(ctx, LeaseRequest{Worker: req.Worker, Count: 1, MinLevel: req.MinLevel, Skip: req.Skip}, &req)
+	res, _, err := c.lease(ctx, LeaseRequest{Worker: req.Worker, Count: 1, MinLevel: req.MinLevel, Skip: req.Skip,
+		by: req.by}, &req)
 	if err != nil {
 		return nil, res, err
 	}

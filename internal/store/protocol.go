@@ -57,6 +57,11 @@ type LeaseGroup struct {
 	// whose slots the group's tasks take; a spare group's tasks take the
 	// slots the counted groups before it left free, in order. 0: none.
 	Pool int
+	// resumed: the group takes only tasks at its level's head that ran
+	// before (preempted ones), up to Count, never a fresh one (a sharded
+	// lease's allocation of resumed heads, shards_lease.go: another worker
+	// may have taken them since the view).
+	resumed bool
 }
 
 // LeaseResult is what one lease call got.
@@ -137,4 +142,9 @@ type ReserveRequest struct {
 	// fleet is the fleet outside the reserving shard (a queue of several
 	// shards; set by Reserve).
 	fleet *fleetView
+	// by: on a queue of several shards, the reservation leases nothing
+	// later than this (ms, the script's clock; 0: no bound), as a sharded
+	// lease's calls (LeaseRequest.by): its shard was chosen from views
+	// read shardLeaseWindow before (set by Reserve).
+	by int64
 }

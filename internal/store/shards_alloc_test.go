@@ -22,7 +22,7 @@ func TestAllocateResumedAcrossGroups(t *testing.T) {
 	require.Equal(t, []LeaseGroup{{Levels: []int{0}, Count: 1, Pool: 1}, {Levels: []int{0}, Count: 1, Pool: 2}},
 		out[2].groups)
 	require.Equal(t, []bool{true, true}, out[2].resumed)
-	require.Equal(t, 2*0+1, out[2].order(1), "resumed only: before fresh calls of the level")
+	require.Equal(t, []int{2*0 + 1, 2*0 + 1}, []int{out[2].rank(0), out[2].rank(1)}, "resumed: before fresh tasks of the level")
 }
 
 // TestAllocateStartsWhereAcksWait: fresh tasks of a level come first from

@@ -17,9 +17,10 @@ import (
 // per shard, all in one round trip (peek). The worker then
 // allocates its free slots from the top level down, across the shards,
 // group by group as a one-shard lease would (allocate), and second sends
-// one lease call to each shard it allocated slots in, all at once, each
-// asking for exactly its allocation, level by level: a shard never gives a
-// task of a level the allocation did not choose. A task of a higher level
+// the lease calls of the shards it allocated slots in, in waves by rank
+// (shards_waves.go), each asking for exactly its allocation, level by
+// level: a shard never gives a task of a level the allocation did not
+// choose. A task of a higher level
 // that arrives between the steps, one round trip, is seen by the next
 // lease; one that another worker took meanwhile leaves the slot free for
 // the next lease. A shard whose sweep is due (promotion of due tasks,
@@ -33,30 +34,6 @@ type shardAlloc struct {
 	of     []int
 	// resumed: each group takes only resumed heads (allocate's first pass).
 	resumed []bool
-}
-
-// order is the rank of a's call among a lease's calls: those with the
-// higher rank go first. Its lowest level ranks it (a call that takes a
-// lower level waits for those that take higher ones), then whether it
-// takes only resumed heads at that level (fresh tasks of a level wait for
-// the resumed ones); a sweep alone ranks first.
-func (a shardAlloc) order(levels int) int {
-	if len(a.groups) == 0 {
-		return 2 * levels
-	}
-	low, onlyResumed := levels, true
-	for i, g := range a.groups {
-		switch l := g.Levels[0]; {
-		case l < low:
-			low, onlyResumed = l, a.resumed[i]
-		case l == low:
-			onlyResumed = onlyResumed && a.resumed[i]
-		}
-	}
-	if onlyResumed {
-		return 2*low + 1
-	}
-	return 2 * low
 }
 
 // want is one group of a request as allocate reads it: its levels, highest
@@ -340,70 +317,74 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 			nextDue = due
 		}
 	}
-	type reply struct {
-		res *LeaseResult
-		err error
-	}
-	replies := make([]reply, len(c.shards))
 	if !last && c.now().Sub(peeked) > shardLeaseWindow {
 		// Too late already: calls would lease nothing (by); read again.
 		return newLeaseResult(len(req.Groups)), allocated, true, nil
 	}
 	// Each call leases only while every shard's view is under
-	// shardLeaseWindow old; calls go in rank order (shardAlloc.order), those
-	// of one rank at once, so that a worker that lost a higher task (or a
-	// resumed head) to another worker's lease takes lower ones only once
-	// that task is leased.
+	// shardLeaseWindow old (by), and the calls go in waves
+	// (shards_waves.go): a wave only once the one before landed.
 	by := oldest + shardLeaseWindow.Milliseconds()
-	for rank := 2 * c.cfg.Levels; rank >= 0; rank-- {
+	sweep := make([]bool, len(c.shards))
+	for k, s := range c.shards {
+		sweep[k] = s.sweep.pending(now) || s.carried.size() >= carryFlushAt
+	}
+	out := newLeaseResult(len(req.Groups))
+	out.NextDue = nextDue
+	var firstErr error
+	ok := false
+	for i, wave := range waves(allocs, sweep) {
+		if i > 0 && (late || firstErr != nil || c.now().Sub(peeked) > shardLeaseWindow) {
+			late = true // what is left waits for the next round
+			break
+		}
+		replies := make([]*LeaseResult, len(wave))
+		errs := make([]error, len(wave))
 		var wg sync.WaitGroup
-		for k, s := range c.shards {
-			a := allocs[k]
-			if a.order(c.cfg.Levels) != rank ||
-				(len(a.groups) == 0 && !s.sweep.pending(now) && s.carried.size() < carryFlushAt) {
-				continue
+		for j, call := range wave {
+			s := c.shards[call.k]
+			sub := LeaseRequest{Worker: req.Worker, Skip: req.Skip, Groups: slices.Clone(call.a.groups), by: by, view: true}
+			for g := range sub.Groups {
+				sub.Groups[g].resumed = call.a.resumed[g]
 			}
-			sub := LeaseRequest{Worker: req.Worker, Skip: req.Skip, Groups: a.groups, by: by, view: true}
 			if len(sub.Groups) == 0 {
 				sub.Groups = []LeaseGroup{{}} // a sweep alone: no task
 			}
 			wg.Go(func() {
 				sent := c.now()
 				res, _, err := s.lease(ctx, sub, nil)
-				replies[k] = reply{res, err}
+				replies[j], errs[j] = res, err
 				if err == nil && len(res.view) == 2*c.cfg.Levels {
 					v := shardView{at: res.at, got: sent}
 					v.d, v.ran = c.viewFrom(res.view, 0)
-					c.views.keep(k, v, true)
+					c.views.keep(call.k, v, true)
 				}
 			})
 		}
 		wg.Wait()
-	}
-	late = c.now().Sub(peeked) > shardLeaseWindow
-	out := newLeaseResult(len(req.Groups))
-	out.NextDue = nextDue
-	var firstErr error
-	ok := false
-	for k, r := range replies {
-		if r.err != nil {
-			firstErr = cmp.Or(firstErr, r.err)
-			continue
-		}
-		if r.res == nil {
-			continue
-		}
-		ok = true
-		// The shard's groups counted by the request's (allocs[k].of).
-		counts := r.res.GroupCounts
-		r.res.GroupCounts = make([]int, len(out.GroupCounts))
-		for j, n := range counts {
-			if j < len(allocs[k].of) && allocs[k].of[j] < len(out.GroupCounts) {
-				r.res.GroupCounts[allocs[k].of[j]] += n
+		for j, call := range wave {
+			if errs[j] != nil {
+				firstErr = cmp.Or(firstErr, errs[j])
+				continue
 			}
+			res := replies[j]
+			if res == nil {
+				continue
+			}
+			ok = true
+			late = late || (len(call.a.groups) > 0 && res.at > by)
+			// The call's groups counted by the request's (call.a.of).
+			counts := res.GroupCounts
+			res.GroupCounts = make([]int, len(out.GroupCounts))
+			for g, n := range counts {
+				if g < len(call.a.of) && call.a.of[g] < len(out.GroupCounts) {
+					res.GroupCounts[call.a.of[g]] += n
+				}
+			}
+			mergeLease(out, res)
 		}
-		mergeLease(out, r.res)
 	}
+	late = late || c.now().Sub(peeked) > shardLeaseWindow
 	if !ok && firstErr != nil {
 		return nil, 0, false, firstErr
 	}
@@ -413,14 +394,20 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 // reserveShard picks the shard a reservation leases from: the one whose
 // highest pending level at req.MinLevel or above (and not skipped) is the
 // highest; on a tie one whose head ran before, else the first from a
-// random start. ErrNoTask when none has one.
-func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (*Store, error) {
+// random start. ErrNoTask when none has one. by bounds the reservation's
+// call as a lease round's (shardLeaseWindow after the oldest view).
+func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (_ *Store, by int64, _ error) {
 	if err := c.ready(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	vs, _, err := c.viewsOf(ctx, 0, nil)
 	if err != nil {
-		return nil, wrapf(err, "reserve")
+		return nil, 0, wrapf(err, "reserve")
+	}
+	for _, v := range vs {
+		if !v.got.IsZero() && (by == 0 || v.at+shardLeaseWindow.Milliseconds() < by) {
+			by = v.at + shardLeaseWindow.Milliseconds()
+		}
 	}
 	d, ran := viewMatrix(vs)
 	best, bestL := -1, -1
@@ -437,7 +424,7 @@ func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (*Store, e
 		}
 	}
 	if best < 0 {
-		return nil, ErrNoTask
+		return nil, 0, ErrNoTask
 	}
-	return c.shards[best], nil
+	return c.shards[best], by, nil
 }

@@ -38,6 +38,9 @@
 --                     array, highest first), pool (the slot pool its tasks
 --                     hold, a string) [none], spare (true: it takes what
 --                     earlier counted groups left, and count is ignored)
+--                     [false], resumed (true: only tasks at the head of
+--                     its level that ran before, up to count: a sharded
+--                     lease's resumed heads, ran_heads in view.lua)
 --                     [false]} [one group of count tasks from max level
 --                     down to min]
 --            by       ms: lease nothing when now is later (the second
@@ -534,6 +537,15 @@ if err then return err end
 for gi, g in ipairs(c.groups) do
   local n0 = c.n
   local want = g.spare and c.spare or g.count -- a spare group: what the others left
+  if g.resumed then
+    -- Only what is still a resumed head: another worker may have taken
+    -- the ones the view counted; a fresh task of the level may not
+    -- pass another shard's resumed head.
+    local lv = choose_levels(g)[1]
+    local ok, ran = false, 0
+    if lv then ok, ran = pcall(ran_heads, P, P .. 'p:' .. lv, want) end
+    want = ok and math.min(want, ran) or 0
+  end
   c.count = c.n + want
   while want > 0 and not c.stuck do
     local from = #c.ids + 1

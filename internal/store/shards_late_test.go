@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testredis"
+)
+
+// These tests put a hook between a sharded Store and Redis to make one
+// call of a lease or a reservation fail or come late, as a loaded machine
+// or a failing master does.
+
+// hookedEnv is newEnv on a client of its own with hook h, for 3 shards.
+func hookedEnv(t *testing.T, b testredis.Backend, h redis.Hook, tag string) *env {
+	rdb := redis.NewClient(&redis.Options{Addr: b.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rdb.AddHook(h)
+	return newEnvOn(t, rdb, b.Prefix+"."+tag, func(c *Config) { c.Shards = 3 })
+}
+
+// refuseShard fails the lease calls whose keys are under prefix while on.
+type refuseShard struct {
+	prefix string
+	on     atomic.Bool
+	hits   atomic.Int64
+}
+
+func (h *refuseShard) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *refuseShard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *refuseShard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if h.on.Load() && len(args) > 3 && (args[1] == leaseScript.Hash() || args[1] == luaSource("lease.lua")) {
+			for _, a := range args[3:] {
+				if s, ok := a.(string); ok && strings.HasPrefix(s, h.prefix) {
+					h.hits.Add(1)
+					err := errors.New("ERR test: shard refused")
+					cmd.SetErr(err)
+					return err
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestShardLeaseStopsAtFailedWave: while the call of the shard holding a
+// preempted task (a resumed head of level 0) fails, a lease of two slots
+// does not take another shard's fresh task of that level (its wave goes
+// only once the resumed head's call landed); once the shard answers, the
+// lease takes the resumed head and then the fresh task. Without the waves'
+// stop, the fresh task was leased while the resumed head waited.
+func TestShardLeaseStopsAtFailedWave(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		h := &refuseShard{}
+		e := hookedEnv(t, b, h, "waves")
+		h.prefix = e.c.shards[1].keys.prefix
+
+		p := e.enqueueIn(1, 3, 0, "preempted")
+		got := e.lease("w", 1)
+		require.Len(t, got, 1)
+		require.Equal(t, p.ID, got[0].ID)
+		require.NoError(t, e.c.Requeue(e.ctx, got[0], RequeuePreempted))
+		fresh := e.enqueueIn(0, 3, 0, "fresh")
+
+		h.on.Store(true)
+		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 2})
+		require.Positive(t, h.hits.Load(), "the resumed head's shard was called")
+		if err == nil {
+			require.Empty(t, res.Tasks, "no fresh task while the resumed head's call fails")
+		}
+
+		h.on.Store(false)
+		tasks := e.lease("w", 2)
+		require.Len(t, tasks, 2)
+		ids := []string{tasks[0].ID, tasks[1].ID}
+		require.ElementsMatch(t, []string{p.ID, fresh.ID}, ids)
+	})
+}
+
+// onPipeline runs fn before the nth pipeline its client sends (n from 1),
+// once.
+type onPipeline struct {
+	n, seen atomic.Int64
+	fn      func()
+}
+
+func (h *onPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *onPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *onPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.seen.Add(1) == h.n.Load() {
+			h.fn()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestShardReserveLate: a sharded reservation chooses its shard from a
+// peek of every shard, then reads the fleet (two pipelines), then calls
+// that shard; when the call comes more than shardLeaseWindow after the
+// peek, a level 2 task enqueued meanwhile in another shard had been
+// pending past the inversion bound, so the late call leases nothing and
+// the reservation is made again from fresh views: it takes the level 2
+// task, not the level 1 one the first peek chose.
+func TestShardReserveLate(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		h := &onPipeline{}
+		e := hookedEnv(t, b, h, "reserve")
+		other, err := New(e.rdb, e.c.cfg)
+		require.NoError(t, err)
+		e.enqueueIn(2, 3, 0, "low")
+		victim := e.lease("w", 1)
+		require.Len(t, victim, 1)
+		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: victim})
+		require.NoError(t, err)
+		e.enqueueIn(0, 3, 1, "mid")
+
+		var top *Task
+		h.n.Store(h.seen.Load() + 2) // the reservation's first fleet read, after its peek
+		h.fn = func() {
+			top = NewTask("t", nil)
+			top.ID = idIn(1, 3, "top")
+			_, err := other.Enqueue(e.ctx, top, Level(2))
+			require.NoError(t, err)
+			e.clk.Advance(shardLeaseWindow + 3*time.Millisecond)
+		}
+		got, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w", VictimID: victim[0].ID, VictimLevel: 0,
+			MinLevel: 1, MaxPreemptions: -1})
+		require.NoError(t, err)
+		require.NotNil(t, top, "the hook ran")
+		require.Equal(t, top.ID, got.ID, "the late call leased nothing; the next chose the level 2 task")
+	})
+}
