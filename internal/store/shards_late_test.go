@@ -145,3 +145,33 @@ func TestShardReserveLate(t *testing.T) {
 		require.Equal(t, top.ID, got.ID, "the late call leased nothing; the next chose the level 2 task")
 	})
 }
+
+// TestShardLeasePushedBack: a preempted task that comes back to the head
+// of level 1 in shard 1 after this worker's views were read takes the slot
+// the allocation gave shard 1's fresh level 1 task; the round stops before
+// its level 0 wave (passedOver) and the next round takes the fresh level 1
+// task, so no level 0 task is leased while it waits (without the stop,
+// the lease took a level 0 task of shard 0 beside the resumed one).
+func TestShardLeasePushedBack(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Shards = 3 })
+		other, err := New(e.rdb, e.c.cfg)
+		require.NoError(t, err)
+		r := e.enqueueIn(1, 3, 1, "resumed")
+		res, err := other.Lease(e.ctx, LeaseRequest{Worker: "o", Count: 1})
+		require.NoError(t, err)
+		require.Equal(t, r.ID, res.Tasks[0].ID)
+		fresh := e.enqueueIn(1, 3, 1, "fresh")
+		e.enqueueIn(0, 3, 0, "low")
+		_, _, err = e.c.viewsOf(e.ctx, 0, nil) // this worker's views: fresh, the clock stands still
+		require.NoError(t, err)
+		require.NoError(t, other.Requeue(e.ctx, res.Tasks[0], RequeuePreempted))
+
+		got := e.lease("w", 2)
+		ids := []string{}
+		for _, tk := range got {
+			ids = append(ids, tk.ID)
+		}
+		require.ElementsMatch(t, []string{r.ID, fresh.ID}, ids, "both level 1 tasks, no level 0 one")
+	})
+}

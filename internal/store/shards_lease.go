@@ -333,8 +333,9 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 	out.NextDue = nextDue
 	var firstErr error
 	ok := false
+	post := make([][2][]int64, len(c.shards)) // the views the calls' replies left
 	for i, wave := range waves(allocs, sweep) {
-		if i > 0 && (late || firstErr != nil || c.now().Sub(peeked) > shardLeaseWindow) {
+		if i > 0 && (late || firstErr != nil || c.now().Sub(peeked) > shardLeaseWindow || passedOver(ws, wave, post)) {
 			late = true // what is left waits for the next round
 			break
 		}
@@ -358,6 +359,7 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 					v := shardView{at: res.at, got: sent}
 					v.d, v.ran = c.viewFrom(res.view, 0)
 					c.views.keep(call.k, v, true)
+					post[call.k] = [2][]int64{v.d, v.ran}
 				}
 			})
 		}

@@ -522,6 +522,20 @@ local function reply()
   return out
 end
 
+-- group_want returns how many tasks group g asks for: a spare group what
+-- the counted groups left; a group of resumed heads only as many as are
+-- still resumed heads at its level's head (another worker may have taken
+-- those the view counted, and a fresh task may not pass another shard's
+-- resumed head in their place).
+local function group_want(g)
+  local want = g.spare and c.spare or g.count
+  if not g.resumed then return want end
+  local lv = choose_levels(g)[1]
+  if not lv then return 0 end
+  local ok, ran = pcall(ran_heads, P, P .. 'p:' .. lv, want)
+  return ok and math.min(want, ran) or 0
+end
+
 -- The lease, stage by stage.
 local err = read_due() or end_acks()
 if err then return err end
@@ -536,16 +550,7 @@ if c.rv and not c.rv.ignore_fleet then err = fleet_refuses(c.now, c.worker, c.mi
 if err then return err end
 for gi, g in ipairs(c.groups) do
   local n0 = c.n
-  local want = g.spare and c.spare or g.count -- a spare group: what the others left
-  if g.resumed then
-    -- Only what is still a resumed head: another worker may have taken
-    -- the ones the view counted; a fresh task of the level may not
-    -- pass another shard's resumed head.
-    local lv = choose_levels(g)[1]
-    local ok, ran = false, 0
-    if lv then ok, ran = pcall(ran_heads, P, P .. 'p:' .. lv, want) end
-    want = ok and math.min(want, ran) or 0
-  end
+  local want = group_want(g)
   c.count = c.n + want
   while want > 0 and not c.stuck do
     local from = #c.ids + 1
