@@ -113,6 +113,12 @@ func (h *heartbeater) send(ctx context.Context, leases []*store.Task, capacity i
 		h.counts.restore(counts, poolCounts)
 		return err
 	}
+	if reply.Unreached != nil {
+		// A sharded queue: the other shards' leases were extended; these
+		// shards' are not, and their tasks here may be lost (reported
+		// once their shards answer).
+		h.log.Warn("heartbeat: some shards did not answer", zap.Error(reply.Unreached))
+	}
 	h.held.setPaused(mirror.PauseModes(reply.Paused))
 	sent := make(map[string]string, len(leases))
 	for _, t := range leases {

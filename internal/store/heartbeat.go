@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // heartbeatScript is lua/heartbeat.lua: it registers a live worker and
@@ -71,18 +73,29 @@ func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, e
 		parts[k].Leases = append(parts[k].Leases, t)
 	}
 	replies := make([]*HeartbeatReply, len(c.shards))
-	err := c.eachShard(ctx, func(ctx context.Context, k int, s *Store) (err error) {
-		replies[k], err = s.heartbeatOne(ctx, parts[k])
-		return err
-	})
-	if err != nil {
-		return nil, err
+	errs := make([]error, len(c.shards))
+	var wg sync.WaitGroup
+	for k, s := range c.shards {
+		wg.Go(func() { replies[k], errs[k] = s.heartbeatOne(ctx, parts[k]) })
 	}
+	wg.Wait()
+	if errs[0] != nil {
+		return nil, errs[0]
+	}
+	// One shard's master down does not fail the rest: their leases are
+	// extended and their lost ones reported (a lease takes from the
+	// shards that answer, too).
 	out := replies[0]
-	for _, r := range replies[1:] {
+	var unreached []error
+	for k, r := range replies[1:] {
+		if errs[k+1] != nil {
+			unreached = append(unreached, fmt.Errorf("shard %d: %w", k+1, errs[k+1]))
+			continue
+		}
 		out.Lost = append(out.Lost, r.Lost...)
 		out.Canceled = append(out.Canceled, r.Canceled...)
 	}
+	out.Unreached = errors.Join(unreached...)
 	return out, nil
 }
 

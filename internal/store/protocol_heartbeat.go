@@ -53,6 +53,12 @@ type HeartbeatReply struct {
 	// requested (Cancel): the caller cancels their runs; however their
 	// lease ends, they end canceled unless they succeed.
 	Canceled []string
+	// Unreached, on a queue of several shards, is why some shards other
+	// than shard 0 did not answer (nil: every shard did): the heartbeat
+	// holds what the others did (shard 0 holds the fleet-wide part:
+	// capacity, counts, pauses), and the leases in those shards were not
+	// extended. A heartbeat whose shard 0 did not answer fails whole.
+	Unreached error
 }
 
 // RequeueReason says why a running task goes back to its level.

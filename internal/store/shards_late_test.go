@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,11 +27,13 @@ func hookedEnv(t *testing.T, b testredis.Backend, h redis.Hook, tag string) *env
 	return newEnvOn(t, rdb, b.Prefix+"."+tag, func(c *Config) { c.Shards = 3 })
 }
 
-// refuseShard fails the lease calls whose keys are under prefix while on.
+// refuseShard fails the calls of a script (the lease script unless sha
+// and src are set) whose keys are under prefix while on.
 type refuseShard struct {
-	prefix string
-	on     atomic.Bool
-	hits   atomic.Int64
+	prefix   string
+	sha, src string
+	on       atomic.Bool
+	hits     atomic.Int64
 }
 
 func (h *refuseShard) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -42,7 +45,11 @@ func (h *refuseShard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func (h *refuseShard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if h.on.Load() && len(args) > 3 && (args[1] == leaseScript.Hash() || args[1] == luaSource("lease.lua")) {
+		sha, src := h.sha, h.src
+		if sha == "" {
+			sha, src = leaseScript.Hash(), luaSource("lease.lua")
+		}
+		if h.on.Load() && len(args) > 3 && (args[1] == sha || args[1] == src) {
 			for _, a := range args[3:] {
 				if s, ok := a.(string); ok && strings.HasPrefix(s, h.prefix) {
 					h.hits.Add(1)
@@ -173,5 +180,65 @@ func TestShardLeasePushedBack(t *testing.T) {
 			ids = append(ids, tk.ID)
 		}
 		require.ElementsMatch(t, []string{r.ID, fresh.ID}, ids, "both level 1 tasks, no level 0 one")
+	})
+}
+
+// TestShardHeartbeatPartial: a heartbeat on a queue of several shards
+// whose shard 1 does not answer (its master down) still extends the
+// leases of the others and reports their lost ones, and says which shard
+// it missed (Unreached); one whose shard 0 (capacity, counts, pauses)
+// does not answer fails whole. Before, any shard's error failed the
+// heartbeat, and the runtime took it for an outage of Redis.
+func TestShardHeartbeatPartial(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		h := &refuseShard{sha: heartbeatScript.Hash(), src: luaSource("heartbeat.lua")}
+		e := hookedEnv(t, b, h, "heartbeat")
+		var held []*Task
+		for k := range 3 {
+			e.enqueueIn(k, 3, 0, fmt.Sprint("t", k))
+		}
+		held = e.lease("w", 3)
+		require.Len(t, held, 3)
+		bad := make([]*Task, 0, 3) // shard 2's lease reported with a stale token: lost
+		for _, tk := range held {
+			if shardIndex(tk.ID, 3) == 2 {
+				c := *tk
+				c.Token = "stale"
+				tk = &c
+			}
+			bad = append(bad, tk)
+		}
+		deadline := func(k int, id string) float64 {
+			s := e.c.shards[k]
+			v, err := e.rdb.ZScore(e.ctx, s.keys.prefix+"leases", id).Result()
+			require.NoError(t, err)
+			return v
+		}
+		before := map[string]float64{}
+		for _, tk := range held {
+			before[tk.ID] = deadline(shardIndex(tk.ID, 3), tk.ID)
+		}
+
+		h.prefix, _ = e.c.shards[1].keys.prefix, h.on.Swap(true)
+		e.clk.Advance(time.Second)
+		reply, err := e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 3, Leases: bad})
+		require.NoError(t, err)
+		require.Positive(t, h.hits.Load())
+		require.ErrorContains(t, reply.Unreached, "shard 1")
+		for _, tk := range held {
+			switch k := shardIndex(tk.ID, 3); k {
+			case 0:
+				require.Greater(t, deadline(k, tk.ID), before[tk.ID], "shard 0's lease extended")
+			case 1:
+				require.Equal(t, before[tk.ID], deadline(k, tk.ID), "shard 1 did not answer")
+			case 2:
+				require.Equal(t, []string{tk.ID}, reply.Lost, "shard 2's lost lease reported")
+			}
+		}
+
+		h.prefix = e.c.shards[0].keys.prefix
+		reply, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 3, Leases: held})
+		require.Error(t, err, "shard 0 holds the fleet-wide part")
+		require.Nil(t, reply)
 	})
 }

@@ -117,7 +117,8 @@ var peekScript = script("peek.lua")
 
 // peek runs peekScript on the shards only names, in one pipeline, and
 // returns their views (the others' zero). A shard that refuses the call
-// has a view of no time (got zero). It fails only when every shard does.
+// has a view of no time (got zero). It fails only when it asked every
+// shard and every one refused.
 func (c *Store) peek(ctx context.Context, only []bool) ([]shardView, error) {
 	cmds := make([]*redis.Cmd, len(c.shards))
 	now := c.scriptNow()
@@ -145,12 +146,11 @@ func (c *Store) peek(ctx context.Context, only []bool) ([]shardView, error) {
 	}
 	out := make([]shardView, len(c.shards))
 	var firstErr error
-	failed, asked := 0, 0
+	failed := 0
 	for k, cmd := range cmds {
 		if cmd == nil {
 			continue
 		}
-		asked++
 		vals, err := cmd.Int64Slice()
 		if err != nil || len(vals) < 2 {
 			firstErr = cmp.Or(firstErr, err, errors.New("overtake: peek: empty reply"))
@@ -165,7 +165,10 @@ func (c *Store) peek(ctx context.Context, only []bool) ([]shardView, error) {
 		}
 		out[k] = v
 	}
-	if asked > 0 && failed == asked {
+	if failed == len(c.shards) {
+		// Every shard refused. A peek of some shards only, all refused, is
+		// not an outage: the others were called within viewFresh (one
+		// master down; its shard reads as empty).
 		return nil, scriptErr(firstErr)
 	}
 	return out, nil
