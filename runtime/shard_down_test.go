@@ -3,11 +3,8 @@ package runtime_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,60 +21,6 @@ import (
 	"github.com/overtake/overtake/runtime"
 )
 
-// shardDown refuses, while on, every command on the keys of one shard
-// (its hash tag, tag), alone or in a pipeline, with a refused connection's
-// error: that shard's master is down, the others answer.
-type shardDown struct {
-	tag string
-	on  atomic.Bool
-}
-
-func (h *shardDown) hits(cmd redis.Cmder) bool {
-	for _, a := range cmd.Args() {
-		if s, ok := a.(string); ok && strings.Contains(s, h.tag) {
-			return true
-		}
-	}
-	return false
-}
-
-func (h *shardDown) refuse(cmd redis.Cmder) error {
-	err := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	cmd.SetErr(err)
-	return err
-}
-
-func (h *shardDown) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *shardDown) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.on.Load() && h.hits(cmd) {
-			return h.refuse(cmd)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *shardDown) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !h.on.Load() {
-			return next(ctx, cmds)
-		}
-		rest := make([]redis.Cmder, 0, len(cmds))
-		for _, cmd := range cmds {
-			if h.hits(cmd) {
-				_ = h.refuse(cmd)
-			} else {
-				rest = append(rest, cmd)
-			}
-		}
-		if len(rest) == 0 {
-			return nil
-		}
-		return next(ctx, rest)
-	}
-}
-
 // TestShardMasterDown: on a queue of three shards, while shard 1's master
 // is down (every call on its keys refused), a worker runs the tasks of
 // the other two, its heartbeats go on for them and say which shard did
@@ -89,7 +32,7 @@ func TestShardMasterDown(t *testing.T) {
 	b := testredis.Mini(t)
 	cfg := queue.Config{Namespace: b.Prefix, Shards: 3, LeaseDuration: 300 * time.Millisecond}
 	producer := workerClient(t, b, cfg)
-	h := &shardDown{tag: store.ShardTag(b.Prefix, producer.Config().Name, 1)}
+	h := testredis.NewRefuser(store.ShardTag(b.Prefix, producer.Config().Name, 1))
 	rdb := redis.NewClient(&redis.Options{Addr: b.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	rdb.AddHook(h)
@@ -149,7 +92,7 @@ func TestShardMasterDown(t *testing.T) {
 			return true
 		}
 	}
-	h.on.Store(true)
+	h.Set(true)
 	longID := ""
 	for i := 0; longID == ""; i++ {
 		if id := fmt.Sprint("long-", i); store.ShardOf(id, 3) == 0 {
@@ -181,6 +124,6 @@ func TestShardMasterDown(t *testing.T) {
 	}
 	mu.Unlock()
 
-	h.on.Store(false)
+	h.Set(false)
 	require.Eventually(t, allRan(stuck), longWait, 10*time.Millisecond, "shard 1's tasks run once it is back")
 }

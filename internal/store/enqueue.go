@@ -2,8 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // enqueueScript is lua/enqueue.lua: it stores a new task record and makes
@@ -16,7 +21,32 @@ var enqueueScript = script("enqueue.lua")
 // Enqueue records the producer span "enqueue <queue>/<type>" (a child of the span
 // in ctx) with Config.TracerProvider and stores its trace context in the
 // record's Headers, so every run of the task joins the producer's trace.
-func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, err error) {
+//
+// On a queue of several shards, a task whose ID Enqueue made (no caller's
+// ID, no unique lock or schedule tying it to a shard) and whose shard's
+// master could not be reached (the call never left: unsent) is enqueued
+// in another shard, under a new ID; with the caller's ID the error is
+// returned.
+func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (*Task, error) {
+	var avoid []bool
+	for {
+		w, err := c.enqueue(ctx, t, opts)
+		if err == nil {
+			return &w.nt, nil
+		}
+		first := avoid == nil
+		if w == nil || !c.elsewhere(w, err, &avoid) {
+			return nil, err
+		}
+		if first {
+			opts = append(slices.Clip(opts), avoidShards(avoid)) // the same slice, marked each try
+		}
+	}
+}
+
+// enqueue is one try of Enqueue: the enqWait it made (nil when t or opts
+// are invalid) and the error.
+func (c *Store) enqueue(ctx context.Context, t *Task, opts []Option) (_ *enqWait, err error) {
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -32,10 +62,42 @@ func (c *Store) Enqueue(ctx context.Context, t *Task, opts ...Option) (_ *Task, 
 		err = s.enqs.do(ctx, w)
 	}
 	if err != nil {
-		return nil, err
+		return w, err
 	}
 	c.touch(w.nt.ID)
-	return &w.nt, nil
+	return w, nil
+}
+
+// elsewhere reports whether w, whose enqueue failed with err, may be
+// enqueued again in another shard: its ID was made here and ties it to no
+// shard, its call never reached its master (unsent), and a shard is left
+// that did not refuse it; it adds w's shard to avoid.
+func (c *Store) elsewhere(w *enqWait, err error, avoid *[]bool) bool {
+	if !c.sharded() || w.nt.clearResult || c.home(&w.nt) >= 0 || !unsent(err) {
+		return false
+	}
+	if *avoid == nil {
+		*avoid = make([]bool, len(c.shards))
+	}
+	(*avoid)[shardIndex(w.nt.ID, len(c.shards))] = true
+	return slices.Contains(*avoid, false)
+}
+
+// avoidShards is the Option of Enqueue's next try: a made ID must not
+// hash to the shards avoid names.
+func avoidShards(avoid []bool) Option {
+	return func(_ *Store, t *Task) error {
+		t.avoid = avoid
+		return nil
+	}
+}
+
+// unsent reports whether err says a call never reached Redis: its
+// connection could not be made, or Redis Cluster refused the slot
+// before running anything (CLUSTERDOWN).
+func unsent(err error) bool {
+	var op *net.OpError
+	return (errors.As(err, &op) && op.Op == "dial") || redis.HasErrorPrefix(err, "CLUSTERDOWN")
 }
 
 // prepare validates t, applies opts to a copy (the returned enqWait's nt),

@@ -114,7 +114,8 @@ func (c *Store) home(t *Task) int {
 	return -1
 }
 
-// assignID gives nt an ID in its home shard when it has none, or checks
+// assignID gives nt an ID in its home shard when it has none (else in a
+// shard nt.avoid does not name), or checks
 // that the caller's ID lives there: on a sharded queue a unique task with
 // the caller's ID must hash to its lock's shard, and a periodic tick's ID
 // (Tick's) gets the suffix "~<n>" of the first n that puts it there.
@@ -122,7 +123,8 @@ func (c *Store) assignID(nt *Task) error {
 	h := c.home(nt)
 	if nt.ID == "" {
 		nt.ID = newID()
-		for h >= 0 && shardIndex(nt.ID, len(c.shards)) != h {
+		for (h >= 0 && shardIndex(nt.ID, len(c.shards)) != h) ||
+			(h < 0 && nt.avoid != nil && nt.avoid[shardIndex(nt.ID, len(c.shards))]) {
 			nt.ID = newID() // K tries on average
 		}
 		return nil

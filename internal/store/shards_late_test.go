@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -240,5 +241,50 @@ func TestShardHeartbeatPartial(t *testing.T) {
 		reply, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 3, Leases: held})
 		require.Error(t, err, "shard 0 holds the fleet-wide part")
 		require.Nil(t, reply)
+	})
+}
+
+// TestShardEnqueueElsewhere: while shard 1's master cannot be reached,
+// an Enqueue whose ID it makes lands in another shard under a new ID, and
+// nothing is written twice; an Enqueue with the
+// caller's ID in shard 1, or a unique task whose lock lives there, fails
+// with the connection's error (its shard is its ID's or its lock's).
+func TestShardEnqueueElsewhere(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		r := testredis.NewRefuser(ShardTag(b.Prefix+".elsewhere", "q", 1))
+		e := hookedEnv(t, b, r, "elsewhere")
+		r.Set(true)
+		for i := range 30 {
+			tk, err := e.c.Enqueue(e.ctx, NewTask("t", []byte(fmt.Sprint(i))))
+			require.NoError(t, err, "task %d", i)
+			require.NotEqual(t, 1, shardIndex(tk.ID, 3), "a made ID in a shard that answers")
+		}
+		require.Positive(t, r.Hits(), "shard 1 was tried")
+		n, err := e.rdb.LLen(e.ctx, e.c.shards[0].keys.prefix+"p:0").Result()
+		require.NoError(t, err)
+		m, err := e.rdb.LLen(e.ctx, e.c.shards[2].keys.prefix+"p:0").Result()
+		require.NoError(t, err)
+		require.EqualValues(t, 30, n+m, "every task once")
+
+		mine := NewTask("t", nil)
+		mine.ID = idIn(1, 3, "mine")
+		_, err = e.c.Enqueue(e.ctx, mine)
+		var op *net.OpError
+		require.ErrorAs(t, err, &op, "the caller's ID lives in shard 1")
+
+		for i := 0; ; i++ {
+			u := NewTask("u", []byte(fmt.Sprint(i)))
+			if e.c.home(&Task{Info: u.Info, unique: time.Minute}) != 1 {
+				continue
+			}
+			_, err = e.c.Enqueue(e.ctx, u, Unique(time.Minute))
+			require.ErrorAs(t, err, &op, "a unique task's lock lives in shard 1")
+			break
+		}
+
+		r.Set(false)
+		got, err := e.c.Enqueue(e.ctx, mine)
+		require.NoError(t, err)
+		require.Equal(t, mine.ID, got.ID)
 	})
 }

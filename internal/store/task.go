@@ -142,6 +142,10 @@ type Task struct {
 	// earlier task of that ID may have left a result for the enqueue
 	// script to delete. Set at enqueue only.
 	clearResult bool
+	// avoid names the shards a generated ID must not hash to: their
+	// masters just refused this task's enqueue (Store.Enqueue). Set at
+	// enqueue only.
+	avoid []bool
 }
 
 // NewTask returns a task of the given type and payload at level 0, with
