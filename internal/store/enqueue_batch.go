@@ -28,23 +28,65 @@ func (c *Store) EnqueueBatch(ctx context.Context, tasks []*Task, opts ...Option)
 
 // EnqueueEach is EnqueueBatch with options per task: opts(i) are those of
 // tasks[i] (package queue passes a task's own options, then the call's).
+//
+// On a queue of several shards, the tasks whose IDs it made and whose
+// shard's master could not be reached (unsent, as in Enqueue) are
+// enqueued again under new IDs in the shards that answered.
 func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int) []Option) ([]*Task, error) {
 	if err := c.ready(ctx); err != nil {
 		return make([]*Task, len(tasks)), err
 	}
 	out := make([]*Task, len(tasks))
 	spans := make([]trace.Span, len(tasks))
-	var errs []error
-	by := make(map[*Store][]int, len(c.Shards()))
+	errAt := make([]error, len(tasks))
 	ws := make([]*enqWait, len(tasks))
-	for i, t := range tasks {
-		w, err := c.prepare(ctx, t, opts(i))
+	all := make([]int, len(tasks))
+	for i := range all {
+		all[i] = i
+	}
+	c.enqueueSome(ctx, all, tasks, opts, ws, out, spans, errAt)
+	var avoid []bool
+	for again := all; len(again) > 0; {
+		first := avoid == nil
+		again = again[:0:0]
+		for i, e := range errAt {
+			if e != nil && ws[i] != nil && c.elsewhere(ws[i], e, &avoid) {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		if first {
+			prev := opts
+			opts = func(i int) []Option { return append(slices.Clip(prev(i)), avoidShards(avoid)) }
+		}
+		c.enqueueSome(ctx, again, tasks, opts, ws, out, spans, errAt)
+	}
+	var errs []error
+	for _, e := range errAt {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// enqueueSome prepares tasks[i] for every i in idx and writes them, per
+// shard at once, setting ws[i], out[i] (nil when not stored), spans[i]
+// and errAt[i].
+func (c *Store) enqueueSome(ctx context.Context, idx []int, tasks []*Task, opts func(i int) []Option,
+	ws []*enqWait, out []*Task, spans []trace.Span, errAt []error) {
+	by := make(map[*Store][]int, len(c.Shards()))
+	for _, i := range idx {
+		out[i], spans[i], ws[i], errAt[i] = nil, nil, nil, nil
+		w, err := c.prepare(ctx, tasks[i], opts(i))
 		if err == nil && w.nt.schedule != "" {
 			err = fmt.Errorf("%w: a periodic tick is enqueued alone, not in a batch", ErrInvalidTask)
 			endEnqueue(w.span, err)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("task %d: %w", i, err))
+			errAt[i] = fmt.Errorf("task %d: %w", i, err)
 			continue
 		}
 		out[i], spans[i], ws[i] = &w.nt, w.span, w
@@ -53,30 +95,22 @@ func (c *Store) EnqueueEach(ctx context.Context, tasks []*Task, opts func(i int)
 	}
 	if len(by) == 1 {
 		for s, idx := range by {
-			errs = append(errs, s.writeBatch(ctx, idx, ws, out, spans)...)
+			s.writeBatch(ctx, idx, ws, out, spans, errAt)
 		}
-		return out, errors.Join(errs...)
+		return
 	}
-	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for s, idx := range by {
-		wg.Go(func() {
-			e := s.writeBatch(ctx, idx, ws, out, spans)
-			mu.Lock()
-			errs = append(errs, e...)
-			mu.Unlock()
-		})
+		wg.Go(func() { s.writeBatch(ctx, idx, ws, out, spans, errAt) }) // each its own indexes
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
 }
 
 // writeBatch writes the prepared tasks ws[i] of every i in idx, all of c's
 // shard, in one script call per 256 tasks, all sent in one pipeline; it
-// ends their spans and returns their errors, setting out[i] to nil for
-// each task not stored.
-func (c *Store) writeBatch(ctx context.Context, idx []int, ws []*enqWait, out []*Task, spans []trace.Span) []error {
-	var errs []error
+// ends their spans and sets errAt[i] to each task's error, and out[i] to
+// nil for each task not stored.
+func (c *Store) writeBatch(ctx context.Context, idx []int, ws []*enqWait, out []*Task, spans []trace.Span, errAt []error) {
 	type chunk struct {
 		idx  []int
 		call batchCall
@@ -156,12 +190,11 @@ func (c *Store) writeBatch(ctx context.Context, idx []int, ws []*enqWait, out []
 			}
 			endEnqueue(spans[i], e)
 			if e != nil {
-				errs = append(errs, e)
+				errAt[i] = e
 				out[i] = nil
 			}
 		}
 	}
-	return errs
 }
 
 // enqueueReplies reads enqueueManyScript's reply for n tasks: one entry

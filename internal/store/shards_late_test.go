@@ -245,8 +245,8 @@ func TestShardHeartbeatPartial(t *testing.T) {
 }
 
 // TestShardEnqueueElsewhere: while shard 1's master cannot be reached,
-// an Enqueue whose ID it makes lands in another shard under a new ID, and
-// nothing is written twice; an Enqueue with the
+// an Enqueue whose ID it makes lands in another shard under a new ID, so
+// do such tasks of an EnqueueBatch, and nothing is written twice; an Enqueue with the
 // caller's ID in shard 1, or a unique task whose lock lives there, fails
 // with the connection's error (its shard is its ID's or its lock's).
 func TestShardEnqueueElsewhere(t *testing.T) {
@@ -266,10 +266,32 @@ func TestShardEnqueueElsewhere(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 30, n+m, "every task once")
 
+		batch := make([]*Task, 30)
+		for i := range batch {
+			batch[i] = NewTask("t", []byte(fmt.Sprint("b", i)))
+		}
+		batch[7].ID = idIn(1, 3, "caller")
+		stored, err := e.c.EnqueueBatch(e.ctx, batch)
+		var op *net.OpError
+		require.ErrorAs(t, err, &op, "the caller's ID in shard 1 fails")
+		require.ErrorContains(t, err, "task 7 ")
+		for i, tk := range stored {
+			if i == 7 {
+				require.Nil(t, tk)
+				continue
+			}
+			require.NotNil(t, tk, "task %d", i)
+			require.NotEqual(t, 1, shardIndex(tk.ID, 3), "task %d in a shard that answers", i)
+		}
+		n, err = e.rdb.LLen(e.ctx, e.c.shards[0].keys.prefix+"p:0").Result()
+		require.NoError(t, err)
+		m, err = e.rdb.LLen(e.ctx, e.c.shards[2].keys.prefix+"p:0").Result()
+		require.NoError(t, err)
+		require.EqualValues(t, 30+29, n+m, "every batched task once")
+
 		mine := NewTask("t", nil)
 		mine.ID = idIn(1, 3, "mine")
 		_, err = e.c.Enqueue(e.ctx, mine)
-		var op *net.OpError
 		require.ErrorAs(t, err, &op, "the caller's ID lives in shard 1")
 
 		for i := 0; ; i++ {
