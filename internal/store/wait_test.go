@@ -88,7 +88,9 @@ func TestWaitReplicas(t *testing.T) {
 	})
 
 	t.Run("too few replicas", func(t *testing.T) {
-		e := newEnvOn(t, rdb, "wait2", func(c *Config) { c.WaitReplicas, c.WaitTimeout = 2, 20*time.Millisecond })
+		// 250ms, not less: the one replica's ack must come within it for
+		// the "1 of 2" below, on a loaded machine too.
+		e := newEnvOn(t, rdb, "wait2", func(c *Config) { c.WaitReplicas, c.WaitTimeout = 2, 250*time.Millisecond })
 		_, err := e.c.Enqueue(e.ctx, NewTask("t", []byte("x")), ID("a"))
 		require.ErrorIs(t, err, ErrNotReplicated)
 		require.Contains(t, err.Error(), "1 of 2 replicas")
