@@ -95,20 +95,24 @@ func (c *Store) Reserve(ctx context.Context, req ReserveRequest) (*Task, *LeaseR
 	if !c.sharded() {
 		return c.reserveOne(ctx, req)
 	}
-	// The shard is chosen from views, so the call leases only while they
-	// are under shardLeaseWindow old (ReserveRequest.by); one that came
-	// later, and leased nothing, is made again from fresh views.
+	// The shard and level are chosen from views, so the call leases only
+	// while they are under shardLeaseWindow old (ReserveRequest.by), and
+	// only that level or above: when another worker took the task it was
+	// for, a lower one must not take its place while another shard's task
+	// of the chosen level waits. A call that leased nothing (late, or its
+	// task gone) is made again from fresh views.
 	for try := 1; ; try++ {
-		s, by, err := c.reserveShard(ctx, req)
-		req.by = by
+		s, level, by, err := c.reserveShard(ctx, req)
+		call := req
+		call.by, call.MinLevel = by, max(req.MinLevel, level)
 		if err == nil && !req.IgnoreFleet {
-			req.fleet, err = c.fleetView(ctx, s, req)
+			call.fleet, err = c.fleetView(ctx, s, call)
 		}
 		if err != nil {
 			return nil, &LeaseResult{}, err
 		}
-		t, res, err := s.reserveOne(ctx, req)
-		if errors.Is(err, ErrNoTask) && res != nil && res.at > by && try < shardLeaseRounds {
+		t, res, err := s.reserveOne(ctx, call)
+		if errors.Is(err, ErrNoTask) && try < shardLeaseRounds {
 			continue
 		}
 		if v := c.shardOf(req.VictimID); err == nil && v != s && req.VictimID != "" {

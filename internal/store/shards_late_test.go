@@ -310,3 +310,44 @@ func TestShardEnqueueElsewhere(t *testing.T) {
 		require.Equal(t, mine.ID, got.ID)
 	})
 }
+
+// TestShardReserveTakenLevel: a sharded reservation leases only the level
+// its peek chose, or above. Shard 0 alone holds a level 2 task when the
+// reservation peeks, and a level 1 one; before its call another worker
+// takes that level 2 task and a level 2 task comes to shard 1. The call
+// in shard 0 then takes nothing (not the level 1 task in its place) and
+// the reservation, made again from fresh views, takes shard 1's level 2
+// task. Before, the level 1 task was taken while shard 1's waited (an
+// inversion TestShardedStrictOrder found under load).
+func TestShardReserveTakenLevel(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		h := &onPipeline{}
+		e := hookedEnv(t, b, h, "taken")
+		other, err := New(e.rdb, e.c.cfg)
+		require.NoError(t, err)
+		e.enqueueIn(2, 3, 0, "low")
+		victim := e.lease("w", 1)
+		require.Len(t, victim, 1)
+		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: victim})
+		require.NoError(t, err)
+		e.enqueueIn(0, 3, 1, "mid")
+		e.enqueueIn(0, 3, 2, "first")
+
+		var second *Task
+		h.n.Store(h.seen.Load() + 2) // the reservation's first fleet read, after its peek
+		h.fn = func() {
+			res, err := other.Lease(e.ctx, LeaseRequest{Worker: "o", Count: 1, MinLevel: 2})
+			require.NoError(t, err)
+			require.Len(t, res.Tasks, 1, "the other worker takes shard 0's level 2 task")
+			second = NewTask("t", nil)
+			second.ID = idIn(1, 3, "second")
+			_, err = other.Enqueue(e.ctx, second, Level(2))
+			require.NoError(t, err)
+		}
+		got, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w", VictimID: victim[0].ID, VictimLevel: 0,
+			MinLevel: 1, MaxPreemptions: -1})
+		require.NoError(t, err)
+		require.NotNil(t, second, "the hook ran")
+		require.Equal(t, second.ID, got.ID, "shard 1's level 2 task, not shard 0's level 1 one")
+	})
+}

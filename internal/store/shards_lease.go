@@ -402,15 +402,16 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 // reserveShard picks the shard a reservation leases from: the one whose
 // highest pending level at req.MinLevel or above (and not skipped) is the
 // highest; on a tie one whose head ran before, else the first from a
-// random start. ErrNoTask when none has one. by bounds the reservation's
-// call as a lease round's (shardLeaseWindow after the oldest view).
-func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (_ *Store, by int64, _ error) {
+// random start, and that level. ErrNoTask when none has one. by bounds
+// the reservation's call as a lease round's (shardLeaseWindow after the
+// oldest view).
+func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (_ *Store, level int, by int64, _ error) {
 	if err := c.ready(ctx); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	vs, _, err := c.viewsOf(ctx, 0, nil)
 	if err != nil {
-		return nil, 0, wrapf(err, "reserve")
+		return nil, 0, 0, wrapf(err, "reserve")
 	}
 	for _, v := range vs {
 		if !v.got.IsZero() && (by == 0 || v.at+shardLeaseWindow.Milliseconds() < by) {
@@ -432,7 +433,7 @@ func (c *Store) reserveShard(ctx context.Context, req ReserveRequest) (_ *Store,
 		}
 	}
 	if best < 0 {
-		return nil, 0, ErrNoTask
+		return nil, 0, 0, ErrNoTask
 	}
-	return c.shards[best], by, nil
+	return c.shards[best], bestL, by, nil
 }
