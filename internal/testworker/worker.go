@@ -49,9 +49,16 @@ func (w *Worker) Lease(ctx context.Context, minLevel, count int) ([]*Task, error
 }
 
 // LeaseOne leases the next task at level minLevel or above, and fails
-// unless there is one.
+// unless there is one. On a queue of several shards a lease can come back
+// empty with tasks pending (each of its rounds ran later than its views
+// allow, on a loaded machine: store.Lease), as a worker's dispatcher
+// would, it tries again, up to leaseOneTries times.
 func (w *Worker) LeaseOne(ctx context.Context, minLevel int) (*Task, error) {
-	ts, err := w.Lease(ctx, minLevel, 1)
+	var ts []*Task
+	var err error
+	for try := 0; try < leaseOneTries && err == nil && len(ts) == 0; try++ {
+		ts, err = w.Lease(ctx, minLevel, 1)
+	}
 	if err == nil && len(ts) != 1 {
 		err = fmt.Errorf("testworker: %s leased %d tasks, want 1", w.id, len(ts))
 	}
@@ -60,6 +67,9 @@ func (w *Worker) LeaseOne(ctx context.Context, minLevel int) (*Task, error) {
 	}
 	return ts[0], nil
 }
+
+// leaseOneTries bounds LeaseOne's leases that come back empty.
+const leaseOneTries = 20
 
 // SaveCheckpoint saves data as t's checkpoint and returns its sequence.
 func (w *Worker) SaveCheckpoint(ctx context.Context, t *Task, data []byte) (int64, error) {
