@@ -126,15 +126,7 @@ func (h *onPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // task, not the level 1 one the first peek chose.
 func TestShardReserveLate(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		h := &onPipeline{}
-		e := hookedEnv(t, b, h, "reserve")
-		other, err := New(e.rdb, e.c.cfg)
-		require.NoError(t, err)
-		e.enqueueIn(2, 3, 0, "low")
-		victim := e.lease("w", 1)
-		require.Len(t, victim, 1)
-		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: victim})
-		require.NoError(t, err)
+		e, h, other, victim := reserveEnv(t, b, "reserve")
 		e.enqueueIn(0, 3, 1, "mid")
 
 		var top *Task
@@ -146,7 +138,7 @@ func TestShardReserveLate(t *testing.T) {
 			require.NoError(t, err)
 			e.clk.Advance(shardLeaseWindow + 3*time.Millisecond)
 		}
-		got, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w", VictimID: victim[0].ID, VictimLevel: 0,
+		got, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w", VictimID: victim.ID, VictimLevel: 0,
 			MinLevel: 1, MaxPreemptions: -1})
 		require.NoError(t, err)
 		require.NotNil(t, top, "the hook ran")
@@ -321,15 +313,7 @@ func TestShardEnqueueElsewhere(t *testing.T) {
 // inversion TestShardedStrictOrder found under load).
 func TestShardReserveTakenLevel(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		h := &onPipeline{}
-		e := hookedEnv(t, b, h, "taken")
-		other, err := New(e.rdb, e.c.cfg)
-		require.NoError(t, err)
-		e.enqueueIn(2, 3, 0, "low")
-		victim := e.lease("w", 1)
-		require.Len(t, victim, 1)
-		_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: victim})
-		require.NoError(t, err)
+		e, h, other, victim := reserveEnv(t, b, "taken")
 		e.enqueueIn(0, 3, 1, "mid")
 		e.enqueueIn(0, 3, 2, "first")
 
@@ -344,10 +328,26 @@ func TestShardReserveTakenLevel(t *testing.T) {
 			_, err = other.Enqueue(e.ctx, second, Level(2))
 			require.NoError(t, err)
 		}
-		got, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w", VictimID: victim[0].ID, VictimLevel: 0,
+		got, _, err := e.c.Reserve(e.ctx, ReserveRequest{Worker: "w", VictimID: victim.ID, VictimLevel: 0,
 			MinLevel: 1, MaxPreemptions: -1})
 		require.NoError(t, err)
 		require.NotNil(t, second, "the hook ran")
 		require.Equal(t, second.ID, got.ID, "shard 1's level 2 task, not shard 0's level 1 one")
 	})
+}
+
+// reserveEnv is a reservation's setting for the tests above: a hooked
+// env on 3 shards, another worker's Store, and the victim, a level 0 task
+// of shard 2 leased by worker "w" of capacity 1 (heartbeated).
+func reserveEnv(t *testing.T, b testredis.Backend, tag string) (*env, *onPipeline, *Store, *Task) {
+	h := &onPipeline{}
+	e := hookedEnv(t, b, h, tag)
+	other, err := New(e.rdb, e.c.cfg)
+	require.NoError(t, err)
+	e.enqueueIn(2, 3, 0, "low")
+	victim := e.lease("w", 1)
+	require.Len(t, victim, 1)
+	_, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 1, Leases: victim})
+	require.NoError(t, err)
+	return e, h, other, victim[0]
 }
