@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"syscall"
@@ -94,30 +95,60 @@ func BenchmarkScriptsOnRedis(b *testing.B) {
 	})
 }
 
-// BenchmarkEnqueueOnRedis is single Enqueues from 16 goroutines on a real
-// redis-server (bench/peers' enqueue figure), one task an op, at 3
-// levels: what the client spends per task (client-µs/task: this process's
-// user and system CPU, go-redis and the network calls included) and what
-// Redis spends in the scripts (redis-µs/task). Both are CPU times, so
+// BenchmarkEnqueueOnRedis is single Enqueues from 2, 8, 16 (bench/peers'
+// enqueue figure) and 32 goroutines on a real redis-server, one task an
+// op, at 3 levels: what the client spends per task (client-µs/task: this
+// process's user and system CPU, go-redis and the network calls
+// included), what Redis spends in the scripts (redis-µs/task) and in all
+// (server-µs/task: redis-server's CPU, the network and the event loop
+// included), and the script calls a task took (calls/task: how well
+// concurrent Enqueues share calls). All but the last are CPU times, so
 // they move less with the machine's load than the throughput does.
 func BenchmarkEnqueueOnRedis(b *testing.B) {
-	c, rdb := benchRedisClient(b)
-	ctx := context.Background()
-	var level atomic.Int64
-	before, cpu := scriptMicros(b, rdb), processCPU()
-	b.SetParallelism(16 / runtime.GOMAXPROCS(0))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := c.Enqueue(ctx, NewTask("bench", nil), Level(int(level.Add(1)%3))); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.StopTimer()
-	b.ReportMetric(float64(processCPU()-cpu)/1e3/float64(b.N), "client-µs/task")
-	b.ReportMetric((scriptMicros(b, rdb)-before)/float64(b.N), "redis-µs/task")
+	for _, producers := range []int{2, 8, 16, 32} {
+		b.Run(fmt.Sprintf("producers=%d", producers), func(b *testing.B) {
+			c, rdb := benchRedisClient(b)
+			ctx := context.Background()
+			var level atomic.Int64
+			before, cpu := scriptMicros(b, rdb), processCPU()
+			server, calls := serverCPU(b, rdb), scriptCalls(b, rdb)
+			b.SetParallelism(max(producers/runtime.GOMAXPROCS(0), 1))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Enqueue(ctx, NewTask("bench", nil), Level(int(level.Add(1)%3))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(processCPU()-cpu)/1e3/float64(b.N), "client-µs/task")
+			b.ReportMetric((scriptMicros(b, rdb)-before)/float64(b.N), "redis-µs/task")
+			b.ReportMetric(float64(serverCPU(b, rdb)-server)/1e3/float64(b.N), "server-µs/task")
+			b.ReportMetric(float64(scriptCalls(b, rdb)-calls)/float64(b.N), "calls/task")
+		})
+	}
+}
+
+// serverCPU is redis-server's CPU time so far (testredis.ServerCPU).
+func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	b.Helper()
+	d, err := testredis.ServerCPU(context.Background(), rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// scriptCalls is the script calls Redis ran so far (testredis.ScriptCalls).
+func scriptCalls(b *testing.B, rdb *redis.Client) int64 {
+	b.Helper()
+	n, err := testredis.ScriptCalls(context.Background(), rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // processCPU is the user plus system CPU time this process used.

@@ -42,21 +42,35 @@ type groupCommit[T any] struct {
 // left for a lease call to carry.
 const maxFlushers = 1
 
-// enqueueFlushers is the Enqueue group's bound: a few calls in flight keep
-// many concurrent producers busy where one would leave them waiting (16
-// producers, A/B of 8 alternating runs each: 3 calls give 3.8% more
-// Enqueues per second than 2, 4 another 6.4%, 6 no more than 4; Redis CPU
-// per task in a run that enqueues and processes is within 1% of 2's).
-const enqueueFlushers = 4
-
+// enqueueFlushers is the Enqueue group's bound: two calls in flight keep
+// many concurrent producers busy where one would leave them waiting, and
+// leave the others to pile up into calls of enqueueMinBatch.
+//
 // enqueueMinBatch caps the share of outstanding Enqueues a call beside
-// others waits for (see need). Before it, a producer answered by one call
-// found a free turn and went alone: with 16 producers 60% of the calls
-// carried one task (0.35 calls per task); now they carry about 4 (0.27).
-// Probe, single Enqueues over the EVALSHA ceiling measured just before,
-// 16 producers: 1.06, 1.22, 1.02, 0.84 against 0.71, 0.79, 0.63 before;
-// Enqueues/s at 1, 2, 4, 8 producers within noise of before, or above.
-const enqueueMinBatch = 4
+// others waits for (see need). Without it a producer answered by one call
+// found a free turn and went alone (with 16 producers 60% of the calls
+// carried one task).
+//
+// The pair was 4 and 4 (about 4 tasks a call at 16 producers). 2 and 8,
+// BenchmarkEnqueueOnRedis on a real redis-server, 3 runs of 40k tasks
+// alternating with 4 and 4 (medians, before → after): 16 producers 0.265
+// → 0.156 calls/task, 21.2 → 17.1 µs/op, client CPU 19.0 → 16.2 µs/task,
+// redis-server CPU 14.4 → 9.8 µs/task; 32 producers 16.9 → 14.2 µs/op,
+// 15.5 → 13.2 and 10.6 → 8.4 µs/task; 8 producers 30.2 → 28.5 µs/op, 28.1
+// → 25.1 and 20.0 → 17.5 µs/task; 2 producers unchanged (a call a task
+// either way). 3 and 8 fell between the two.
+const (
+	enqueueFlushers = 2
+	enqueueMinBatch = 8
+)
+
+// shardEnqueueTurns is the calls in flight the Enqueue groups of a
+// queue's shards share (flushPool). It stayed 4 when one shard's
+// enqueueFlushers went to 2: with 2 turns for 3 shards, single Enqueues
+// from 64 goroutines on the 3-master cluster (overtake-bench --only
+// shards) fell to 27–61k a second against 60–81k with 4, and the busiest
+// master's CPU per task did not fall.
+const shardEnqueueTurns = 4
 
 // shareWait bounds how long an Enqueue waits for its share of a call
 // while calls in flight are slow (awaitShare): calls answer in well under
@@ -255,8 +269,7 @@ func (g *groupCommit[T]) need() int {
 }
 
 // flushPool bounds the calls in flight of several groups together: the
-// Enqueue groups of a queue's shards share enqueueFlushers turns, as one
-// shard's group has them. A call goes out only with a turn; a caller that
+// Enqueue groups of a queue's shards share shardEnqueueTurns turns. A call goes out only with a turn; a caller that
 // finds none queues its item, and the turn's holder, done, hands it to the
 // group with the most items queued and no call in flight (give), so the
 // calls carry what piled up, as on a queue of one shard (with turns of

@@ -54,7 +54,7 @@ func (c *Store) newShards() {
 	c.shards = make([]*Store, n)
 	c.shards[0] = c
 	c.views.v, c.views.dirty = make([]shardView, n), make([]atomic.Bool, n)
-	pool := newFlushPool(enqueueFlushers)
+	pool := newFlushPool(shardEnqueueTurns)
 	for k := 1; k < n; k++ {
 		s := &Store{rdb: c.rdb, cfg: c.cfg, keys: shardKeys(c.cfg.Namespace, c.cfg.Name, k), serverTime: c.serverTime,
 			tracer: c.tracer, prop: c.prop, parent: c}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -71,4 +72,27 @@ func UsedMemory(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no used_memory in INFO")
+}
+
+// ServerCPU is redis-server's user plus system CPU time so far (INFO cpu
+// used_cpu_user + used_cpu_sys): the network and the event loop included,
+// which ScriptMicros leaves out.
+func ServerCPU(ctx context.Context, rdb redis.UniversalClient) (time.Duration, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu %q: %w", line, err)
+		}
+		total += f
+	}
+	return time.Duration(total * float64(time.Second)), nil
 }
