@@ -84,7 +84,9 @@ type LeaseResult struct {
 	GroupCounts []int
 	// NextDue is when the earliest scheduled task becomes due or the
 	// earliest lease expires, zero if none: an idle worker need not look
-	// again before then unless woken.
+	// again before then unless woken. A lease of a queue of several shards
+	// whose rounds all came too late for tasks it saw pending sets it to
+	// now: look again at once.
 	NextDue time.Time
 	// view is the shard's view after the call, when LeaseRequest.view
 	// asked for it: per level its length and resumed heads (view.lua).

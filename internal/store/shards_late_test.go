@@ -351,3 +351,48 @@ func reserveEnv(t *testing.T, b testredis.Backend, tag string) (*env, *onPipelin
 	require.NoError(t, err)
 	return e, h, other, victim[0]
 }
+
+// eachPipeline runs fn before every pipeline its client sends.
+type eachPipeline struct {
+	on atomic.Bool
+	fn func()
+}
+
+func (h *eachPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *eachPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *eachPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.on.Load() {
+			h.fn()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestShardLeaseAllLate: when every round of a sharded lease comes too
+// late (each peek's views are older than shardLeaseWindow by the time its
+// calls would go: a loaded machine), the lease returns nothing, and its
+// NextDue says to look again at once: the task is pending, and no wake-up
+// will announce it again. Before, NextDue was zero, and the runtime waited
+// for its next poll.
+func TestShardLeaseAllLate(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		h := &eachPipeline{}
+		e := hookedEnv(t, b, h, "alllate")
+		h.fn = func() { e.clk.Advance(shardLeaseWindow + time.Millisecond) }
+		task := e.enqueueIn(1, 3, 1, "pending")
+
+		h.on.Store(true)
+		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 1})
+		h.on.Store(false)
+		require.NoError(t, err)
+		require.Empty(t, res.Tasks, "every round came late")
+		require.False(t, res.NextDue.IsZero(), "a late lease asks to be made again")
+		require.False(t, res.NextDue.After(e.clk.Now()), "at once")
+
+		got := e.lease("w", 1)
+		require.Len(t, got, 1)
+		require.Equal(t, task.ID, got[0].ID)
+	})
+}

@@ -211,7 +211,17 @@ func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult
 				req.Groups[i].Count -= res.GroupCounts[i]
 			}
 		}
-		if (!late && got >= allocated) || round == shardLeaseRounds || req.Count < 1 {
+		if (!late && got >= allocated) || req.Count < 1 {
+			break
+		}
+		if round == shardLeaseRounds {
+			// The last round too came late or found its tasks taken, with
+			// tasks it allocated left pending: the caller looks again at
+			// once (NextDue now), not at its next poll or wake-up, which
+			// no one sends for tasks already pending.
+			if got < allocated {
+				out.NextDue = c.now()
+			}
 			break
 		}
 	}
