@@ -34,6 +34,13 @@ type groupCommit[T any] struct {
 	queued   []*groupWait[T]
 	flushing int
 	inCalls  int // items in the calls in flight
+
+	// The share watch (watchShare): one timer for every item waiting for
+	// its share, armed while one waits, and the context its rescue sends
+	// with (the arming caller's, without its cancel).
+	watch    *time.Timer
+	watching bool
+	watchCtx context.Context
 }
 
 // maxFlushers bounds the grouped calls in flight at once, unless a group
@@ -73,7 +80,7 @@ const (
 const shardEnqueueTurns = 4
 
 // shareWait bounds how long an Enqueue waits for its share of a call
-// while calls in flight are slow (awaitShare): calls answer in well under
+// while calls in flight are slow (watchShare): calls answer in well under
 // a millisecond, so it is only reached when one stalls.
 const shareWait = 5 * time.Millisecond
 
@@ -94,14 +101,12 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 		g.pool.take()
 	if lead {
 		g.flushing++
+	} else if g.minBatch > 1 {
+		g.watchShare(ctx)
 	}
 	g.mu.Unlock()
 	if lead {
 		g.flush(ctx, w, false)
-	} else if g.minBatch > 1 {
-		if answered, err := g.awaitShare(ctx, w); answered {
-			return err
-		}
 	}
 	select {
 	case err := <-w.done:
@@ -119,32 +124,43 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	}
 }
 
-// awaitShare bounds how long an item waits for its share (see need) when
-// the calls it waits on are slow: after shareWait without an answer, if the
-// item is still queued and a call turn is free, its caller sends it with
-// whatever else is queued. It returns the item's answer if that came
-// first; else the caller waits for it (sent, or left to the calls in
-// flight when every turn is taken) or for ctx.
-func (g *groupCommit[T]) awaitShare(ctx context.Context, w *groupWait[T]) (answered bool, err error) {
-	t := time.NewTimer(cmp.Or(g.shareWait, shareWait))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case err := <-w.done:
-		return true, err
-	case <-ctx.Done():
-		return false, nil
+// watchShare bounds how long items wait for their share (see need) when
+// the calls they wait on are slow: shareWait after the first of them
+// came, if items are still queued and a call turn is free, they are sent
+// (rescueShare), as a lone call would have gone. One timer serves every
+// waiting item, armed by the first while none is (a timer per item cost
+// two allocations and a timer heap insertion per Enqueue). The caller
+// holds mu.
+func (g *groupCommit[T]) watchShare(ctx context.Context) {
+	if g.watching {
+		return
 	}
+	g.watching, g.watchCtx = true, context.WithoutCancel(ctx)
+	d := cmp.Or(g.shareWait, shareWait)
+	if g.watch == nil {
+		g.watch = time.AfterFunc(d, g.rescueShare)
+	} else {
+		g.watch.Reset(d)
+	}
+}
+
+// rescueShare sends what is queued when the share watch ends, if a call
+// turn is free; with every turn taken, it watches again for what is still
+// queued then (a call that comes back may leave it for another in flight).
+func (g *groupCommit[T]) rescueShare() {
 	g.mu.Lock()
-	lead := g.flushing < cmp.Or(g.flushers, maxFlushers) && slices.Contains(g.queued, w) && g.pool.take()
+	ctx := g.watchCtx
+	g.watching, g.watchCtx = false, nil
+	lead := len(g.queued) > 0 && g.flushing < cmp.Or(g.flushers, maxFlushers) && g.pool.take()
 	if lead {
 		g.flushing++
+	} else if len(g.queued) > 0 {
+		g.watchShare(ctx)
 	}
 	g.mu.Unlock()
 	if lead {
-		g.flush(ctx, w, true)
+		g.flush(ctx, nil, true)
 	}
-	return false, nil
 }
 
 // queue adds item without sending it (no caller leads): it waits for a
@@ -206,7 +222,7 @@ func answer[T any](batch []*groupWait[T], errs []error) {
 // flush sends batches until none is queued. A caller flushing for its own
 // item (own) stops once that is answered: if more wait, a goroutine takes
 // over its turn, so no caller is held up by the items of others. With
-// force the first batch goes whatever its size (see awaitShare).
+// force the first batch goes whatever its size (see rescueShare).
 func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T], force bool) {
 	sent := 0 // items of this flusher's last call, answered
 	for {

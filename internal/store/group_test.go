@@ -206,6 +206,60 @@ func TestGroupSlowCallHoldsNoOneLong(t *testing.T) {
 	require.Zero(t, gg.g.inCalls)
 }
 
+// The share watch that ends while every call turn is taken watches
+// again: a call that then comes back leaves the waiting item to the other
+// call in flight (its share is not reached), and the next watch sends it
+// on the freed turn rather than leave it behind a stalled call.
+func TestGroupShareWatchesAgain(t *testing.T) {
+	gg := newGatedGroup(2, 4)
+	ctx := t.Context()
+	errs := make(chan error, 32)
+	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
+	queued := func(n int) {
+		require.Eventually(t, func() bool { _, q := gg.state(); return q == n }, 5*time.Second, time.Millisecond)
+	}
+
+	do(0)
+	require.Equal(t, []int{0}, gg.call(t))
+	gate0 := <-gg.gates
+	do(1)
+	require.Equal(t, []int{1}, gg.call(t))
+	gate1 := <-gg.gates
+	for i := 2; i < 10; i++ {
+		do(i)
+	}
+	queued(8)
+	close(gate0)
+	require.ElementsMatch(t, []int{2, 3, 4, 5, 6, 7, 8, 9}, gg.call(t))
+	stalledA := <-gg.gates // 8 items, held until the end
+	close(gate1)
+	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
+	for i := 10; i < 13; i++ {
+		do(i) // each waits for its share of 4
+		queued(i - 9)
+	}
+	do(13) // the fourth reaches it and goes
+	require.ElementsMatch(t, []int{10, 11, 12, 13}, gg.call(t))
+	stalledB := <-gg.gates
+	do(14) // both turns taken: it waits, and arms the watch (an hour)
+	queued(1)
+
+	gg.g.mu.Lock()
+	gg.g.shareWait = 10 * time.Millisecond
+	gg.g.mu.Unlock()
+	gg.g.rescueShare() // the watch ends: no turn is free, so it watches again (10 ms)
+	close(stalledB)    // B comes back: 1 queued, a share of 4, and A in flight: B leaves it
+	require.Equal(t, []int{14}, gg.call(t), "the next watch sends it on B's freed turn")
+	close(<-gg.gates)
+	close(stalledA)
+	for range 15 {
+		require.NoError(t, <-errs)
+	}
+	f, q := gg.state()
+	require.Zero(t, f)
+	require.Zero(t, q)
+}
+
 // Without minBatch (the Ack group) every caller that finds a free turn
 // goes at once, as before.
 func TestGroupWithoutMinBatchSendsAtOnce(t *testing.T) {
