@@ -6,7 +6,8 @@
 // single Enqueue and drain throughput as fractions of the EVALSHA ceiling
 // measured in the same run, Redis's and the client process's CPU per 10k
 // tasks of those runs, batch enqueue, the Redis commands of an idle worker,
-// and urgent-task and wake latency. It prints a markdown table of medians
+// urgent-task and wake latency, and a bare PING after the wake's idle gaps
+// (the machine's floor for a wake). It prints a markdown table of medians
 // (every round listed too), writes it to RESULTS.md and draws PNG charts
 // into charts/.
 //

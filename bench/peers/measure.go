@@ -39,7 +39,8 @@ type figures struct {
 	mem, cmds, cpu, enq, drain, idle   float64
 	c16, c64                           float64 // EVALSHA ceilings around the enqueue and the drain run
 	urgent50, urgent99, wake50, wake99 float64
-	capped                             int // urgent and wake waits that hit the cap
+	capped                             int     // urgent and wake waits that hit the cap
+	ping50, ping99                     float64 // a bare PING after the wake's idle gaps (pingAfterIdle)
 	// Redis's and the client process's CPU per 10k tasks, in ms, of the
 	// enqueue, drain and batch runs; batch is the batch enqueue's tasks/s
 	// (NaN, like its CPU, for a system without one).
@@ -143,6 +144,10 @@ func measureOnce(ctx context.Context, adm *admin, w workloads, o options) figure
 	wk, capped, err := w.wake(ctx, n, o)
 	check(err)
 	f.wake50, f.wake99, f.capped = percentile(wk, 50), percentile(wk, 99), f.capped+capped
+
+	flush("ping")
+	pg := pingAfterIdle(ctx, adm, n, o)
+	f.ping50, f.ping99 = percentile(pg, 50), percentile(pg, 99)
 	return f
 }
 
@@ -182,6 +187,23 @@ func drain(ctx context.Context, s system, o options) float64 {
 		time.Sleep(time.Millisecond) // polling the queue's counters for the last completions
 	}
 	return float64(o.drainTasks) / time.Since(t0).Seconds()
+}
+
+// pingAfterIdle samples a bare PING round trip after the same random idle
+// gaps as wake, as many samples: the floor of a wake on this machine. A
+// wake crosses two idle processes (Redis, then the worker) and takes a
+// round trip of its own, and on a VM a process that idled for a while
+// may take milliseconds to run again (a PING's p99 after such gaps was
+// 3.5 ms on the 2-core machine of docs/benchmarks.md, its p50 0.39 ms).
+func pingAfterIdle(ctx context.Context, adm *admin, samples int, o options) []time.Duration {
+	out := make([]time.Duration, 0, samples)
+	for range samples {
+		time.Sleep(rand.N(o.gap + 1)) // a random phase, as in wake
+		t0 := time.Now()
+		check(adm.Ping(ctx).Err())
+		out = append(out, time.Since(t0))
+	}
+	return out
 }
 
 // wake samples Enqueue-returned → handler-start latency on an idle worker

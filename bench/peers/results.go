@@ -93,6 +93,10 @@ var rows = []row{
 		func(f figures) float64 { return f.batchClient }, target{}},
 	{"batch enqueue run: Redis + producer CPU per 10k tasks", "ms",
 		func(f figures) float64 { return f.batchRedis + f.batchClient }, target{}},
+	{"a bare PING after the wake's idle gaps (this machine's floor for a wake), p50", "ms",
+		func(f figures) float64 { return f.ping50 }, target{}},
+	{"a bare PING after the wake's idle gaps, p99", "ms",
+		func(f figures) float64 { return f.ping99 }, target{}},
 }
 
 // results collects every round of every system.
