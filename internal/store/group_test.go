@@ -88,6 +88,49 @@ func (gg *gatedGroup) state() (flushing, queued int) {
 	return gg.g.flushing, len(gg.g.queued)
 }
 
+// stallEight brings gg (2 turns, a share of at most 4, do sending its
+// items) to one call in flight that holds items 2..9 and stalls until its
+// gate (returned) closes: items 0 and 1 go alone, 2..9 queue behind them
+// and go together once 0's call returns. Nothing else is in flight then.
+func (gg *gatedGroup) stallEight(t *testing.T, do func(int)) (stalled chan struct{}) {
+	t.Helper()
+	do(0)
+	require.Equal(t, []int{0}, gg.call(t))
+	gateA := <-gg.gates
+	do(1) // two outstanding: goes at once
+	require.Equal(t, []int{1}, gg.call(t))
+	gateB := <-gg.gates
+	for i := 2; i < 10; i++ {
+		do(i)
+	}
+	gg.queuedN(t, 8)
+	close(gateA)
+	require.ElementsMatch(t, []int{2, 3, 4, 5, 6, 7, 8, 9}, gg.call(t))
+	stalled = <-gg.gates // held until the caller closes it
+	close(gateB)
+	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
+	return stalled
+}
+
+// queuedN waits until n items are queued.
+func (gg *gatedGroup) queuedN(t *testing.T, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { _, q := gg.state(); return q == n }, 5*time.Second, time.Millisecond)
+}
+
+// settled reads n callers' answers, each nil, and checks that nothing is
+// left in flight or queued.
+func (gg *gatedGroup) settled(t *testing.T, errs <-chan error, n int) {
+	t.Helper()
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	f, q := gg.state()
+	require.Zero(t, f)
+	require.Zero(t, q)
+	require.Zero(t, gg.g.inCalls)
+}
+
 // A few callers go side by side, one item each, as they would alone: the
 // share of items a call beside others waits for is 1 while few are
 // outstanding.
@@ -177,33 +220,13 @@ func TestGroupSlowCallHoldsNoOneLong(t *testing.T) {
 	errs := make(chan error, 16)
 	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
 
-	do(0)
-	require.Equal(t, []int{0}, gg.call(t))
-	gateA := <-gg.gates
-	do(1) // two outstanding: goes at once
-	require.Equal(t, []int{1}, gg.call(t))
-	gateB := <-gg.gates
-	for i := 2; i < 10; i++ {
-		do(i)
-	}
-	require.Eventually(t, func() bool { _, q := gg.state(); return q == 8 }, 5*time.Second, time.Millisecond)
-	close(gateA)
-	require.ElementsMatch(t, []int{2, 3, 4, 5, 6, 7, 8, 9}, gg.call(t))
-	stalled := <-gg.gates // held until the end: 8 items in a stalled call
-	close(gateB)
-	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
+	stalled := gg.stallEight(t, do) // held until the end: 8 items in a stalled call
 
 	do(10) // 9 outstanding, share 4: it waits, but only shareWait
 	require.Equal(t, []int{10}, gg.call(t), "sent beside the stalled call")
 	close(<-gg.gates)
 	close(stalled)
-	for range 11 {
-		require.NoError(t, <-errs)
-	}
-	f, q := gg.state()
-	require.Zero(t, f)
-	require.Zero(t, q)
-	require.Zero(t, gg.g.inCalls)
+	gg.settled(t, errs, 11)
 }
 
 // The share watch that ends while every call turn is taken watches
@@ -215,34 +238,17 @@ func TestGroupShareWatchesAgain(t *testing.T) {
 	ctx := t.Context()
 	errs := make(chan error, 32)
 	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
-	queued := func(n int) {
-		require.Eventually(t, func() bool { _, q := gg.state(); return q == n }, 5*time.Second, time.Millisecond)
-	}
 
-	do(0)
-	require.Equal(t, []int{0}, gg.call(t))
-	gate0 := <-gg.gates
-	do(1)
-	require.Equal(t, []int{1}, gg.call(t))
-	gate1 := <-gg.gates
-	for i := 2; i < 10; i++ {
-		do(i)
-	}
-	queued(8)
-	close(gate0)
-	require.ElementsMatch(t, []int{2, 3, 4, 5, 6, 7, 8, 9}, gg.call(t))
-	stalledA := <-gg.gates // 8 items, held until the end
-	close(gate1)
-	require.Eventually(t, func() bool { f, _ := gg.state(); return f == 1 }, 5*time.Second, time.Millisecond)
+	stalledA := gg.stallEight(t, do) // 8 items, held until the end
 	for i := 10; i < 13; i++ {
 		do(i) // each waits for its share of 4
-		queued(i - 9)
+		gg.queuedN(t, i-9)
 	}
 	do(13) // the fourth reaches it and goes
 	require.ElementsMatch(t, []int{10, 11, 12, 13}, gg.call(t))
 	stalledB := <-gg.gates
 	do(14) // both turns taken: it waits, and arms the watch (an hour)
-	queued(1)
+	gg.queuedN(t, 1)
 
 	gg.g.mu.Lock()
 	gg.g.shareWait = 10 * time.Millisecond
@@ -252,12 +258,7 @@ func TestGroupShareWatchesAgain(t *testing.T) {
 	require.Equal(t, []int{14}, gg.call(t), "the next watch sends it on B's freed turn")
 	close(<-gg.gates)
 	close(stalledA)
-	for range 15 {
-		require.NoError(t, <-errs)
-	}
-	f, q := gg.state()
-	require.Zero(t, f)
-	require.Zero(t, q)
+	gg.settled(t, errs, 15)
 }
 
 // Without minBatch (the Ack group) every caller that finds a free turn
