@@ -102,9 +102,10 @@ func (o *observer) leased(rn *run) {
 		base = trace.ContextWithSpanContext(base, trace.SpanContext{})
 	}
 	parent := o.r.eng.TraceContext(base, &t.Info)
-	// With the default provider and none registered behind it, the span
-	// would record nothing and carry the parent's span context: the parent's
-	// stands in for it, without building its attributes and links.
+	// With the default provider and none registered behind it, or the
+	// no-op one, the span would record nothing and carry the parent's span
+	// context: the parent's stands in for it, without building its
+	// attributes and links.
 	ctx, span := parent, trace.SpanFromContext(parent)
 	if !telemetry.Silent(o.tp) {
 		info := telemetry.TaskInfo{Queue: o.r.q.Name(), ID: t.ID, Type: t.Type, Level: t.Level,

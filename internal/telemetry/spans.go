@@ -81,13 +81,18 @@ func (t TaskInfo) appendTaskAttributes(kv []attribute.KeyValue) []attribute.KeyV
 	return kv
 }
 
-// Silent reports whether tp is otel's global tracer provider and nothing
-// has been registered behind it yet (otel.SetTracerProvider): every span
-// it starts then records nothing and only carries its parent's span
-// context, so a caller may skip starting one (the hot paths of Enqueue and
-// of a run's start). Cheap enough to ask on every call: a provider
+// Silent reports whether every span tp starts records nothing and only
+// carries its parent's span context, so that a caller may skip starting
+// one (the hot paths of Enqueue and of a run's start): tp is otel's
+// no-op provider (trace/noop, set as the global or given as is), or otel's
+// global tracer provider with nothing registered behind it yet
+// (otel.SetTracerProvider). Cheap enough to ask on every call: a provider
 // registered later makes it false at once.
 func Silent(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case noop.TracerProvider, *noop.TracerProvider:
+		return true
+	}
 	return tp != nil && tp == otel.GetTracerProvider() && reflect.TypeOf(tp).String() == "*global.tracerProvider"
 }
 
