@@ -36,22 +36,21 @@ func isScript(cmd string) bool { return cmd == "evalsha" || cmd == "eval" }
 // commandStats sums one field of INFO commandstats (calls, usec) over the
 // commands keep accepts (nil: all).
 func commandStats(ctx context.Context, rdb redis.UniversalClient, field string, keep func(cmd string) bool) (int64, error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	fields, err := infoFields(ctx, rdb, "commandstats")
 	if err != nil {
 		return 0, err
 	}
 	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		cmd, isCmd := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !isCmd || (keep != nil && !keep(cmd)) {
+	for _, nv := range fields {
+		cmd, isCmd := strings.CutPrefix(nv.name, "cmdstat_")
+		if !isCmd || (keep != nil && !keep(cmd)) {
 			continue
 		}
-		for _, f := range strings.Split(rest, ",") {
+		for _, f := range strings.Split(nv.value, ",") {
 			if v, ok := strings.CutPrefix(f, field+"="); ok {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return 0, fmt.Errorf("commandstats %q: %w", line, err)
+					return 0, fmt.Errorf("commandstats %s:%s: %w", nv.name, nv.value, err)
 				}
 				total += n
 			}
@@ -62,13 +61,13 @@ func commandStats(ctx context.Context, rdb redis.UniversalClient, field string, 
 
 // UsedMemory is INFO memory's used_memory, in bytes.
 func UsedMemory(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-	info, err := rdb.Info(ctx, "memory").Result()
+	fields, err := infoFields(ctx, rdb, "memory")
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			return strconv.ParseInt(v, 10, 64)
+	for _, nv := range fields {
+		if nv.name == "used_memory" {
+			return strconv.ParseInt(nv.value, 10, 64)
 		}
 	}
 	return 0, fmt.Errorf("no used_memory in INFO")
@@ -78,21 +77,39 @@ func UsedMemory(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 // used_cpu_user + used_cpu_sys): the network and the event loop included,
 // which ScriptMicros leaves out.
 func ServerCPU(ctx context.Context, rdb redis.UniversalClient) (time.Duration, error) {
-	info, err := rdb.Info(ctx, "cpu").Result()
+	fields, err := infoFields(ctx, rdb, "cpu")
 	if err != nil {
 		return 0, err
 	}
 	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+	for _, nv := range fields {
+		if nv.name != "used_cpu_user" && nv.name != "used_cpu_sys" {
 			continue
 		}
-		f, err := strconv.ParseFloat(v, 64)
+		f, err := strconv.ParseFloat(nv.value, 64)
 		if err != nil {
-			return 0, fmt.Errorf("INFO cpu %q: %w", line, err)
+			return 0, fmt.Errorf("INFO cpu %s:%s: %w", nv.name, nv.value, err)
 		}
 		total += f
 	}
 	return time.Duration(total * float64(time.Second)), nil
+}
+
+// infoField is one "name:value" line of INFO.
+type infoField struct{ name, value string }
+
+// infoFields reads one section of INFO as its "name:value" lines, in
+// order (a reply that joins several servers' INFO repeats names).
+func infoFields(ctx context.Context, rdb redis.UniversalClient, section string) ([]infoField, error) {
+	info, err := rdb.Info(ctx, section).Result()
+	if err != nil {
+		return nil, err
+	}
+	var fields []infoField
+	for _, line := range strings.Split(info, "\n") {
+		if name, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields = append(fields, infoField{name, v})
+		}
+	}
+	return fields, nil
 }
