@@ -17,12 +17,18 @@ import (
 // scriptMicros reads what Redis spent in scripts so far (see
 // testredis.ScriptMicros).
 func scriptMicros(b *testing.B, rdb *redis.Client) float64 {
+	return float64(stat(b, rdb, testredis.ScriptMicros))
+}
+
+// stat reads a server figure with read (testredis.ServerCPU,
+// ScriptCalls, ...), failing the benchmark if it cannot.
+func stat[T any](b *testing.B, rdb *redis.Client, read func(context.Context, redis.UniversalClient) (T, error)) T {
 	b.Helper()
-	us, err := testredis.ScriptMicros(context.Background(), rdb)
+	v, err := read(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return float64(us)
+	return v
 }
 
 // BenchmarkScriptsOnRedis reports Redis's own time in the scripts per task
@@ -111,7 +117,7 @@ func BenchmarkEnqueueOnRedis(b *testing.B) {
 			ctx := context.Background()
 			var level atomic.Int64
 			before, cpu := scriptMicros(b, rdb), processCPU()
-			server, calls := serverCPU(b, rdb), scriptCalls(b, rdb)
+			server, calls := stat(b, rdb, testredis.ServerCPU), stat(b, rdb, testredis.ScriptCalls)
 			b.SetParallelism(max(producers/runtime.GOMAXPROCS(0), 1))
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -125,30 +131,10 @@ func BenchmarkEnqueueOnRedis(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(processCPU()-cpu)/1e3/float64(b.N), "client-µs/task")
 			b.ReportMetric((scriptMicros(b, rdb)-before)/float64(b.N), "redis-µs/task")
-			b.ReportMetric(float64(serverCPU(b, rdb)-server)/1e3/float64(b.N), "server-µs/task")
-			b.ReportMetric(float64(scriptCalls(b, rdb)-calls)/float64(b.N), "calls/task")
+			b.ReportMetric(float64(stat(b, rdb, testredis.ServerCPU)-server)/1e3/float64(b.N), "server-µs/task")
+			b.ReportMetric(float64(stat(b, rdb, testredis.ScriptCalls)-calls)/float64(b.N), "calls/task")
 		})
 	}
-}
-
-// serverCPU is redis-server's CPU time so far (testredis.ServerCPU).
-func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	b.Helper()
-	d, err := testredis.ServerCPU(context.Background(), rdb)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d
-}
-
-// scriptCalls is the script calls Redis ran so far (testredis.ScriptCalls).
-func scriptCalls(b *testing.B, rdb *redis.Client) int64 {
-	b.Helper()
-	n, err := testredis.ScriptCalls(context.Background(), rdb)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return n
 }
 
 // processCPU is the user plus system CPU time this process used.

@@ -36,10 +36,9 @@ type groupCommit[T any] struct {
 	inCalls  int // items in the calls in flight
 
 	// The share watch (watchShare): one timer for every item waiting for
-	// its share, armed while one waits, and the context its rescue sends
-	// with (the arming caller's, without its cancel).
+	// its share, and while it is armed the context its rescue sends with
+	// (the arming caller's, without its cancel); nil when it is not.
 	watch    *time.Timer
-	watching bool
 	watchCtx context.Context
 }
 
@@ -132,10 +131,10 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 // two allocations and a timer heap insertion per Enqueue). The caller
 // holds mu.
 func (g *groupCommit[T]) watchShare(ctx context.Context) {
-	if g.watching {
+	if g.watchCtx != nil {
 		return
 	}
-	g.watching, g.watchCtx = true, context.WithoutCancel(ctx)
+	g.watchCtx = context.WithoutCancel(ctx)
 	d := cmp.Or(g.shareWait, shareWait)
 	if g.watch == nil {
 		g.watch = time.AfterFunc(d, g.rescueShare)
@@ -150,7 +149,7 @@ func (g *groupCommit[T]) watchShare(ctx context.Context) {
 func (g *groupCommit[T]) rescueShare() {
 	g.mu.Lock()
 	ctx := g.watchCtx
-	g.watching, g.watchCtx = false, nil
+	g.watchCtx = nil
 	lead := len(g.queued) > 0 && g.flushing < cmp.Or(g.flushers, maxFlushers) && g.pool.take()
 	if lead {
 		g.flushing++
@@ -285,12 +284,12 @@ func (g *groupCommit[T]) need() int {
 }
 
 // flushPool bounds the calls in flight of several groups together: the
-// Enqueue groups of a queue's shards share shardEnqueueTurns turns. A call goes out only with a turn; a caller that
-// finds none queues its item, and the turn's holder, done, hands it to the
-// group with the most items queued and no call in flight (give), so the
-// calls carry what piled up, as on a queue of one shard (with turns of
-// their own, each shard's calls carried a third as many on 3 shards). A
-// nil pool bounds nothing.
+// Enqueue groups of a queue's shards share shardEnqueueTurns turns. A call
+// goes out only with a turn; a caller that finds none queues its item, and
+// the turn's holder, done, hands it to the group with the most items
+// queued and no call in flight (give), so the calls carry what piled up,
+// as on a queue of one shard (with turns of their own, each shard's calls
+// carried a third as many on 3 shards). A nil pool bounds nothing.
 type flushPool struct {
 	turns  chan struct{}
 	groups []poolGroup

@@ -99,9 +99,10 @@ func TestShardLeaseStopsAtFailedWave(t *testing.T) {
 }
 
 // onPipeline runs fn before the nth pipeline its client sends (n from 1),
-// once.
+// once, and before every pipeline while every is set.
 type onPipeline struct {
 	n, seen atomic.Int64
+	every   atomic.Bool
 	fn      func()
 }
 
@@ -110,7 +111,7 @@ func (h *onPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { ret
 
 func (h *onPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.seen.Add(1) == h.n.Load() {
+		if h.seen.Add(1) == h.n.Load() || h.every.Load() {
 			h.fn()
 		}
 		return next(ctx, cmds)
@@ -352,24 +353,6 @@ func reserveEnv(t *testing.T, b testredis.Backend, tag string) (*env, *onPipelin
 	return e, h, other, victim[0]
 }
 
-// eachPipeline runs fn before every pipeline its client sends.
-type eachPipeline struct {
-	on atomic.Bool
-	fn func()
-}
-
-func (h *eachPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *eachPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h *eachPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.on.Load() {
-			h.fn()
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // TestShardLeaseAllLate: when every round of a sharded lease comes too
 // late (each peek's views are older than shardLeaseWindow by the time its
 // calls would go: a loaded machine), the lease returns nothing, and its
@@ -378,14 +361,14 @@ func (h *eachPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // for its next poll.
 func TestShardLeaseAllLate(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
-		h := &eachPipeline{}
+		h := &onPipeline{}
 		e := hookedEnv(t, b, h, "alllate")
 		h.fn = func() { e.clk.Advance(shardLeaseWindow + time.Millisecond) }
 		task := e.enqueueIn(1, 3, 1, "pending")
 
-		h.on.Store(true)
+		h.every.Store(true)
 		res, err := e.c.Lease(e.ctx, LeaseRequest{Worker: "w", Count: 1})
-		h.on.Store(false)
+		h.every.Store(false)
 		require.NoError(t, err)
 		require.Empty(t, res.Tasks, "every round came late")
 		require.False(t, res.NextDue.IsZero(), "a late lease asks to be made again")

@@ -51,8 +51,8 @@ func (w *Worker) Lease(ctx context.Context, minLevel, count int) ([]*Task, error
 // LeaseOne leases the next task at level minLevel or above, and fails
 // unless there is one. On a queue of several shards a lease can come back
 // empty with tasks pending (each of its rounds ran later than its views
-// allow, on a loaded machine); as a worker's dispatcher
-// would, it tries again, up to leaseOneTries times.
+// allow, on a loaded machine); as a worker's dispatcher would, it tries
+// again, up to leaseOneTries times.
 func (w *Worker) LeaseOne(ctx context.Context, minLevel int) (*Task, error) {
 	var ts []*Task
 	var err error
