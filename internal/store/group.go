@@ -30,6 +30,10 @@ type groupCommit[T any] struct {
 	// together (flushPool), on top of flushers.
 	pool *flushPool
 
+	// waits recycles do's waits (groupWait), each with its channel (two
+	// allocations an Enqueue or Ack saves): one goes back once answered.
+	waits sync.Pool
+
 	mu       sync.Mutex
 	queued   []*groupWait[T]
 	flushing int
@@ -93,7 +97,11 @@ type groupWait[T any] struct {
 }
 
 func (g *groupCommit[T]) do(ctx context.Context, item T) error {
-	w := &groupWait[T]{item: item, done: make(chan error, 1)}
+	w, _ := g.waits.Get().(*groupWait[T])
+	if w == nil {
+		w = &groupWait[T]{done: make(chan error, 1)}
+	}
+	w.item = item
 	g.mu.Lock()
 	g.queued = append(g.queued, w)
 	lead := (g.flushing == 0 || (g.flushing < cmp.Or(g.flushers, maxFlushers) && len(g.queued) >= g.need())) &&
@@ -109,18 +117,30 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	}
 	select {
 	case err := <-w.done:
+		g.recycle(w)
 		return err
 	case <-ctx.Done():
 		select {
 		case err := <-w.done: // answered as ctx ended: the answer counts
+			g.recycle(w)
 			return err
 		default:
 		}
 		// The call may still go through: like any write whose answer is
 		// lost, the caller retries (an enqueue with the same ID gets
-		// ErrDuplicateTask if it was stored).
+		// ErrDuplicateTask if it was stored). w is not recycled: that
+		// call may still answer it.
 		return ctx.Err()
 	}
+}
+
+// recycle gives back an answered wait of do: nothing refers to it once
+// answered (a call sends each answer last, and a lease call's answer
+// too), so the next caller may take it.
+func (g *groupCommit[T]) recycle(w *groupWait[T]) {
+	var zero T
+	w.item = zero
+	g.waits.Put(w)
 }
 
 // watchShare bounds how long items wait for their share (see need) when
@@ -200,15 +220,19 @@ func (g *groupCommit[T]) flushQueued(ctx context.Context) {
 func (g *groupCommit[T]) take(n int) []*groupWait[T] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	batch := g.queued
-	if len(batch) > n {
-		batch = batch[:n]
-	}
-	g.queued = g.queued[len(batch):]
-	// Clipped: the caller may append to it (a lease call adds the Ack
-	// group's items to the carried ones), which must not write into the
-	// queue's backing array, where later items go.
-	return slices.Clip(batch)
+	return g.pop(min(n, len(g.queued)))
+}
+
+// pop removes the first n queued items and returns them in a slice of
+// their own (the caller may append to it: a lease call adds the Ack
+// group's items to the carried ones). The queue keeps its backing array,
+// so queueing costs no allocation once it has grown. The caller holds mu.
+func (g *groupCommit[T]) pop(n int) []*groupWait[T] {
+	batch := slices.Clone(g.queued[:n])
+	left := copy(g.queued, g.queued[n:])
+	clear(g.queued[left:]) // no stale pointers for the collector
+	g.queued = g.queued[:left]
+	return batch
 }
 
 // answer gives each taken item its error.
@@ -227,11 +251,8 @@ func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T], force boo
 	for {
 		g.mu.Lock()
 		g.inCalls -= sent // answered: every path below returns or sets sent anew
-		batch := g.queued
-		if len(batch) > g.limit {
-			batch = batch[:g.limit]
-		}
-		if len(batch) == 0 || (!force && g.flushing > 1 && len(batch) < g.need()) {
+		n := min(len(g.queued), g.limit)
+		if n == 0 || (!force && g.flushing > 1 && n < g.need()) {
 			g.flushing--
 			g.mu.Unlock()
 			g.pool.give(ctx)
@@ -242,9 +263,9 @@ func (g *groupCommit[T]) flush(ctx context.Context, own *groupWait[T], force boo
 			go g.flush(context.WithoutCancel(ctx), nil, false) // hand the turn over
 			return
 		}
-		g.queued = g.queued[len(batch):]
-		g.inCalls += len(batch)
-		sent, force = len(batch), false
+		batch := g.pop(n)
+		g.inCalls += n
+		sent, force = n, false
 		g.mu.Unlock()
 		items := make([]T, len(batch))
 		for i, w := range batch {

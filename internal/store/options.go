@@ -11,6 +11,24 @@ type Option func(c *Store, t *Task) error
 
 // Level sets the priority level, 0..Levels-1; higher is more urgent.
 func Level(l int) Option {
+	if l >= 0 && l < len(levelOptions) {
+		return levelOptions[l]
+	}
+	return level(l)
+}
+
+// levelOptions are the Options of the levels most queues have, made once:
+// Level(l) is passed to nearly every Enqueue, and each closure made anew
+// was an allocation.
+var levelOptions = func() (o [16]Option) {
+	for l := range o {
+		o[l] = level(l)
+	}
+	return o
+}()
+
+// level makes Level's Option.
+func level(l int) Option {
 	return func(c *Store, t *Task) error {
 		if l < 0 || l >= c.cfg.Levels {
 			return fmt.Errorf("%w: %d is outside 0..%d", ErrInvalidLevel, l, c.cfg.Levels-1)
