@@ -119,7 +119,13 @@ func (h *heartbeater) send(ctx context.Context, leases []*store.Task, capacity i
 		// once their shards answer).
 		h.log.Warn("heartbeat: some shards did not answer", zap.Error(reply.Unreached))
 	}
-	h.held.setPaused(mirror.PauseModes(reply.Paused))
+	if reply.NoFleet {
+		// Shard 0 did not answer: the counts go again with the next
+		// heartbeat, and the pauses known stay in force.
+		h.counts.restore(counts, poolCounts)
+	} else {
+		h.held.setPaused(mirror.PauseModes(reply.Paused))
+	}
 	sent := make(map[string]string, len(leases))
 	for _, t := range leases {
 		sent[t.ID] = t.Token

@@ -27,12 +27,21 @@ import (
 // not answer, and nothing is taken for an outage of Redis; once the
 // master is back, shard 1's tasks run too. Before, a heartbeat failed
 // whole when one shard's call did ("heartbeat failed", an outage to the
-// runtime's Redis watch).
+// runtime's Redis watch); later, still when shard 0's did (the fleet-wide
+// part, capacity, rates and pauses): it runs with shard 0 down too.
 func TestShardMasterDown(t *testing.T) {
+	for _, down := range []int{1, 0} {
+		t.Run(fmt.Sprint("shard ", down), func(t *testing.T) { shardMasterDown(t, down) })
+	}
+}
+
+// shardMasterDown is TestShardMasterDown with shard down's master down;
+// the long task lives in another shard.
+func shardMasterDown(t *testing.T, down int) {
 	b := testredis.Mini(t)
 	cfg := queue.Config{Namespace: b.Prefix, Shards: 3, LeaseDuration: 300 * time.Millisecond}
 	producer := workerClient(t, b, cfg)
-	h := testredis.NewRefuser(store.ShardTag(b.Prefix, producer.Config().Name, 1))
+	h := testredis.NewRefuser(store.ShardTag(b.Prefix, producer.Config().Name, down))
 	rdb := redis.NewClient(&redis.Options{Addr: b.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	rdb.AddHook(h)
@@ -95,15 +104,20 @@ func TestShardMasterDown(t *testing.T) {
 	h.Set(true)
 	longID := ""
 	for i := 0; longID == ""; i++ {
-		if id := fmt.Sprint("long-", i); store.ShardOf(id, 3) == 0 {
+		if id := fmt.Sprint("long-", i); store.ShardOf(id, 3) == (down+2)%3 {
 			longID = id
 		}
 	}
 	_, err = producer.Enqueue(context.Background(), queue.NewTask("long", nil), queue.ID(longID), queue.Level(2))
 	require.NoError(t, err)
 	receive(t, longStarted, "the long task to start")
-	stuck := inShard(1, 5, "down")
-	up := append(inShard(0, 10, "up"), inShard(2, 10, "up")...)
+	stuck := inShard(down, 5, "down")
+	var up []string
+	for k := range 3 {
+		if k != down {
+			up = append(up, inShard(k, 10, "up")...)
+		}
+	}
 	require.Eventually(t, allRan(up), longWait, 10*time.Millisecond, "the other shards' tasks run")
 	// 20 heartbeats that name the shard they missed: 1 s, over three
 	// times the long task's LeaseDuration.
@@ -111,7 +125,7 @@ func TestShardMasterDown(t *testing.T) {
 		return logs.FilterMessage("heartbeat: some shards did not answer").Len() >= 20
 	}, longWait, 10*time.Millisecond, "the heartbeat names the shard it missed")
 	close(release)
-	require.NoError(t, <-longEnded, "the long task's lease held: shard 0's heartbeats went on")
+	require.NoError(t, <-longEnded, "the long task's lease held: its shard's heartbeats went on")
 	require.EqualValues(t, 1, longRuns.Load(), "the long task ran once")
 	require.Zero(t, logs.FilterMessage("heartbeat failed").Len(), "a heartbeat failed whole for one shard")
 	for _, e := range logs.FilterMessageSnippet("redis unavailable").All() {
@@ -120,10 +134,10 @@ func TestShardMasterDown(t *testing.T) {
 	require.Zero(t, logs.FilterMessageSnippet("redis unavailable").Len(), "one shard down taken for an outage")
 	mu.Lock()
 	for _, id := range stuck {
-		require.False(t, ran[id], "shard 1 is down")
+		require.False(t, ran[id], "its shard is down")
 	}
 	mu.Unlock()
 
 	h.Set(false)
-	require.Eventually(t, allRan(stuck), longWait, 10*time.Millisecond, "shard 1's tasks run once it is back")
+	require.Eventually(t, allRan(stuck), longWait, 10*time.Millisecond, "its tasks run once it is back")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,21 +80,26 @@ func (c *Store) Heartbeat(ctx context.Context, hb Heartbeat) (*HeartbeatReply, e
 		wg.Go(func() { replies[k], errs[k] = s.heartbeatOne(ctx, parts[k]) })
 	}
 	wg.Wait()
-	if errs[0] != nil {
+	if !slices.Contains(errs, nil) {
 		return nil, errs[0]
 	}
 	// One shard's master down does not fail the rest: their leases are
 	// extended and their lost ones reported (a lease takes from the
-	// shards that answer, too).
+	// shards that answer, too). Without shard 0 the reply says so
+	// (NoFleet): its pauses are not the ones in force.
 	out := replies[0]
+	if out == nil {
+		out = &HeartbeatReply{NoFleet: true}
+	}
 	var unreached []error
-	for k, r := range replies[1:] {
-		if errs[k+1] != nil {
-			unreached = append(unreached, fmt.Errorf("shard %d: %w", k+1, errs[k+1]))
-			continue
+	for k, r := range replies {
+		switch {
+		case errs[k] != nil:
+			unreached = append(unreached, fmt.Errorf("shard %d: %w", k, errs[k]))
+		case k > 0:
+			out.Lost = append(out.Lost, r.Lost...)
+			out.Canceled = append(out.Canceled, r.Canceled...)
 		}
-		out.Lost = append(out.Lost, r.Lost...)
-		out.Canceled = append(out.Canceled, r.Canceled...)
 	}
 	out.Unreached = errors.Join(unreached...)
 	return out, nil

@@ -53,12 +53,16 @@ type HeartbeatReply struct {
 	// requested (Cancel): the caller cancels their runs; however their
 	// lease ends, they end canceled unless they succeed.
 	Canceled []string
-	// Unreached, on a queue of several shards, is why some shards other
-	// than shard 0 did not answer (nil: every shard did): the heartbeat
-	// holds what the others did (shard 0 holds the fleet-wide part:
-	// capacity, counts, pauses), and the leases in those shards were not
-	// extended. A heartbeat whose shard 0 did not answer fails whole.
+	// Unreached, on a queue of several shards, is why some shards did not
+	// answer (nil: every shard did): the heartbeat holds what the others
+	// did, and the leases in those shards were not extended. A heartbeat
+	// that no shard answered fails whole.
 	Unreached error
+	// NoFleet is true when shard 0, which holds the fleet-wide part
+	// (capacity, counts, pauses), did not answer though other shards did:
+	// the counts were not recorded (send them again) and Paused is empty,
+	// not the pauses in force (keep what was known).
+	NoFleet bool
 }
 
 // RequeueReason says why a running task goes back to its level.

@@ -180,9 +180,11 @@ func TestShardLeasePushedBack(t *testing.T) {
 // TestShardHeartbeatPartial: a heartbeat on a queue of several shards
 // whose shard 1 does not answer (its master down) still extends the
 // leases of the others and reports their lost ones, and says which shard
-// it missed (Unreached); one whose shard 0 (capacity, counts, pauses)
-// does not answer fails whole. Before, any shard's error failed the
-// heartbeat, and the runtime took it for an outage of Redis.
+// it missed (Unreached); so does one whose shard 0 (capacity, counts,
+// pauses) does not answer, saying it has no fleet-wide part (NoFleet);
+// one no shard answers fails. Before, any shard's error failed the
+// heartbeat, and the runtime took it for an outage of Redis; later, shard
+// 0's alone still did, and the other shards' lost leases went unreported.
 func TestShardHeartbeatPartial(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		h := &refuseShard{sha: heartbeatScript.Hash(), src: luaSource("heartbeat.lua")}
@@ -230,9 +232,32 @@ func TestShardHeartbeatPartial(t *testing.T) {
 			}
 		}
 
+		require.False(t, reply.NoFleet, "shard 0 answered")
+
 		h.prefix = e.c.shards[0].keys.prefix
+		for _, tk := range held {
+			before[tk.ID] = deadline(shardIndex(tk.ID, 3), tk.ID)
+		}
+		e.clk.Advance(time.Second)
+		reply, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 3, Leases: bad})
+		require.NoError(t, err, "the other shards answered")
+		require.True(t, reply.NoFleet, "shard 0 holds the fleet-wide part")
+		require.ErrorContains(t, reply.Unreached, "shard 0")
+		require.Empty(t, reply.Paused)
+		for _, tk := range held {
+			switch k := shardIndex(tk.ID, 3); k {
+			case 0:
+				require.Equal(t, before[tk.ID], deadline(k, tk.ID), "shard 0 did not answer")
+			case 1:
+				require.Greater(t, deadline(k, tk.ID), before[tk.ID], "shard 1's lease extended")
+			case 2:
+				require.Equal(t, []string{tk.ID}, reply.Lost, "shard 2's lost lease reported")
+			}
+		}
+
+		h.prefix = "" // every shard refuses
 		reply, err = e.c.Heartbeat(e.ctx, Heartbeat{Worker: "w", Capacity: 3, Leases: held})
-		require.Error(t, err, "shard 0 holds the fleet-wide part")
+		require.Error(t, err, "no shard answered")
 		require.Nil(t, reply)
 	})
 }
