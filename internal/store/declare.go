@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,17 @@ type scriptKeys struct {
 	// The enqueue calls are built from them (enqueueCall, batchCall).
 	pending, scheduledCounts []string
 	prefix                   any
+	// heads are the records' heads of enqueue_pending.lua's ARGV,
+	// "2|<level>|<preemptible>", boxed once: see head.
+	heads []any
+}
+
+// head is the record head of t for enqueue_pending.lua.
+func (k *scriptKeys) head(t *Task) any {
+	if t.NotPreemptible {
+		return k.heads[2*t.Level]
+	}
+	return k.heads[2*t.Level+1]
 }
 
 // newScriptKeys returns the fixed KEYS of each script of a queue of levels
@@ -35,6 +47,10 @@ func newScriptKeys(k keys, levels int) scriptKeys {
 	lists := make([]string, levels)
 	for l := range levels {
 		lists[l] = k.pending(l)
+	}
+	heads := make([]any, 2*levels)
+	for i := range heads {
+		heads[i] = fmt.Sprintf("2|%d|%d", i/2, i%2)
 	}
 	fix := func(ks ...string) []string { return ks }
 	return scriptKeys{
@@ -56,6 +72,7 @@ func newScriptKeys(k keys, levels int) scriptKeys {
 		pending:         lists,
 		scheduledCounts: fix(k.scheduled(), k.counts()),
 		prefix:          k.prefix,
+		heads:           heads,
 	}
 }
 

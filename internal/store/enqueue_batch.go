@@ -112,27 +112,24 @@ func (c *Store) enqueueSome(ctx context.Context, idx []int, tasks []*Task, opts 
 // nil for each task not stored.
 func (c *Store) writeBatch(ctx context.Context, idx []int, ws []*enqWait, out []*Task, spans []trace.Span, errAt []error) {
 	type chunk struct {
-		idx  []int
+		idx  []int // the tasks, in the call's order (its reply's)
 		call batchCall
 		cmd  *redis.Cmd
 	}
 	var chunks []*chunk
-	cur := &chunk{}
-	for n, i := range idx {
-		w := ws[i]
-		if len(cur.idx) == 0 {
-			cur.call = c.newBatchCall(w.now, min(len(idx)-n, enqueueChunk))
+	for len(idx) > 0 {
+		n := min(len(idx), enqueueChunk)
+		ch := &chunk{idx: idx[:n:n]}
+		var order []int
+		ch.call, order = c.chunkCall(ws[ch.idx[0]].now, n, func(j int) *enqWait { return ws[ch.idx[j]] })
+		if order != nil {
+			in := ch.idx
+			ch.idx = make([]int, n)
+			for j, k := range order {
+				ch.idx[j] = in[k]
+			}
 		}
-		cur.idx = append(cur.idx, i)
-		cur.call.add(c, w)
-		if len(cur.idx) == enqueueChunk {
-			cur.call.close(c)
-			chunks, cur = append(chunks, cur), &chunk{}
-		}
-	}
-	if len(cur.idx) > 0 {
-		cur.call.close(c)
-		chunks = append(chunks, cur)
+		chunks, idx = append(chunks, ch), idx[n:]
 	}
 	// EVALSHA first; only the chunks that met a server without the script
 	// (fresh or restarted Redis) run again, with EVAL: NOSCRIPT means the
@@ -149,9 +146,9 @@ func (c *Store) writeBatch(ctx context.Context, idx []int, ws []*enqWait, out []
 					continue
 				}
 				if useSha {
-					ch.cmd = enqueueManyScript.EvalSha(ctx, p, ch.call.keys, ch.call.args...)
+					ch.cmd = ch.call.script.EvalSha(ctx, p, ch.call.keys, ch.call.args...)
 				} else {
-					ch.cmd = enqueueManyScript.Eval(ctx, p, ch.call.keys, ch.call.args...)
+					ch.cmd = ch.call.script.Eval(ctx, p, ch.call.keys, ch.call.args...)
 				}
 			}
 			wait = c.waitCmd(ctx, p)
@@ -213,20 +210,23 @@ func enqueueReplies(cmd *redis.Cmd, n int) ([]any, error) {
 	return cmd.Slice()
 }
 
-// batchCall is one enqueueManyScript call (lua/enqueue_batch.lua) as it
-// is built: KEYS every level's list, then each task's keys, then, when a
-// task is scheduled, scheduled and n (close adds them); ARGV the prefix,
-// now and the number of levels, then eight per task.
+// batchCall is one script call of a chunk of tasks as it is built: an
+// enqueuePendingScript call (newPendingCall), or an enqueueManyScript
+// call (lua/enqueue_batch.lua): KEYS every level's list, then each task's
+// keys, then, when a task is scheduled, scheduled and n (close adds
+// them); ARGV the prefix, now and the number of levels, then eight per
+// task.
 type batchCall struct {
-	keys  []string
-	args  []any
-	sched bool // a task is scheduled
+	script *redis.Script
+	keys   []string
+	args   []any
+	sched  bool // a task is scheduled
 }
 
-// newBatchCall opens a call for about n tasks, the first prepared at now
-// (ms, the client's clock).
+// newBatchCall opens an enqueueManyScript call for about n tasks, the
+// first prepared at now (ms, the client's clock).
 func (c *Store) newBatchCall(now int64, n int) batchCall {
-	b := batchCall{keys: make([]string, 0, len(c.sk.pending)+2*n+2), args: make([]any, 0, 3+8*n)}
+	b := batchCall{script: enqueueManyScript, keys: make([]string, 0, len(c.sk.pending)+2*n+2), args: make([]any, 0, 3+8*n)}
 	b.keys = append(b.keys, c.sk.pending...)
 	b.args = append(b.args, c.sk.prefix, c.nowArg(now), c.cfg.Levels)
 	return b

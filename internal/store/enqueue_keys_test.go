@@ -55,7 +55,7 @@ func guarded(name string) string { return keyGuard + luaSource(name) + keyGuardE
 func TestEnqueueTouchesOnlyDeclaredKeys(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
-		single, batch := guarded("enqueue.lua"), guarded("enqueue_batch.lua")
+		single, batch, pending := guarded("enqueue.lua"), guarded("enqueue_batch.lua"), guarded("enqueue_pending.lua")
 		// prep prepares a task of ID id (generated when ""); the payload of
 		// an ID "u<x><n>" is "u<x>", so that its lock is that of every
 		// "u<x>..." task.
@@ -79,6 +79,14 @@ func TestEnqueueTouchesOnlyDeclaredKeys(t *testing.T) {
 				call.add(e.c, w)
 			}
 			r, err := e.rdb.Eval(e.ctx, batch, call.close(e.c), call.args...).Result()
+			return r, scriptErr(err)
+		}
+		// runPending runs enqueue_pending.lua's call of ws (pending, IDs
+		// made here), its reply in the call's order.
+		runPending := func(ws ...*enqWait) (any, error) {
+			call, _ := e.c.chunkCall(ws[0].now, len(ws), func(i int) *enqWait { return ws[i] })
+			require.Same(t, enqueuePendingScript, call.script)
+			r, err := e.rdb.Eval(e.ctx, pending, call.keys, call.args...).Result()
 			return r, scriptErr(err)
 		}
 		at := e.clk.Now().Add(time.Hour)
@@ -117,8 +125,23 @@ func TestEnqueueTouchesOnlyDeclaredKeys(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []any{int64(1), int64(1), int64(1), int64(2), int64(0), int64(1)}, got)
 
+		// enqueue_pending.lua: all stored (one MSETNX), then an ID that
+		// exists (one by one).
+		got, err = runPending(prep("", Level(2)), prep("", Level(0)), prep("", Level(2)))
+		require.NoError(t, err)
+		require.Equal(t, int64(3), got)
+		taken := prep("", Level(1))
+		require.NoError(t, e.rdb.Set(e.ctx, e.c.keys.task(taken.nt.ID), "x", 0).Err())
+		got, err = runPending(prep("", Level(1)), taken)
+		require.NoError(t, err)
+		require.Equal(t, []any{int64(1), int64(0)}, got)
+
 		// A wrong-typed list: the stored record and lock are deleted again.
 		e.plant(e.c.keys.pending(0), "hash")
+		got, err = runPending(prep("", Level(0)), prep("", Level(1)))
+		require.NoError(t, err)
+		require.Contains(t, got.([]any)[0], "CORRUPT")
+		require.Equal(t, int64(1), got.([]any)[1])
 		_, err = runOne(prep("ue1", Unique(time.Hour), Level(0)))
 		requireCorrupt(t, err, e.c.keys.pending(0))
 		got, err = runMany(prep("y", Level(0)), prep("ue2", Unique(time.Hour), Level(0)), prep("", Level(1)))

@@ -52,6 +52,7 @@ func TestEnqueueBatchPartialNoScript(t *testing.T) {
 		rdb.AddHook(hook)
 		e := newEnvOn(t, rdb, b.Prefix+".noscript", nil)
 		require.NoError(t, enqueueManyScript.Load(e.ctx, rdb).Err())
+		require.NoError(t, enqueuePendingScript.Load(e.ctx, rdb).Err()) // its tasks are pending, their IDs made here
 		old := enqueueChunk
 		enqueueChunk = 2 // five chunks, so the pipeline can be split
 		t.Cleanup(func() { enqueueChunk = old })

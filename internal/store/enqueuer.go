@@ -54,29 +54,31 @@ func (c *Store) enqueueOne(ctx context.Context, w *enqWait) error {
 	return nil
 }
 
-// enqueueMany stores a batch with one enqueueManyScript call and returns
+// enqueueMany stores a batch with one script call (chunkCall) and returns
 // each task's error.
 func (c *Store) enqueueMany(ctx context.Context, batch []*enqWait) []error {
-	call := c.newBatchCall(batch[0].now, len(batch))
-	for _, w := range batch {
-		call.add(c, w)
-	}
+	call, order := c.chunkCall(batch[0].now, len(batch), func(i int) *enqWait { return batch[i] })
 	errs := make([]error, len(batch))
-	cmd := c.run(ctx, enqueueManyScript, call.close(c), call.args...)
+	cmd := c.run(ctx, call.script, call.keys, call.args...)
 	var unconfirmed error // stored on the primary, not confirmed (Config.WaitReplicas)
 	if errors.Is(cmd.Err(), ErrNotReplicated) {
 		unconfirmed = cmd.Err()
 		cmd.SetErr(nil)
 	}
 	res, err := enqueueReplies(cmd, len(batch))
-	for i, w := range batch {
+	for j := range batch { // the call's j-th task, the reply's j-th entry
+		i := j // its place in batch
+		if order != nil {
+			i = order[j]
+		}
+		w := batch[i]
 		switch {
 		case err != nil:
 			errs[i] = wrapf(scriptErr(err), "enqueue %s", w.nt.ID)
-		case i >= len(res):
+		case j >= len(res):
 			errs[i] = fmt.Errorf("overtake: enqueue %s: short reply", w.nt.ID)
 		default:
-			switch v := res[i].(type) {
+			switch v := res[j].(type) {
 			case int64:
 				if v != 1 {
 					errs[i] = refused(v, &w.nt)
