@@ -67,7 +67,7 @@ func newScriptKeys(k keys, levels int) scriptKeys {
 		fleet:      fix(k.alive(), k.capacity(), k.busy()),
 		pause:      fix(k.paused()),
 		cancel:     slices.Concat(fix(k.scheduled(), k.done(), k.counts(), k.feed()), lists),
-		peek:       slices.Concat(fix(k.scheduled(), k.leases()), lists),
+		peek:       slices.Concat(fix(k.scheduled(), k.leases(), k.paused()), lists),
 
 		pending:         lists,
 		scheduledCounts: fix(k.scheduled(), k.counts()),

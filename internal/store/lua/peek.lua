@@ -8,7 +8,8 @@
 --
 -- uses: anchor.lua view.lua
 --
--- KEYS     scheduled, leases (ZSETs), p:0..p:<max level> (LISTs), then
+-- KEYS     scheduled, leases (ZSETs), paused (STRING, read by
+--          shard_view), p:0..p:<max level> (LISTs), then
 --          absent, a key no one writes: while the shard's slot migrates,
 --          Redis Cluster refuses the whole call (TRYAGAIN) before it runs
 --          (see scriptKeys in declare.go)
@@ -34,4 +35,4 @@ local ok1, sch = pcall(redis.call, 'ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local ok2, dl = pcall(redis.call, 'ZRANGEBYSCORE', KEYS[2], '-inf', BELOW_ANCHOR, 'WITHSCORES', 'LIMIT', 0, 1)
 if ok1 and sch[2] then due = tonumber(sch[2]) end
 if ok2 and dl[2] and (due == 0 or tonumber(dl[2]) < due) then due = tonumber(dl[2]) end
-return shard_view({now, due}, P, #KEYS - 4)
+return shard_view({now, due}, P, #KEYS - 5)

@@ -23,12 +23,17 @@ end
 -- shard_view appends to out, for each level 0..maxl of the shard of
 -- prefix pfx, its length and how many tasks at its head, up to 16, have
 -- a state key (ran_heads). A key of another type counts as empty (a lease
--- call reports it).
+-- call reports it), and so does a paused level (the paused key, declared
+-- by its callers, ",<level>:<mode>,..."): no lease call gives its tasks,
+-- whether the worker knows of the pause yet or not, so the lease
+-- allocates nothing there and waits for none of them.
 local function shard_view(out, pfx, maxl)
+  local okp, pz = pcall(redis.call, 'GET', pfx .. 'paused')
+  if not okp or not pz then pz = '' end
   for lvl = 0, maxl do
     local key = pfx .. 'p:' .. lvl
     local ok, n = pcall(redis.call, 'LLEN', key)
-    if not ok then n = 0 end
+    if not ok or string.find(pz, ',' .. lvl .. ':', 1, true) then n = 0 end
     local ran = 0
     if n > 0 then ran = ran_heads(pfx, key, 16) end
     out[#out + 1] = n
