@@ -150,8 +150,12 @@ func (h *heartbeater) send(ctx context.Context, leases []*store.Task, capacity i
 // stops.
 func (h *heartbeater) farewell(ctx context.Context) {
 	if counts, pools := h.counts.take(); len(counts) > 0 {
-		if _, err := h.eng.Heartbeat(ctx, store.Heartbeat{Worker: h.worker, TTL: time.Second, Counts: counts,
-			PoolCounts: pools, Pools: h.held.poolLayout()}); err != nil {
+		reply, err := h.eng.Heartbeat(ctx, store.Heartbeat{Worker: h.worker, TTL: time.Second, Counts: counts,
+			PoolCounts: pools, Pools: h.held.poolLayout()})
+		if err == nil && reply.NoFleet {
+			err = reply.Unreached // shard 0, which keeps the rates, did not answer
+		}
+		if err != nil {
 			h.log.Warn("could not report the last outcomes for the fleet's rates", zap.Error(err))
 		}
 	}

@@ -6,6 +6,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 
 	"github.com/overtake/overtake/handlers"
 	"github.com/overtake/overtake/internal/store"
@@ -18,7 +21,8 @@ import (
 // knows in force (the reply's are not the ones in force: were they
 // applied, a paused level would be leased from again) and keeps the
 // counts for the next heartbeat; once shard 0 answers, the counts go and
-// its pauses are applied.
+// its pauses are applied. The last counts, sent as the runtime stops,
+// are said to be lost when shard 0 does not answer.
 func TestHeartbeatWithoutShardZero(t *testing.T) {
 	b := testredis.Mini(t)
 	ctx := context.Background()
@@ -29,7 +33,8 @@ func TestHeartbeatWithoutShardZero(t *testing.T) {
 	require.NoError(t, err)
 	h := testredis.NewRefuser(store.ShardTag(b.Prefix, q.Config().Name, 0))
 	rdb.AddHook(h)
-	rt, err := New(q, handlers.NewMux(), Config{WorkerID: "w"})
+	core, logs := zapobserver.New(zapcore.WarnLevel)
+	rt, err := New(q, handlers.NewMux(), Config{WorkerID: "w", Logger: zap.New(core)})
 	require.NoError(t, err)
 
 	require.NoError(t, q.Pause(ctx, 1, queue.PauseWait))
@@ -51,4 +56,10 @@ func TestHeartbeatWithoutShardZero(t *testing.T) {
 	require.Equal(t, queue.NotPaused, rt.dispatch.paused.mode(1), "shard 0's pauses applied")
 	levels, _ = rt.outcomes.take()
 	require.Empty(t, levels, "the count went")
+
+	// The last counts, as the runtime stops, cannot reach shard 0: said.
+	h.Set(true)
+	rt.outcomes.count(2, func(c *store.LevelCounts) { c.Processed++ })
+	rt.beats.farewell(ctx)
+	require.Equal(t, 1, logs.FilterMessage("could not report the last outcomes for the fleet's rates").Len())
 }
