@@ -35,7 +35,7 @@ type Config struct {
 	// keeping one strict priority order. Defaults to 1: every key of the
 	// queue in one slot, the layout of a queue without shards. A task
 	// lives in one shard, chosen from its ID. Every process of a queue
-	// must agree on Shards (New). docs/design.md ("Shards") says what a
+	// must agree on Shards (New). docs/shards.md says what a
 	// lease costs with more than one.
 	Shards int
 	// MaxPayloadBytes is the largest payload Enqueue accepts. Defaults to
