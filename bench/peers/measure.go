@@ -194,7 +194,7 @@ func drain(ctx context.Context, s system, o options) float64 {
 // wake crosses two idle processes (Redis, then the worker) and takes a
 // round trip of its own, and on a VM a process that idled for a while
 // may take milliseconds to run again (a PING's p99 after such gaps was
-// 3.5 ms on the 2-core machine of docs/benchmarks.md, its p50 0.39 ms).
+// 3.5 ms on the 2-core machine of docs/bench-history.md, its p50 0.39 ms).
 func pingAfterIdle(ctx context.Context, adm *admin, samples int, o options) []time.Duration {
 	out := make([]time.Duration, 0, samples)
 	for range samples {
