@@ -29,9 +29,9 @@ func (c *Store) startEnqueue(ctx context.Context, nt *Task) (context.Context, tr
 	if telemetry.Silent(c.cfg.TracerProvider) {
 		// The default provider with none registered behind it, or the
 		// no-op one: its span would record nothing and carry the parent's
-		// span context, so
-		// none is started (its attributes cost a tenth of an Enqueue's
-		// CPU) and the headers get what that span would have put there.
+		// span context, so none is started (its attributes cost a tenth
+		// of an Enqueue's CPU) and the headers get what that span would
+		// have put there.
 		nt.Headers = prop.Inject(ctx, maps.Clone(nt.Headers))
 		return ctx, trace.SpanFromContext(context.Background()) // a no-op span
 	}

@@ -90,7 +90,6 @@ local function push(g, first, last, list)
 end
 -- Each level's stored tasks go in one RPUSH, and a level whose list was
 -- empty is announced (else an earlier announcement is unanswered).
--- (One local a line: miniredis's Lua mixes up locals assigned together.)
 local first = 1 -- the level's first task
 for g = 1, G do
   local last = first + tonumber(ARGV[3 + G + g]) - 1

@@ -311,7 +311,7 @@ local function load_tasks(from)
   -- token).
   local pz, lvls, mine, held, keep = vals[#vals], c.lvls, c.mine, {}, {}
   for i = #ids, from, -1 do
-    if pz and string.find(pz, ',' .. lvls[i] .. ':', 1, true) then
+    if paused_at(pz, lvls[i]) then
       redis.call('LPUSH', P .. 'p:' .. lvls[i], ids[i]); held[i] = true; c.broken[lvls[i]] = true
     end
   end

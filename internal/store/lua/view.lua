@@ -5,7 +5,13 @@
 -- replies with it, and a lease call asked for it (option view) ends its
 -- reply with it, so the worker's view of the shard it called is as fresh
 -- as the call.
--- defines: ran_heads shard_view
+-- defines: paused_at ran_heads shard_view
+
+-- paused_at reports whether pz, the paused key's value (",<level>:<mode>,
+-- ...", "" or nil when none is), pauses level lvl.
+local function paused_at(pz, lvl)
+  return pz and string.find(pz, ',' .. lvl .. ':', 1, true) ~= nil
+end
 
 -- ran_heads returns how many tasks at the head of list key, up to most,
 -- have a state key (under prefix pfx): most heads are fresh, so one LINDEX
@@ -29,11 +35,11 @@ end
 -- allocates nothing there and waits for none of them.
 local function shard_view(out, pfx, maxl)
   local okp, pz = pcall(redis.call, 'GET', pfx .. 'paused')
-  if not okp or not pz then pz = '' end
+  if not okp then pz = nil end
   for lvl = 0, maxl do
     local key = pfx .. 'p:' .. lvl
     local ok, n = pcall(redis.call, 'LLEN', key)
-    if not ok or string.find(pz, ',' .. lvl .. ':', 1, true) then n = 0 end
+    if not ok or paused_at(pz, lvl) then n = 0 end
     local ran = 0
     if n > 0 then ran = ran_heads(pfx, key, 16) end
     out[#out + 1] = n
