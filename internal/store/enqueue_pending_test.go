@@ -110,17 +110,18 @@ func TestEnqueuePendingCorruptList(t *testing.T) {
 }
 
 // EnqueueBatch's chunks take enqueue_pending.lua too: with tasks of
-// several levels in chunks of 3, each task's result is its own, in the
-// order given, and each level's list holds its tasks in that order.
+// several levels over three chunks (enqueueChunk a call), each task's
+// result is its own, in the order given, and each level's list holds its
+// tasks in that order, and a refused task's error is its own. (The chunk size is not lowered here: the test runs
+// in parallel with others that read it.)
 func TestEnqueueBatchPendingChunks(t *testing.T) {
 	parallelBackends(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, nil)
-		old := enqueueChunk
-		enqueueChunk = 3
-		t.Cleanup(func() { enqueueChunk = old })
-		levels := []int{2, 0, 1, 1, 0, 2, 0}
-		tasks := make([]*Task, len(levels))
+		n := 2*enqueueChunk + 7
+		levels := make([]int, n)
+		tasks := make([]*Task, n)
 		for i := range tasks {
+			levels[i] = (i*7 + i/5) % 3
 			tasks[i] = NewTask("t", []byte(fmt.Sprint(i)))
 		}
 		out, err := e.c.EnqueueEach(e.ctx, tasks, func(i int) []Option { return []Option{Level(levels[i])} })
@@ -129,11 +130,23 @@ func TestEnqueueBatchPendingChunks(t *testing.T) {
 		for i, tk := range out {
 			require.NotNil(t, tk, "task %d", i)
 			require.Equal(t, levels[i], tk.Level, "task %d", i)
-			require.Equal(t, fmt.Sprint(i), string(e.inspect(tk.ID).Payload), "task %d", i)
 			want[levels[i]] = append(want[levels[i]], tk.ID)
+		}
+		for _, i := range []int{0, 1, enqueueChunk - 1, enqueueChunk, n - 1} {
+			require.Equal(t, fmt.Sprint(i), string(e.inspect(out[i].ID).Payload), "task %d", i)
 		}
 		for l := range 3 {
 			require.Equal(t, want[l], e.pending(l), "level %d", l)
+		}
+
+		// Each refusal reaches its own task: with level 1's list of the
+		// wrong type, exactly the level 1 tasks fail, wherever the chunks'
+		// grouping by level put them.
+		e.plant(e.c.keys.pending(1), "hash")
+		out, err = e.c.EnqueueEach(e.ctx, tasks, func(i int) []Option { return []Option{Level(levels[i])} })
+		requireCorrupt(t, err, e.c.keys.pending(1))
+		for i, tk := range out {
+			require.Equal(t, levels[i] == 1, tk == nil, "task %d at level %d", i, levels[i])
 		}
 	})
 }
