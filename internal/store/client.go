@@ -40,6 +40,7 @@ type Store struct {
 	shards []*Store
 	parent *Store
 	views  shardViews // shard 0's: what its sharded leases allocate from (shards_view.go)
+	fill   shardFill  // shard 0's: where made IDs go (fillShard)
 }
 
 // New returns a client for the queue cfg names on rdb, which may be a
@@ -107,11 +108,16 @@ func (c *Store) CheckChannel(worker string) string { return c.keys.wake() + ":" 
 
 // newID returns 16 random bytes as hex.
 func newID() string {
-	var b [16]byte
 	var h [32]byte
+	randomHex(&h)
+	return string(h[:]) // one allocation (hex.EncodeToString makes two)
+}
+
+// randomHex fills h with 16 random bytes as hex.
+func randomHex(h *[32]byte) {
+	var b [16]byte
 	_, _ = rand.Read(b[:])
 	hex.Encode(h[:], b[:])
-	return string(h[:]) // one allocation (hex.EncodeToString makes two)
 }
 
 // newToken returns a fresh random lease token.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +34,9 @@ type groupCommit[T any] struct {
 	// waits recycles do's waits (groupWait), each with its channel (two
 	// allocations an Enqueue or Ack saves): one goes back once answered.
 	waits sync.Pool
+
+	// outstanding counts the callers of do not answered yet (idle).
+	outstanding atomic.Int64
 
 	mu       sync.Mutex
 	queued   []*groupWait[T]
@@ -97,6 +101,8 @@ type groupWait[T any] struct {
 }
 
 func (g *groupCommit[T]) do(ctx context.Context, item T) error {
+	g.outstanding.Add(1)
+	defer g.outstanding.Add(-1)
 	w, _ := g.waits.Get().(*groupWait[T])
 	if w == nil {
 		w = &groupWait[T]{done: make(chan error, 1)}
@@ -133,6 +139,9 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 		return ctx.Err()
 	}
 }
+
+// idle reports whether no caller of do waits for an answer.
+func (g *groupCommit[T]) idle() bool { return g.outstanding.Load() == 0 }
 
 // recycle gives back an answered wait of do: nothing refers to it once
 // answered (a call sends each answer last, and a lease call's answer

@@ -114,18 +114,21 @@ func (c *Store) home(t *Task) int {
 	return -1
 }
 
-// assignID gives nt an ID in its home shard when it has none (else in a
-// shard nt.avoid does not name), or checks
+// assignID gives nt an ID in its home shard when it has none (else in
+// the shard fillShard names), or checks
 // that the caller's ID lives there: on a sharded queue a unique task with
 // the caller's ID must hash to its lock's shard, and a periodic tick's ID
 // (Tick's) gets the suffix "~<n>" of the first n that puts it there.
 func (c *Store) assignID(nt *Task) error {
 	h := c.home(nt)
 	if nt.ID == "" {
-		nt.ID = newID()
-		for (h >= 0 && shardIndex(nt.ID, len(c.shards)) != h) ||
-			(h < 0 && nt.avoid != nil && nt.avoid[shardIndex(nt.ID, len(c.shards))]) {
-			nt.ID = newID() // K tries on average
+		switch {
+		case !c.sharded():
+			nt.ID = newID()
+		case h >= 0:
+			nt.ID = newIDIn(h, len(c.shards))
+		default:
+			nt.ID = newIDIn(c.fillShard(nt.avoid), len(c.shards))
 		}
 		return nil
 	}
@@ -142,6 +145,59 @@ func (c *Store) assignID(nt *Task) error {
 			"of its lock (%d); leave the ID empty to have one made", ErrInvalidTask, len(c.shards), h)
 	}
 	return nil
+}
+
+// shardRun bounds the run of made IDs fillShard puts in one shard while
+// its Enqueue group is busy.
+const shardRun = 512
+
+// fillShard is the shard of the next task whose ID the store makes and
+// ties to no shard. It keeps to one shard while that shard's Enqueue
+// group has tasks outstanding, up to shardRun tasks, so that concurrent
+// single Enqueues pile up in one group and share its calls as they would
+// on a queue of one shard; it moves to the next shard once the group is
+// idle or the run is full. (Spread at random, each shard's calls carried
+// a Kth of the tasks, and a call costs its master about as much however
+// few it carries.) One caller at a time so goes round the shards task by
+// task. When avoid names the shard, the next one it does not name.
+func (c *Store) fillShard(avoid []bool) int {
+	n := len(c.shards)
+	c.fill.mu.Lock()
+	k := c.fill.shard
+	if c.fill.run >= shardRun || c.shards[k].enqs.idle() {
+		k, c.fill.run = (k+1)%n, 0
+	}
+	c.fill.shard = k
+	c.fill.run++
+	c.fill.mu.Unlock()
+	for i := 0; i < n && avoid != nil && avoid[k]; i++ {
+		k = (k + 1) % n
+	}
+	return k
+}
+
+// shardFill is fillShard's state: the shard it fills and how many of the
+// run went there.
+type shardFill struct {
+	mu         sync.Mutex
+	shard, run int
+}
+
+// newIDIn returns a fresh ID (as newID's) of shard k of a queue of n
+// shards: a random one whose last two hex digits are the first pair that
+// puts it there, else another.
+func newIDIn(k, n int) string {
+	const digits = "0123456789abcdef"
+	for {
+		var h [32]byte
+		randomHex(&h)
+		for i := range 256 {
+			h[30], h[31] = digits[i>>4], digits[i&15]
+			if int(crc32.ChecksumIEEE(h[:])%uint32(n)) == k {
+				return string(h[:])
+			}
+		}
+	}
 }
 
 // eachShard calls fn on every shard at once and returns the first error,

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/internal/testredis"
+)
+
+// TestShardFill: a task whose ID the store makes goes to the next shard
+// when the one before's Enqueue group is idle (one caller at a time goes
+// round the shards), and stays in a shard whose group is busy for a run
+// of shardRun; a shard to avoid is passed over for the next.
+func TestShardFill(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		e := newEnv(t, b, func(c *Config) { c.Shards = 3 })
+		for i := range 7 {
+			got, err := e.c.Enqueue(e.ctx, NewTask("t", []byte(fmt.Sprint(i))))
+			require.NoError(t, err)
+			require.Equal(t, (i+1)%3, shardIndex(got.ID, 3), "task %d", i)
+		}
+		for k, s := range e.c.Shards() {
+			want := int64(2)
+			if k == 1 {
+				want = 3
+			}
+			require.Equal(t, want, e.rdb.LLen(e.ctx, s.keys.pending(0)).Val(), "shard %d", k)
+		}
+
+		// Shard 1 took the last; with callers of its group waiting, the
+		// next made IDs stay there for the rest of its run, then move on.
+		busy := &e.c.shards[1].enqs.outstanding
+		busy.Add(1)
+		for i := 1; i < shardRun; i++ {
+			require.Equal(t, 1, e.c.fillShard(nil), "ID %d of the run", i)
+		}
+		require.Equal(t, 2, e.c.fillShard(nil), "the run is full")
+		busy.Add(-1)
+		require.Equal(t, 0, e.c.fillShard(nil), "shard 2 idle")
+
+		require.Equal(t, 2, e.c.fillShard([]bool{false, true, false}), "shard 1 avoided")
+		require.Equal(t, 0, e.c.fillShard([]bool{false, false, true}), "shard 2 avoided")
+	})
+}
+
+// TestNewIDIn: an ID made for shard k of n is there, is 32 hex digits,
+// and is not made twice.
+func TestNewIDIn(t *testing.T) {
+	seen := map[string]bool{}
+	for _, n := range []int{2, 3, 6, 16} {
+		for k := range n {
+			for range 20 {
+				id := newIDIn(k, n)
+				require.Equal(t, k, shardIndex(id, n), "n=%d", n)
+				require.Regexp(t, "^[0-9a-f]{32}$", id)
+				require.False(t, seen[id], "made twice: %s", id)
+				seen[id] = true
+			}
+		}
+	}
+}
