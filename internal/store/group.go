@@ -35,7 +35,10 @@ type groupCommit[T any] struct {
 	// allocations an Enqueue or Ack saves): one goes back once answered.
 	waits sync.Pool
 
-	// outstanding counts the callers of do not answered yet (idle).
+	// outstanding counts the callers of do not answered yet (idle), when
+	// counted is set (the Enqueue groups of a sharded queue's shards,
+	// which fillShard reads).
+	counted     bool
 	outstanding atomic.Int64
 
 	mu       sync.Mutex
@@ -101,8 +104,10 @@ type groupWait[T any] struct {
 }
 
 func (g *groupCommit[T]) do(ctx context.Context, item T) error {
-	g.outstanding.Add(1)
-	defer g.outstanding.Add(-1)
+	if g.counted {
+		g.outstanding.Add(1)
+		defer g.outstanding.Add(-1)
+	}
 	w, _ := g.waits.Get().(*groupWait[T])
 	if w == nil {
 		w = &groupWait[T]{done: make(chan error, 1)}
@@ -140,7 +145,8 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	}
 }
 
-// idle reports whether no caller of do waits for an answer.
+// idle reports whether no caller of do waits for an answer (counted
+// groups only).
 func (g *groupCommit[T]) idle() bool { return g.outstanding.Load() == 0 }
 
 // recycle gives back an answered wait of do: nothing refers to it once

@@ -63,6 +63,7 @@ func (c *Store) newShards() {
 	}
 	for _, s := range c.shards {
 		joinPool(pool, &s.enqs)
+		s.enqs.counted = true // for fillShard
 	}
 }
 
