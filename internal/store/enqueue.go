@@ -71,7 +71,8 @@ func (c *Store) enqueue(ctx context.Context, t *Task, opts []Option) (_ *enqWait
 // elsewhere reports whether w, whose enqueue failed with err, may be
 // enqueued again in another shard: its ID was made here and ties it to no
 // shard, its call never reached its master (unsent), and a shard is left
-// that did not refuse it; it adds w's shard to avoid.
+// that did not refuse it; it adds w's shard to avoid and ends that shard's
+// run of made IDs (fillLeave).
 func (c *Store) elsewhere(w *enqWait, err error, avoid *[]bool) bool {
 	if !c.sharded() || w.nt.clearResult || c.home(&w.nt) >= 0 || !unsent(err) {
 		return false
@@ -79,7 +80,9 @@ func (c *Store) elsewhere(w *enqWait, err error, avoid *[]bool) bool {
 	if *avoid == nil {
 		*avoid = make([]bool, len(c.shards))
 	}
-	(*avoid)[shardIndex(w.nt.ID, len(c.shards))] = true
+	k := shardIndex(w.nt.ID, len(c.shards))
+	(*avoid)[k] = true
+	c.fillLeave(k)
 	return slices.Contains(*avoid, false)
 }
 

@@ -177,6 +177,17 @@ func (c *Store) fillShard(avoid []bool) int {
 	return k
 }
 
+// fillLeave ends the run of shard k, whose master a call could not reach:
+// fillShard moves on to the next shard, rather than send it the tasks that
+// come while the callers it failed are still answered.
+func (c *Store) fillLeave(k int) {
+	c.fill.mu.Lock()
+	if c.fill.shard == k {
+		c.fill.run = shardRun
+	}
+	c.fill.mu.Unlock()
+}
+
 // shardFill is fillShard's state: the shard it fills and how many of the
 // run went there.
 type shardFill struct {
