@@ -1,9 +1,15 @@
 package store
 
 import (
+	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/internal/testredis"
@@ -60,6 +66,77 @@ func TestShardFill(t *testing.T) {
 		require.Equal(t, 1, e.c.fillShard(nil))
 		busy.Add(-1)
 	})
+}
+
+// TestShardFillSlowShard: a single Enqueue whose shard's master does not
+// answer keeps that shard's group busy; the run stays there only until
+// shardRunFor has passed, then a made ID goes to the next shard and its
+// Enqueue returns while the first still waits.
+func TestShardFillSlowShard(t *testing.T) {
+	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
+		h := &stallShard{tag: ShardTag(b.Prefix+".slow", "q", 1), release: make(chan struct{})}
+		e := hookedEnv(t, b, h, "slow")
+		var at atomic.Int64
+		at.Store(time.Hour.Nanoseconds())
+		e.c.fill.clock = func() time.Time { return time.Unix(0, at.Load()) }
+
+		first := make(chan *Task, 1)
+		go func() {
+			tk, err := e.c.Enqueue(e.ctx, NewTask("t", []byte("first")))
+			assert.NoError(t, err)
+			first <- tk
+		}()
+		require.Eventually(t, func() bool { return h.held.Load() > 0 }, 5*time.Second, time.Millisecond,
+			"the first task goes to shard 1 and waits")
+		require.Equal(t, 1, e.c.fillShard(nil), "shard 1 busy: the run stays")
+
+		at.Add(shardRunFor.Nanoseconds())
+		ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second) // fails, not hangs, if it went to shard 1
+		defer cancel()
+		second, err := e.c.Enqueue(ctx, NewTask("t", []byte("second")))
+		require.NoError(t, err)
+		require.Equal(t, 2, shardIndex(second.ID, 3), "the run is over: the next shard")
+		select {
+		case <-first:
+			t.Fatal("the first task's call returned while shard 1 is held")
+		default:
+		}
+
+		close(h.release)
+		tk := <-first
+		require.NotNil(t, tk)
+		require.Equal(t, 1, shardIndex(tk.ID, 3))
+	})
+}
+
+// stallShard holds every command on keys of tag until release closes
+// (or the command's context ends), counting those it held.
+type stallShard struct {
+	tag     string
+	release chan struct{}
+	held    atomic.Int64
+}
+
+func (h *stallShard) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *stallShard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *stallShard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		for _, a := range cmd.Args() {
+			if s, ok := a.(string); ok && strings.Contains(s, h.tag) {
+				h.held.Add(1)
+				select {
+				case <-h.release:
+				case <-ctx.Done():
+				}
+				break
+			}
+		}
+		return next(ctx, cmd)
+	}
 }
 
 // TestNewIDIn: an ID made for shard k of n is there, is 32 hex digits,
