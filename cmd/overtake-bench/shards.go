@@ -78,6 +78,16 @@ func (r *shardRun) busiest(enq int) (int, time.Duration) {
 	return best, most
 }
 
+// mostIn is the CPU time per task of phase p of the master that spends
+// the most on it.
+func (r *shardRun) mostIn(p int) time.Duration {
+	var most time.Duration
+	for m := range r.Phases[p].CPU {
+		most = max(most, r.cpuPerTask(p, m))
+	}
+	return most
+}
+
 // shardBench runs the shard section: one queue per K on one cluster.
 type shardBench struct {
 	c  *shardCluster

@@ -158,8 +158,10 @@ func (res *shardResult) rows(t *table) {
 		}
 		t.add(row{id: shardFigure, value: num(ratio), unit: "fraction", target: fmt.Sprintf("<= %.1f", shardTarget),
 			figure: fmt.Sprintf("shards K=%d / K=1: the busiest master's Redis CPU per task, single Enqueue + drain", r.K),
-			note: fmt.Sprintf("%s: projected ceiling %s× K=1's; with EnqueueBatch + drain %s", verdict(ratio <= shardTarget),
-				num(1/ratio), num(float64(mostB)/float64(oneB)))})
+			note: fmt.Sprintf("%s: projected ceiling %s× K=1's; with EnqueueBatch + drain %s; by phase, the busiest master's of each over K=1's: single Enqueue %s, drain %s",
+				verdict(ratio <= shardTarget), num(1/ratio), num(float64(mostB)/float64(oneB)),
+				num(float64(r.mostIn(phaseEnqueue))/float64(base.mostIn(phaseEnqueue))),
+				num(float64(r.mostIn(phaseDrain))/float64(base.mostIn(phaseDrain))))})
 	}
 }
 

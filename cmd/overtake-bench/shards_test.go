@@ -95,6 +95,7 @@ func TestShardsSection(t *testing.T) {
 	}
 	assert.Regexp(t, `\| shards K=3: projected ceiling of one queue[^|]*\| [0-9.]+ \| tasks/s \|`, table)
 	assert.Regexp(t, `\| shards K=3 / K=1: the busiest master's Redis CPU per task, single Enqueue \+ drain \| [0-9.]+ \| fraction \| <= 0.4 \| (pass|FAIL): `, table)
+	assert.Regexp(t, `\| shards K=3 / K=1: [^|]*\|[^|]*\|[^|]*\|[^|]*\| (pass|FAIL): [^|]*by phase, the busiest master's of each over K=1's: single Enqueue [0-9.]+, drain [0-9.]+ \|`, table)
 
 	split := res.Runs[2]
 	require.Equal(t, -3, split.K)
