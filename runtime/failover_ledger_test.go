@@ -188,6 +188,7 @@ func ledgerLatencies(p *ledgerProducer, l *enqueueLedger, after time.Time) []tim
 // latency is its first start minus the return of its Enqueue.
 type failoverProbe struct {
 	q     *queue.Client
+	tag   string        // in every probe's ID ("probe-<tag><n>"), so that two probes' IDs differ
 	first chan struct{} // closed at the first start
 
 	mu       sync.Mutex
@@ -230,7 +231,7 @@ func (p *failoverProbe) run(ctx context.Context, after time.Duration) {
 		if !stop.IsZero() && time.Now().After(stop) {
 			return
 		}
-		id := fmt.Sprintf("probe-%d", i)
+		id := fmt.Sprintf("probe-%s%d", p.tag, i)
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		_, err := p.q.Enqueue(cctx, queue.NewTask("probe", nil), queue.ID(id))
 		cancel()
