@@ -23,6 +23,8 @@ import (
 func TestShardFill(t *testing.T) {
 	testredis.ForEach(t, func(t *testing.T, b testredis.Backend) {
 		e := newEnv(t, b, func(c *Config) { c.Shards = 3 })
+		at := time.Unix(1000, 0)
+		e.c.fill.clock = func() time.Time { return at } // no run ends by time here (TestShardFillSlowShard)
 		for i := range 7 {
 			got, err := e.c.Enqueue(e.ctx, NewTask("t", []byte(fmt.Sprint(i))))
 			require.NoError(t, err)
