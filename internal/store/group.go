@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -34,12 +33,6 @@ type groupCommit[T any] struct {
 	// waits recycles do's waits (groupWait), each with its channel (two
 	// allocations an Enqueue or Ack saves): one goes back once answered.
 	waits sync.Pool
-
-	// outstanding counts the callers of do not answered yet (idle), when
-	// counted is set (the Enqueue groups of a sharded queue's shards,
-	// which fillShard reads).
-	counted     bool
-	outstanding atomic.Int64
 
 	mu       sync.Mutex
 	queued   []*groupWait[T]
@@ -104,10 +97,6 @@ type groupWait[T any] struct {
 }
 
 func (g *groupCommit[T]) do(ctx context.Context, item T) error {
-	if g.counted {
-		g.outstanding.Add(1)
-		defer g.outstanding.Add(-1)
-	}
 	w, _ := g.waits.Get().(*groupWait[T])
 	if w == nil {
 		w = &groupWait[T]{done: make(chan error, 1)}
@@ -145,9 +134,13 @@ func (g *groupCommit[T]) do(ctx context.Context, item T) error {
 	}
 }
 
-// idle reports whether no caller of do waits for an answer (counted
-// groups only).
-func (g *groupCommit[T]) idle() bool { return g.outstanding.Load() == 0 }
+// idle reports whether the group has no call in flight and nothing
+// queued (fillShard reads it).
+func (g *groupCommit[T]) idle() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.flushing == 0 && len(g.queued) == 0
+}
 
 // recycle gives back an answered wait of do: nothing refers to it once
 // answered (a call sends each answer last, and a lease call's answer

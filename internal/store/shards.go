@@ -63,7 +63,6 @@ func (c *Store) newShards() {
 	}
 	for _, s := range c.shards {
 		joinPool(pool, &s.enqs)
-		s.enqs.counted = true // for fillShard
 	}
 }
 

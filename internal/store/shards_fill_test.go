@@ -17,7 +17,8 @@ import (
 
 // TestShardFill: a task whose ID the store makes goes to the next shard
 // when the one before's Enqueue group is idle (one caller at a time goes
-// round the shards), and stays in a shard whose group is busy for a run
+// round the shards), and stays in a shard whose group is busy (a call in
+// flight) for a run
 // of shardRun, unless its master could not be reached (fillLeave); a
 // shard to avoid is passed over for the next.
 func TestShardFill(t *testing.T) {
@@ -40,33 +41,37 @@ func TestShardFill(t *testing.T) {
 
 		// Shard 1 took the last; with callers of its group waiting, the
 		// next made IDs stay there for the rest of its run, then move on.
-		busy := &e.c.shards[1].enqs.outstanding
-		busy.Add(1)
+		busy := func(k, d int) { // a call of shard k's group in flight (d = 1), or back (-1)
+			g := &e.c.shards[k].enqs
+			g.mu.Lock()
+			g.flushing += d
+			g.mu.Unlock()
+		}
+		busy(1, 1)
 		for i := 1; i < shardRun; i++ {
 			require.Equal(t, 1, e.c.fillShard(nil), "ID %d of the run", i)
 		}
 		require.Equal(t, 2, e.c.fillShard(nil), "the run is full")
-		busy.Add(-1)
+		busy(1, -1)
 		require.Equal(t, 0, e.c.fillShard(nil), "shard 2 idle")
 
 		// A shard whose master a call could not reach ends its run at
 		// once, busy or not; leaving another shard changes nothing.
-		zero := &e.c.shards[0].enqs.outstanding
-		zero.Add(1)
+		busy(0, 1)
 		require.Equal(t, 0, e.c.fillShard(nil))
 		e.c.fillLeave(2)
 		require.Equal(t, 0, e.c.fillShard(nil), "shard 2 is not the one filled")
 		e.c.fillLeave(0)
 		require.Equal(t, 1, e.c.fillShard(nil), "shard 0 left")
-		zero.Add(-1)
+		busy(0, -1)
 
 		// Shard 1 filled and busy: a task that avoids it goes to the next
 		// shard it does not avoid; the run stays shard 1's.
-		busy.Add(1)
+		busy(1, 1)
 		require.Equal(t, 2, e.c.fillShard([]bool{false, true, false}), "shard 1 avoided")
 		require.Equal(t, 0, e.c.fillShard([]bool{false, true, true}), "shards 1 and 2 avoided")
 		require.Equal(t, 1, e.c.fillShard(nil))
-		busy.Add(-1)
+		busy(1, -1)
 	})
 }
 
