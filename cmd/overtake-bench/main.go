@@ -43,6 +43,7 @@ type options struct {
 	only           string
 	shards         string // the shard section (shards.go)
 	shardTasks     int
+	shardRounds    int
 	cluster        string
 	shardsJSON     string
 	shardPlacement string
@@ -80,6 +81,7 @@ func parseFlags() options {
 	flag.StringVar(&o.only, "only", "", "comma-separated figure groups to run: ceiling,tput,checkpoint,wake,preempt,cancel,idle (default all), cpu (CPU per task by side), spread (preemptions across victims) and shards (one queue over a Redis Cluster), only when named")
 	flag.StringVar(&o.shards, "shards", "1,3,6,3q", "--only shards: the queue's Shards of each run; <n>q: n separate queues of one shard, one per master (today's split, for comparison)")
 	flag.IntVar(&o.shardTasks, "shard-tasks", 50_000, "--only shards: tasks of each enqueue phase (EnqueueBatch, then single Enqueue); the drain takes both")
+	flag.IntVar(&o.shardRounds, "shard-rounds", 3, "--only shards: rounds, each running every K of --shards in turn; the table gives medians, the ratio row each round's own too")
 	flag.StringVar(&o.cluster, "cluster", "", "--only shards: comma-separated host:port of a running Redis Cluster; empty starts 3 masters on 127.0.0.1")
 	flag.IntVar(&o.queueShards, "queue-shards", 1,
 		"Shards of the queue of the throughput, cpu, wake and preempt figures (on --redis: every shard on one server, which measures the sharded protocol's round trips, not its scale)")

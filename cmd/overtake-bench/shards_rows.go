@@ -29,9 +29,11 @@ type shardResult struct {
 	Tasks       int         `json:"tasks"` // per enqueue phase
 	Concurrency int         `json:"concurrency"`
 	Placement   string      `json:"placement"` // --shard-placement
-	Runs        []*shardRun `json:"runs"`
-	took        time.Duration
-	load        [2]string // load average at start and at end
+	Runs        []*shardRun `json:"runs"`      // per K of --shards, the medians of its rounds (medianRun)
+	// Each holds every round of each K: Each[i][j] is round j of Runs[i].
+	Each [][]*shardRun `json:"each_round"`
+	took time.Duration
+	load [2]string // load average at start and at end
 }
 
 // shardsSection measures the shard section (--only shards) on its own
@@ -41,8 +43,9 @@ func shardsSection(ctx context.Context, o options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "overtake-bench shards: %d-master Redis Cluster (%s) %v, %d tasks per enqueue phase, GOMAXPROCS %d, %d CPUs, took %s, load average %s at start, %s at end\n\n",
-		len(res.Masters), res.Source, res.Masters, res.Tasks, gomaxprocs(), goruntime.NumCPU(), res.took.Round(time.Second), res.load[0], res.load[1])
+	fmt.Fprintf(w, "overtake-bench shards: %d-master Redis Cluster (%s) %v, %d tasks per enqueue phase, %s, GOMAXPROCS %d, %d CPUs, took %s, load average %s at start, %s at end\n\n",
+		len(res.Masters), res.Source, res.Masters, res.Tasks, roundsNote(len(res.Each[0])), gomaxprocs(), goruntime.NumCPU(), res.took.Round(time.Second),
+		res.load[0], res.load[1])
 	fmt.Fprintf(w, "On a machine of %d CPUs the masters, the producers and the worker share cores, so the measured throughput cannot grow with K; the projected ceiling (one core per master / the busiest master's Redis CPU per task) is the claim.\n\n",
 		goruntime.NumCPU())
 	t := &table{}
@@ -89,15 +92,25 @@ func measureShards(ctx context.Context, o options) (*shardResult, error) {
 	}
 	res := &shardResult{Source: c.source, Masters: c.masters, Slots: c.slots, Tasks: o.shardTasks, Concurrency: o.concurrency,
 		Placement: o.shardPlacement}
-	for _, k := range ks {
-		r, err := s.run(ctx, k, o.shardTasks)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	res.Each = make([][]*shardRun, len(ks))
+	rounds := max(o.shardRounds, 1)
+	for j := range rounds {
+		if rounds > 1 {
+			progress("shards: round %d of %d", j+1, rounds)
 		}
-		if err != nil {
-			r = &shardRun{K: k, Err: err.Error()}
+		for i, k := range ks {
+			r, err := s.run(ctx, k, o.shardTasks)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+			}
+			if err != nil {
+				r = &shardRun{K: k, Err: err.Error()}
+			}
+			res.Each[i] = append(res.Each[i], r)
 		}
-		res.Runs = append(res.Runs, r)
+	}
+	for i := range ks {
+		res.Runs = append(res.Runs, medianRun(res.Each[i]))
 	}
 	res.took, res.load = time.Since(t0), [2]string{load0, loadavg()}
 	return res, nil
@@ -107,7 +120,8 @@ func measureShards(ctx context.Context, o options) (*shardResult, error) {
 // K, and the ratio of each K's busiest master to K = 1's.
 func (res *shardResult) rows(t *table) {
 	var base *shardRun
-	for _, r := range res.Runs {
+	bi := 0 // base's index in Runs
+	for i, r := range res.Runs {
 		name := r.name()
 		switch {
 		case r.Err != "":
@@ -118,7 +132,7 @@ func (res *shardResult) rows(t *table) {
 			continue
 		}
 		if r.K == 1 {
-			base = r
+			base, bi = r, i
 		}
 		for m := range res.Masters {
 			t.add(row{id: shardFigure, value: num(per10k(r.life(phaseEnqueue, m))), unit: "ms/10k tasks", target: "—",
@@ -143,7 +157,7 @@ func (res *shardResult) rows(t *table) {
 	}
 	_, one := base.busiest(phaseEnqueue)
 	_, oneB := base.busiest(phaseBatch)
-	for _, r := range res.Runs {
+	for i, r := range res.Runs {
 		if r == base || r.Err != "" || r.Unsupported != "" {
 			continue
 		}
@@ -153,16 +167,24 @@ func (res *shardResult) rows(t *table) {
 		if r.K < 0 {
 			t.add(row{id: shardFigure, value: num(ratio), unit: "fraction", target: "—",
 				figure: r.name() + " / K=1: the busiest master's Redis CPU per task, single Enqueue + drain (the split users make today, for comparison)",
-				note:   fmt.Sprintf("info: with EnqueueBatch + drain %s", num(float64(mostB)/float64(oneB)))})
+				note:   fmt.Sprintf("info: with EnqueueBatch + drain %s%s", num(float64(mostB)/float64(oneB)), res.roundRatios(i, bi))})
 			continue
 		}
 		t.add(row{id: shardFigure, value: num(ratio), unit: "fraction", target: fmt.Sprintf("<= %.1f", shardTarget),
 			figure: fmt.Sprintf("shards K=%d / K=1: the busiest master's Redis CPU per task, single Enqueue + drain", r.K),
-			note: fmt.Sprintf("%s: projected ceiling %s× K=1's; with EnqueueBatch + drain %s; by phase, the busiest master's of each over K=1's: single Enqueue %s, drain %s",
+			note: fmt.Sprintf("%s: projected ceiling %s× K=1's; with EnqueueBatch + drain %s; by phase, the busiest master's of each over K=1's: single Enqueue %s, drain %s%s",
 				verdict(ratio <= shardTarget), num(1/ratio), num(float64(mostB)/float64(oneB)),
 				num(float64(r.mostIn(phaseEnqueue))/float64(base.mostIn(phaseEnqueue))),
-				num(float64(r.mostIn(phaseDrain))/float64(base.mostIn(phaseDrain))))})
+				num(float64(r.mostIn(phaseDrain))/float64(base.mostIn(phaseDrain))), res.roundRatios(i, bi))})
 	}
+}
+
+// roundsNote says what the figures are: one round's, or medians.
+func roundsNote(n int) string {
+	if n == 1 {
+		return "one round"
+	}
+	return fmt.Sprintf("medians of %d rounds (each K in turn each round)", n)
 }
 
 // rate is phase p's measured tasks a second.
