@@ -25,9 +25,15 @@ import (
 // concludes there is no more (leaseRound).
 
 // viewFresh is how long a round allocates from a shard's view without
-// reading it again. Well under shardLeaseWindow, so that calls made from
-// a view of that age still lease.
-const viewFresh = 3 * time.Millisecond
+// reading it again. Under shardLeaseWindow, so that calls made from a
+// view of that age still lease (their by leaves them 2 ms to land); the
+// inversion bound is by's, whatever viewFresh is. It was 3 ms: 5 ms peeks
+// about half as often (0.012 peek pipelines a drained task on 3 shards
+// against 0.019), and the busiest master's CPU per task on 3 shards over
+// one shard's went 0.435, 0.481, 0.462 → 0.421, 0.426, 0.426 (three
+// pairs of overtake-bench --only shards --shards 1,3, medians of 3
+// rounds, the builds in turn) with as many lease calls (0.042 a task).
+const viewFresh = 5 * time.Millisecond
 
 // shardView is one shard's view.
 type shardView struct {
