@@ -154,7 +154,13 @@ func kindOf(cmd redis.Cmder) string {
 	case nkeys == 2 && strings.Contains(key, "}:t:"):
 		kind = "enqueue"
 	case strings.HasSuffix(key, "}:leases"):
+		// finish.lua declares leases first too, and done fifth.
 		kind = "lease"
+		if nkeys >= 5 {
+			if k5, _ := args[7].(string); strings.HasSuffix(k5, "}:done") {
+				kind = "finish"
+			}
+		}
 	case strings.HasSuffix(key, "}:alive"):
 		kind = "heartbeat"
 	case strings.HasSuffix(key, "}:cnt"):
