@@ -135,5 +135,6 @@ func (c Config) poolSize() int {
 func (r *Runtime) Concurrency() int { return r.slots.concurrency() }
 
 // earlyMax bounds the runs whose slot was freed before their ack landed:
-// the largest concurrency, at most one lease call's carried acks.
-func (c Config) earlyMax() int { return min(c.poolSize()/2, maxCarried) }
+// twice the largest concurrency (see dispatcher.earlyRoom), at most one
+// lease call's carried acks.
+func (c Config) earlyMax() int { return min(c.poolSize(), maxCarried) }

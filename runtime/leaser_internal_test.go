@@ -68,3 +68,19 @@ func TestSecondLeaseAtHalfTheSlots(t *testing.T) {
 		require.Equal(t, want, d.secondLeaseAt(), "Concurrency %d", conc)
 	}
 }
+
+// Runs wait for their carried acks up to twice the slots (a lease call's
+// answered runs still count until they wake, while the tasks it leased
+// carry theirs), and never more than one lease call carries.
+func TestEarlyRoomTwiceTheSlots(t *testing.T) {
+	for _, c := range []struct{ conc, slots, early int64 }{{4, 4, 8}, {64, 64, 128}, {200, 200, maxCarried}} {
+		d := &dispatcher{cfg: Config{Concurrency: int(c.conc)}, workers: &workers{}}
+		d.workers.early.Store(c.slots)
+		require.True(t, d.earlyRoom(int(c.slots)), "Concurrency %d: as many early acks as slots leave room", c.conc)
+		d.workers.early.Store(c.early - 1)
+		require.True(t, d.earlyRoom(int(c.slots)), "Concurrency %d", c.conc)
+		d.workers.early.Store(c.early)
+		require.False(t, d.earlyRoom(int(c.slots)), "Concurrency %d: %d early acks fill the room", c.conc, c.early)
+		require.GreaterOrEqual(t, int64(d.cfg.earlyMax()), c.early, "the pool has a goroutine for each")
+	}
+}
