@@ -168,8 +168,9 @@ func (b *bench) measureCPU(ctx context.Context, n int, fn func() error) (cpuCost
 	return c, nil
 }
 
-// median returns the median of f over rs, 0 for none.
-func median(rs []cpuCost, f func(cpuCost) float64) float64 {
+// median returns the median of f over rs (of two middle values, their
+// mean), 0 for none.
+func median[T any](rs []T, f func(T) float64) float64 {
 	if len(rs) == 0 {
 		return 0
 	}

@@ -33,33 +33,20 @@ func medianRun(rounds []*shardRun) *shardRun {
 	out := *rounds[0]
 	for p := range phases {
 		ph := out.Phases[p]
-		ph.Elapsed = medianOf(rounds, func(r *shardRun) time.Duration { return r.Phases[p].Elapsed })
-		ph.Calls = int64(medianOf(rounds, func(r *shardRun) time.Duration { return time.Duration(r.Phases[p].Calls) }))
+		ph.Elapsed = time.Duration(median(rounds, func(r *shardRun) float64 { return float64(r.Phases[p].Elapsed) }))
+		ph.Calls = int64(median(rounds, func(r *shardRun) float64 { return float64(r.Phases[p].Calls) }))
 		byCalls := slices.Clone(rounds)
 		slices.SortStableFunc(byCalls, func(a, b *shardRun) int { return int(a.Phases[p].Calls - b.Phases[p].Calls) })
 		ph.Kinds = byCalls[(len(byCalls)-1)/2].Phases[p].Kinds
 		ph.CPU = make([]time.Duration, len(ph.CPU))
 		ph.Cmds = make([]int64, len(ph.Cmds))
 		for m := range ph.CPU {
-			ph.CPU[m] = medianOf(rounds, func(r *shardRun) time.Duration { return r.Phases[p].CPU[m] })
-			ph.Cmds[m] = int64(medianOf(rounds, func(r *shardRun) time.Duration { return time.Duration(r.Phases[p].Cmds[m]) }))
+			ph.CPU[m] = time.Duration(median(rounds, func(r *shardRun) float64 { return float64(r.Phases[p].CPU[m]) }))
+			ph.Cmds[m] = int64(median(rounds, func(r *shardRun) float64 { return float64(r.Phases[p].Cmds[m]) }))
 		}
 		out.Phases[p] = ph
 	}
 	return &out
-}
-
-// medianOf is the median of f over rs (of two middle values, their mean).
-func medianOf(rs []*shardRun, f func(*shardRun) time.Duration) time.Duration {
-	v := make([]time.Duration, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
-	}
-	slices.Sort(v)
-	if len(v)%2 == 0 {
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return v[len(v)/2]
 }
 
 // roundRatios lists, for each round, the busiest master's Redis CPU per
