@@ -31,8 +31,9 @@ type shardFill struct {
 
 // fillShard is the shard of the next task whose ID the store makes and
 // ties to no shard. It keeps to one shard while that shard's Enqueue
-// group is busy (a call in flight or tasks queued: not idle), for shardRun tasks or shardRunFor at most,
-// so that concurrent single Enqueues pile up in one group and share its
+// group is busy (a call in flight or tasks queued: not idle), for
+// shardRun tasks or shardRunFor at most, so that concurrent single
+// Enqueues pile up in one group and share its
 // calls as they would on a queue of one shard; it moves to the next shard
 // once the group is idle or the run is over. (Spread at random, each
 // shard's calls carried a Kth of the tasks, and a call costs its master
