@@ -272,3 +272,46 @@ func TestGroupWithoutMinBatchSendsAtOnce(t *testing.T) {
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
 }
+
+// A call beside others waits for its share of the callers outstanding
+// lately, not only of those queued or in calls at the moment: callers a
+// call just answered come back with their next item, and one that finds a
+// call in flight waits for them rather than go alone. Only the call in
+// flight holds it: that call sends it when it comes back. The memory fades
+// an eighth a call, so that a few callers go side by side again.
+func TestGroupShareCountsRecentCallers(t *testing.T) {
+	gg := newGatedGroup(2, 8)
+	ctx := t.Context()
+	errs := make(chan error, 64)
+	do := func(item int) { go func() { errs <- gg.g.do(ctx, item) }() }
+
+	stalled := gg.stallEight(t, do) // 10 were outstanding
+	close(stalled)
+	gg.settled(t, errs, 10)
+
+	do(10) // nothing in flight: it goes at once
+	require.Equal(t, []int{10}, gg.call(t))
+	gate := <-gg.gates
+	do(11) // two outstanding, but ten lately: its share is 5, so it waits
+	gg.queuedN(t, 1)
+	require.Empty(t, gg.calls, "an item beside a call waits for the callers of late")
+	close(gate) // the call in flight comes back and sends it
+	require.Equal(t, []int{11}, gg.call(t))
+	close(<-gg.gates)
+	gg.settled(t, errs, 2)
+
+	for i := range 32 { // lone calls, one after another: the memory fades
+		do(100 + i)
+		require.Equal(t, []int{100 + i}, gg.call(t))
+		close(<-gg.gates)
+		require.NoError(t, <-errs)
+	}
+	do(200)
+	require.Equal(t, []int{200}, gg.call(t))
+	gate = <-gg.gates
+	do(201) // two outstanding, and no more lately: side by side again
+	require.Equal(t, []int{201}, gg.call(t), "few callers go at once once the burst is forgotten")
+	close(<-gg.gates)
+	close(gate)
+	gg.settled(t, errs, 2)
+}
