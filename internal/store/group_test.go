@@ -292,7 +292,7 @@ func TestGroupShareCountsRecentCallers(t *testing.T) {
 	do(10) // nothing in flight: it goes at once
 	require.Equal(t, []int{10}, gg.call(t))
 	gate := <-gg.gates
-	do(11) // two outstanding, but ten lately: its share is 5, so it waits
+	do(11) // two outstanding, but 10 lately (faded to 7 by two calls): a share of 4, so it waits
 	gg.queuedN(t, 1)
 	require.Empty(t, gg.calls, "an item beside a call waits for the callers of late")
 	close(gate) // the call in flight comes back and sends it

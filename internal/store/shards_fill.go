@@ -33,9 +33,9 @@ type shardFill struct {
 // ties to no shard. It keeps to one shard while that shard's Enqueue
 // group is busy (a call in flight or tasks queued: not idle), for
 // shardRun tasks or shardRunFor at most, so that concurrent single
-// Enqueues pile up in one group and share its
-// calls as they would on a queue of one shard; it moves to the next shard
-// once the group is idle or the run is over. (Spread at random, each
+// Enqueues pile up in one group and share its calls as they would on a
+// queue of one shard; it moves to the next shard once the group is idle
+// or the run is over. (Spread at random, each
 // shard's calls carried a Kth of the tasks, and a call costs its master
 // about as much however few it carries.) One caller at a time so goes
 // round the shards task by task, and so do the tasks of an EnqueueBatch
