@@ -35,12 +35,12 @@ type shardFill struct {
 // shardRun tasks or shardRunFor at most, so that concurrent single
 // Enqueues pile up in one group and share its calls as they would on a
 // queue of one shard; it moves to the next shard once the group is idle
-// or the run is over. (Spread at random, each
-// shard's calls carried a Kth of the tasks, and a call costs its master
-// about as much however few it carries.) One caller at a time so goes
-// round the shards task by task, and so do the tasks of an EnqueueBatch
-// made while no single Enqueue waits. When avoid names the shard, the
-// next one it does not name.
+// or the run is over. (Spread at random, each shard's calls carried a
+// Kth of the tasks, and a call costs its master about as much however
+// few it carries.) One caller at a time so goes round the shards task by
+// task, and so do the tasks of an EnqueueBatch made while no single
+// Enqueue waits. When avoid names the shard, the next one it does not
+// name.
 func (c *Store) fillShard(avoid []bool) int {
 	n := len(c.shards)
 	f := &c.fill
