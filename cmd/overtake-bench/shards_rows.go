@@ -32,8 +32,11 @@ type shardResult struct {
 	Runs        []*shardRun `json:"runs"`      // per K of --shards, the medians of its rounds (medianRun)
 	// Each holds every round of each K: Each[i][j] is round j of Runs[i].
 	Each [][]*shardRun `json:"each_round"`
-	took time.Duration
-	load [2]string // load average at start and at end
+	// Calib holds each round's calibration (shards_calib.go), run before
+	// the round's queues.
+	Calib []calibration `json:"calibration"`
+	took  time.Duration
+	load  [2]string // load average at start and at end
 }
 
 // shardsSection measures the shard section (--only shards) on its own
@@ -98,6 +101,12 @@ func measureShards(ctx context.Context, o options) (*shardResult, error) {
 		if rounds > 1 {
 			progress("shards: round %d of %d", j+1, rounds)
 		}
+		progress("shards: calibration, %d calls a master alone, then on every master at once", calibCalls)
+		cal, err := s.calibrate(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Calib = append(res.Calib, cal)
 		for i, k := range ks {
 			r, err := s.run(ctx, k, o.shardTasks)
 			if ctx.Err() != nil {
@@ -152,6 +161,7 @@ func (res *shardResult) rows(t *table) {
 				num(r.rate(phaseBatch)), num(r.rate(phaseEnqueue)), res.Concurrency, num(r.rate(phaseDrain)), res.Concurrency,
 				num(float64(d.Calls)/float64(d.Tasks)), d.Kinds)})
 	}
+	res.calibRow(t)
 	if base == nil {
 		return
 	}
@@ -172,10 +182,10 @@ func (res *shardResult) rows(t *table) {
 		}
 		t.add(row{id: shardFigure, value: num(ratio), unit: "fraction", target: fmt.Sprintf("<= %.1f", shardTarget),
 			figure: fmt.Sprintf("shards K=%d / K=1: the busiest master's Redis CPU per task, single Enqueue + drain", r.K),
-			note: fmt.Sprintf("%s: projected ceiling %s× K=1's; with EnqueueBatch + drain %s; by phase, the busiest master's of each over K=1's: single Enqueue %s, drain %s%s",
+			note: fmt.Sprintf("%s: projected ceiling %s× K=1's; with EnqueueBatch + drain %s; by phase, the busiest master's of each over K=1's: single Enqueue %s, drain %s%s%s",
 				verdict(ratio <= shardTarget), num(1/ratio), num(float64(mostB)/float64(oneB)),
 				num(float64(r.mostIn(phaseEnqueue))/float64(base.mostIn(phaseEnqueue))),
-				num(float64(r.mostIn(phaseDrain))/float64(base.mostIn(phaseDrain))), res.roundRatios(i, bi))})
+				num(float64(r.mostIn(phaseDrain))/float64(base.mostIn(phaseDrain))), res.roundRatios(i, bi), res.machineNote())})
 	}
 }
 

@@ -95,7 +95,19 @@ func TestShardsSection(t *testing.T) {
 	}
 	assert.Regexp(t, `\| shards K=3: projected ceiling of one queue[^|]*\| [0-9.]+ \| tasks/s \|`, table)
 	assert.Regexp(t, `\| shards K=3 / K=1: the busiest master's Redis CPU per task, single Enqueue \+ drain \| [0-9.]+ \| fraction \| <= 0.4 \| (pass|FAIL): `, table)
-	assert.Regexp(t, `\| shards K=3 / K=1: [^|]*\|[^|]*\|[^|]*\|[^|]*\| (pass|FAIL): [^|]*by phase, the busiest master's of each over K=1's: single Enqueue [0-9.]+, drain [0-9.]+ \|`, table)
+	assert.Regexp(t, `\| shards K=3 / K=1: [^|]*\|[^|]*\|[^|]*\|[^|]*\| (pass|FAIL): [^|]*by phase, the busiest master's of each over K=1's: single Enqueue [0-9.]+, drain [0-9.]+; this machine \(the calibration row\): the same call [0-9.]+× dearer with every master busy, and alone it ranged max/min [0-9.]+ \|`, table)
+
+	require.Len(t, res.Calib, 1, "one calibration a round")
+	for _, c := range res.Calib {
+		require.Len(t, c.Alone, 3)
+		require.Len(t, c.Together, 3)
+		for m := range 3 {
+			assert.Positive(t, c.Alone[m], "master %d spent CPU on the calibration alone", m+1)
+			assert.Positive(t, c.Together[m], "master %d spent CPU on the calibration with the others", m+1)
+		}
+		assert.Positive(t, c.factor())
+	}
+	assert.Regexp(t, `\| 13 \| this machine: a master's Redis CPU per call with all 3 masters busy at once over alone[^|]*\| [0-9.]+ \| × \| — \| info: the call alone ranged [0-9.]+–[0-9.]+ µs \(max/min [0-9.]+\) over the masters and rounds; 3000 calls a master`, table)
 
 	split := res.Runs[2]
 	require.Equal(t, -3, split.K)
