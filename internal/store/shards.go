@@ -53,7 +53,7 @@ func (c *Store) newShards() {
 	}
 	c.shards = make([]*Store, n)
 	c.shards[0] = c
-	c.views.v, c.views.dirty = make([]shardView, n), make([]atomic.Bool, n)
+	c.views.v, c.views.dirty, c.views.turns = make([]shardView, n), make([]atomic.Bool, n), make([]uint64, n)
 	pool := newFlushPool(shardEnqueueTurns)
 	for k := 1; k < n; k++ {
 		s := &Store{rdb: c.rdb, cfg: c.cfg, keys: shardKeys(c.cfg.Namespace, c.cfg.Name, k), serverTime: c.serverTime,

@@ -66,23 +66,12 @@ func (c *Store) wants(req LeaseRequest) []want {
 
 // allocate splits ws over the shards given d (d[k][l]: level l's length in
 // shard k, taken from as allocated), level by level from the top, each
-// level's tasks from the shards in turn from the one that carries the most
-// acks (carried[k]; on a tie a random one), except that a shard whose head
-// of the level ran before (ran[k][l] of them, preempted tasks) gives those
-// first. Starting where acks wait lets the call that leases carry them
-// (rather than a call for acks alone), and rotates the start: the shard
-// just called carries none, so no shard's head waits behind another's. A
-// spare group takes what the counted groups before it left free, in those
-// groups' pools.
-func allocate(ws []want, d [][]int64, ran [][]int64, carried []int) []shardAlloc {
+// level's tasks from the shards in turn from start (leaseStart), except
+// that a shard whose head of the level ran before (ran[k][l] of them,
+// preempted tasks) gives those first. A spare group takes what the
+// counted groups before it left free, in those groups' pools.
+func allocate(ws []want, d [][]int64, ran [][]int64, start int) []shardAlloc {
 	out := make([]shardAlloc, len(d))
-	from := rand.IntN(len(d)) // ties: the first from a random shard
-	start := from
-	for i := range d {
-		if k := (from + i) % len(d); carried[k] > carried[start] {
-			start = k
-		}
-	}
 	left := make([]int, len(ws)) // free slots each counted group leaves
 	for gi, w := range ws {
 		if w.spare {
@@ -137,18 +126,20 @@ func take(out []shardAlloc, d [][]int64, ran [][]int64, levels []int, n, start, 
 	return got
 }
 
-// allocateViews allocates ws from vs (allocate), starting each level at
-// the shard that carries the most acks, and returns how many tasks it
-// allocated, and how many of them to the counted groups (a spare group
-// takes what they leave: slots it fills were left for want of tasks the
-// counted groups could take).
-func (c *Store) allocateViews(ws []want, vs []shardView) (_ []shardAlloc, n, counted int) {
+// allocateViews allocates ws from vs (allocate), starting at leaseStart's
+// shard, and returns how many tasks it allocated, how many of them to the
+// counted groups (a spare group takes what they leave: slots it fills
+// were left for want of tasks the counted groups could take), the start
+// and the shards of the rotation (leaseStart). The round that sends the
+// allocation gives the start its turn (took).
+func (c *Store) allocateViews(ws []want, vs []shardView) (_ []shardAlloc, n, counted, start int, rota []bool) {
 	carried := make([]int, len(c.shards))
 	for k, s := range c.shards {
 		carried[k] = s.carried.size()
 	}
 	d, ran := viewMatrix(vs)
-	allocs := allocate(ws, d, ran, carried)
+	start, rota = c.views.leaseStart(ws, d, carried)
+	allocs := allocate(ws, d, ran, start)
 	for _, a := range allocs {
 		for i, g := range a.groups {
 			n += g.Count
@@ -157,7 +148,70 @@ func (c *Store) allocateViews(ws []want, vs []shardView) (_ []shardAlloc, n, cou
 			}
 		}
 	}
-	return allocs, n, counted
+	return allocs, n, counted, start, rota
+}
+
+// leaseStart picks the shard a round's allocation starts at. The rotation
+// is the shards holding tasks of the highest level of ws that any shard
+// holds; of those, the one whose turn came longest ago (turns: the round
+// that last started there, took), then the one carrying the most acks, then one
+// at random. Under a backlog in several shards the rounds thus go round
+// them, and a level's tasks interleave across the shards: starting where
+// the most acks wait, as before, kept starting at the shard just leased
+// from (its tasks' acks were the ones waiting), and a level's tasks in
+// the other shards waited for that shard's whole backlog (on 3 shards
+// with a backlog in each, one shard gave no task in the first 60% of a
+// drain). A shard of the rotation carries its acks until its turn, within
+// as many rounds as the rotation has shards (leaseRound sends a shard's
+// acks alone only out of the rotation, or past carryFlushMax). Without a
+// rotation (no task of ws's levels in view) it starts where the most
+// acks wait.
+func (s *shardViews) leaseStart(ws []want, d [][]int64, carried []int) (start int, rota []bool) {
+	rota = make([]bool, len(d))
+	top := -1
+	for _, w := range ws {
+		for _, l := range w.levels {
+			if l <= top {
+				continue
+			}
+			for k := range d {
+				if d[k][l] > 0 {
+					top = l
+					break
+				}
+			}
+		}
+	}
+	for k := range d {
+		rota[k] = top >= 0 && d[k][top] > 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from := rand.IntN(len(d)) // ties: the first from a random shard
+	start = -1
+	for i := range d {
+		k := (from + i) % len(d)
+		switch {
+		case top >= 0 && !rota[k]:
+		case start < 0:
+			start = k
+		case top >= 0 && s.turns[k] != s.turns[start]:
+			if s.turns[k] < s.turns[start] {
+				start = k
+			}
+		case carried[k] > carried[start]:
+			start = k
+		}
+	}
+	return start, rota
+}
+
+// took records that a round started at shard k (leaseStart's turns).
+func (s *shardViews) took(k int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.round++
+	s.turns[k] = s.round
 }
 
 // viewMatrix returns copies of vs's lengths and resumed heads, d[k][l]
@@ -233,10 +287,15 @@ func (c *Store) leaseShards(ctx context.Context, req LeaseRequest) (*LeaseResult
 // shardLeaseRounds bounds the rounds of one lease (leaseShards).
 const shardLeaseRounds = 3
 
-// carryFlushAt is how many acks a shard carries (CarryAck) before a lease
-// calls it for them alone: a shard the allocations pass by does not keep
-// its acks waiting for the dispatcher's next pause.
-const carryFlushAt = 16
+// carryFlushAt is how many acks a shard out of the rotation (leaseStart)
+// carries (CarryAck) before a lease calls it for them alone: a shard the
+// allocations pass by does not keep its acks waiting for the
+// dispatcher's next pause. A shard of the rotation keeps them for its
+// turn, up to carryFlushMax.
+const (
+	carryFlushAt  = 16
+	carryFlushMax = 192
+)
 
 // newLeaseResult is an empty result of a request of groups groups (its
 // GroupCounts nil without groups, as one shard's lease reports them).
@@ -285,7 +344,7 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 	if err != nil {
 		return nil, 0, false, wrapf(err, "lease")
 	}
-	allocs, allocated, counted := c.allocateViews(ws, vs)
+	allocs, allocated, counted, start, rota := c.allocateViews(ws, vs)
 	if counted < wanted && slices.Contains(read, false) {
 		// The views held may miss tasks that came since: read them again
 		// before leaving slots free.
@@ -296,7 +355,7 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 		if vs, _, err = c.viewsOf(ctx, viewFresh, again); err != nil {
 			return nil, 0, false, wrapf(err, "lease")
 		}
-		allocs, allocated, _ = c.allocateViews(ws, vs)
+		allocs, allocated, _, start, rota = c.allocateViews(ws, vs)
 	}
 	// The oldest view read bounds the calls (by), on the scripts' clock
 	// and this host's.
@@ -335,9 +394,13 @@ func (c *Store) leaseRound(ctx context.Context, req LeaseRequest, last bool) (_ 
 	// shardLeaseWindow old (by), and the calls go in waves
 	// (shards_waves.go): a wave only once the one before landed.
 	by := oldest + shardLeaseWindow.Milliseconds()
+	if allocated > 0 {
+		c.views.took(start)
+	}
 	sweep := make([]bool, len(c.shards))
 	for k, s := range c.shards {
-		sweep[k] = s.sweep.pending(now) || s.carried.size() >= carryFlushAt
+		acks := s.carried.size()
+		sweep[k] = s.sweep.pending(now) || (acks >= carryFlushAt && !rota[k]) || acks >= carryFlushMax
 	}
 	out := newLeaseResult(len(req.Groups))
 	out.NextDue = nextDue

@@ -50,6 +50,10 @@ type shardViews struct {
 	// dirty[k]: this process wrote to shard k's lists since its view was
 	// read (touch), so the next round reads it again whatever its age.
 	dirty []atomic.Bool
+	// turns[k] is the round that last started at shard k, round the last
+	// round's number (leaseStart); under mu.
+	turns []uint64
+	round uint64
 }
 
 // touch marks the view of task id's shard as behind a write this process
