@@ -59,7 +59,7 @@ type LeaseGroup struct {
 	Pool int
 	// resumed: the group takes only tasks at its level's head that ran
 	// before (preempted ones), up to Count, never a fresh one (a sharded
-	// lease's allocation of resumed heads, shards_lease.go: another worker
+	// lease's allocation of resumed heads, shards_alloc.go: another worker
 	// may have taken them since the view).
 	resumed bool
 }
