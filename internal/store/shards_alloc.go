@@ -134,8 +134,8 @@ func (c *Store) allocateViews(ws []want, vs []shardView) (_ []shardAlloc, n, cou
 }
 
 // leaseStart picks the shard a round's allocation starts at. The rotation
-// is the shards holding tasks of the highest level of ws that any shard
-// holds; of those, the one whose turn came longest ago (turns: the round
+// is the shards holding tasks of the highest level any shard holds of the
+// groups of ws that take some (a count, or spare); of those, the one whose turn came longest ago (turns: the round
 // that last started there, took), then the one carrying the most acks, then one
 // at random. Under a backlog in several shards the rounds thus go round
 // them, and a level's tasks interleave across the shards: starting where
@@ -152,6 +152,9 @@ func (s *shardViews) leaseStart(ws []want, d [][]int64, carried []int) (start in
 	rota = make([]bool, len(d))
 	top := -1
 	for _, w := range ws {
+		if w.count < 1 && !w.spare {
+			continue // a full pool's group takes nothing this round
+		}
 		for _, l := range w.levels {
 			if l <= top {
 				continue

@@ -72,8 +72,14 @@ func TestLeaseStartRotates(t *testing.T) {
 	}
 
 	v = newViews()
+	full := []want{{levels: []int{1}, count: 0, pool: 1}, {levels: []int{0}, count: 4, pool: 2}}
+	k, rota := v.leaseStart(full, top, []int{3, 16, 0})
+	require.Equal(t, []bool{true, true, false}, rota, "level 1's group takes none: the rotation is level 0's")
+	require.Equal(t, 1, k)
+
+	v = newViews()
 	none := [][]int64{{0, 0}, {0, 0}, {0, 0}}
-	k, rota := v.leaseStart(ws, none, []int{3, 16, 0})
+	k, rota = v.leaseStart(ws, none, []int{3, 16, 0})
 	require.Equal(t, 1, k, "no task in view: where the most acks wait")
 	require.Equal(t, []bool{false, false, false}, rota)
 }
