@@ -133,21 +133,21 @@ func (c *Store) allocateViews(ws []want, vs []shardView) (_ []shardAlloc, n, cou
 	return allocs, n, counted, start, rota
 }
 
-// leaseStart picks the shard a round's allocation starts at. The rotation
-// is the shards holding tasks of the highest level any shard holds of the
-// groups of ws that take some (a count, or spare); of those, the one whose turn came longest ago (turns: the round
-// that last started there, took), then the one carrying the most acks, then one
-// at random. Under a backlog in several shards the rounds thus go round
-// them, and a level's tasks interleave across the shards: starting where
-// the most acks wait, as before, kept starting at the shard just leased
-// from (its tasks' acks were the ones waiting), and a level's tasks in
-// the other shards waited for that shard's whole backlog (on 3 shards
-// with a backlog in each, one shard gave no task in the first 60% of a
-// drain). A shard of the rotation carries its acks until its turn, within
-// as many rounds as the rotation has shards (leaseRound sends a shard's
-// acks alone only out of the rotation, or past carryFlushMax). Without a
-// rotation (no task of ws's levels in view) it starts where the most
-// acks wait.
+// leaseStart picks the shard a round's allocation starts at. The
+// rotation is the shards holding tasks of the highest level that any shard
+// holds of the groups of ws that take some (a count, or spare); of those,
+// the one whose turn came longest ago (turns: the round that last started
+// there, took), then the one carrying the most acks, then one at random.
+// Under a backlog in several shards the rounds thus go round them, and a
+// level's tasks interleave across the shards. Starting where the most
+// acks wait, as before, kept starting at the shard just leased from (its
+// tasks' acks were the ones waiting), and a level's tasks in the other
+// shards waited for that shard's whole backlog (on 3 shards with a
+// backlog in each, one shard gave no task in the first 60% of a drain). A
+// shard of the rotation carries its acks until its turn, within as many
+// rounds as the rotation has shards (leaseRound sends a shard's acks alone
+// only out of the rotation, or past carryFlushMax). Without a rotation (no
+// task of ws's levels in view) it starts where the most acks wait.
 func (s *shardViews) leaseStart(ws []want, d [][]int64, carried []int) (start int, rota []bool) {
 	rota = make([]bool, len(d))
 	top := -1
@@ -177,7 +177,7 @@ func (s *shardViews) leaseStart(ws []want, d [][]int64, carried []int) (start in
 	for i := range d {
 		k := (from + i) % len(d)
 		switch {
-		case top >= 0 && !rota[k]:
+		case top >= 0 && !rota[k]: // out of the rotation
 		case start < 0:
 			start = k
 		case top >= 0 && s.turns[k] != s.turns[start]:
