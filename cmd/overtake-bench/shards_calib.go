@@ -136,7 +136,7 @@ func (res *shardResult) calibRow(t *table) {
 	t.add(row{id: shardFigure, value: num(res.calibFactor()), unit: "×", target: "—",
 		figure: fmt.Sprintf("this machine: a master's Redis CPU per call with all %d masters busy at once over alone (the same Lua call on no key)", len(res.Masters)),
 		note: fmt.Sprintf("info: the call alone ranged %s–%s µs (max/min %s) over the masters and rounds; %d calls a master a step from %d clients; per master, each round: %s; each round's factor: %s. On a core per master (and one for the worker), not shared, the factor is near 1 and the range narrow",
-			num(us(lo)), num(us(hi)), num(float64(hi)/float64(lo)), calibCalls, calibClients, strings.Join(rounds, "; "), strings.Join(numList(factors), ", "))})
+			num(us(lo)), num(us(hi)), num(float64(hi)/float64(lo)), calibCalls, calibClients, strings.Join(rounds, "; "), runs(factors))})
 }
 
 // calibFactor is the median of the rounds' factors (0 without any).
@@ -165,15 +165,6 @@ func usList(v []time.Duration) string {
 		parts[i] = num(us(d))
 	}
 	return strings.Join(parts, "/")
-}
-
-// numList writes each value with num.
-func numList(v []float64) []string {
-	out := make([]string, len(v))
-	for i, x := range v {
-		out[i] = num(x)
-	}
-	return out
 }
 
 // machineNote is the ratio row's pointer to the calibration: its factor
