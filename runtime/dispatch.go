@@ -98,6 +98,15 @@ func (d *dispatcher) dispatch() {
 			if !d.preemptor.enabled() {
 				continue
 			}
+			if d.slots.pools[p].borrow && slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
+				// p may borrow another pool's free slot: that is for a
+				// lease, never a preemption. This look may come before
+				// the announcement's kick (select picked a lease call's
+				// end, or the kick is still on its way), and wokeSince
+				// waits for that kick to lease.
+				d.inbox.keep(woken, mask)
+				continue
+			}
 			var preempted bool
 			var retryAt time.Time
 			preempted, retryAt, err = d.preemptor.try(d.ctx, p, announced)

@@ -19,12 +19,18 @@ import (
 // the lease script, on the leases key, whose ARGV[8] is its JSON options
 // (see lease.lua's header). Exported for the tests of package runtime_test.
 func IsLeaseCall(cmd redis.Cmder) bool {
+	_, ok := leaseCallOptions(cmd)
+	return ok
+}
+
+// leaseCallOptions returns the JSON options of a lease call (IsLeaseCall).
+func leaseCallOptions(cmd redis.Cmder) (string, bool) {
 	if cmd.Name() != "evalsha" && cmd.Name() != "eval" {
-		return false
+		return "", false
 	}
 	a := cmd.Args() // evalsha, sha, numkeys, key, ARGV...
 	if len(a) < 12 {
-		return false
+		return "", false
 	}
 	key, _ := a[3].(string)
 	var opts string
@@ -34,7 +40,7 @@ func IsLeaseCall(cmd redis.Cmder) bool {
 	case []byte:
 		opts = string(v)
 	}
-	return strings.HasSuffix(key, "}:leases") && strings.HasPrefix(opts, "{")
+	return opts, strings.HasSuffix(key, "}:leases") && strings.HasPrefix(opts, "{")
 }
 
 // holdLeaseReply holds the reply of the first lease call (IsLeaseCall)

@@ -1,0 +1,148 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/overtake/overtake/handlers"
+	"github.com/overtake/overtake/internal/testredis"
+	"github.com/overtake/overtake/queue"
+)
+
+// quietWaker records announcements without waking the dispatcher while
+// quiet is set: the moment between an announcement's raise and its kick,
+// held open.
+type quietWaker struct {
+	waker
+	inbox *inbox
+	quiet *atomic.Bool
+}
+
+func (w quietWaker) announced(l int, isLevel bool) {
+	if w.quiet.Load() && isLevel {
+		w.inbox.raise(int64(l))
+		return
+	}
+	w.waker.announced(l, isLevel)
+}
+
+// armedLeaseHold holds the reply of the next lease call once armed, until
+// release; held is closed once that call has run in Redis. reserves counts
+// the reservation calls (a lease call with reserve options: a
+// preemption's start).
+type armedLeaseHold struct {
+	armed         *atomic.Bool
+	held, release chan struct{}
+	reserves      *atomic.Int32
+}
+
+func (h armedLeaseHold) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h armedLeaseHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h armedLeaseHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		opts, ok := leaseCallOptions(cmd)
+		switch {
+		case !ok:
+		case strings.Contains(opts, `"reserve":`):
+			h.reserves.Add(1)
+		case h.armed.CompareAndSwap(true, false):
+			close(h.held)
+			<-h.release
+		}
+		return err
+	}
+}
+
+// A pool that borrows never preempts while another pool's slot is free,
+// even when the dispatcher sees an announcement before its kick (a lease
+// call ended meanwhile, and nothing else woke it since that call went
+// out): the free slot is for a lease. Before the guard in dispatch, the
+// free pool's level-1 task preempted its level-0 task here while the
+// paying slot stood idle (TestPoolsReclaimWaitLeavesBorrowedTask failed
+// so once in CI).
+func TestBorrowerDoesNotPreemptBesideFreeSlot(t *testing.T) {
+	srv := testredis.StartServer(t, testredis.ServerOptions{})
+	rdb := srv.NewClient(t)
+	hook := armedLeaseHold{armed: &atomic.Bool{}, held: make(chan struct{}), release: make(chan struct{}),
+		reserves: &atomic.Int32{}}
+	rdb.AddHook(hook)
+	q, err := queue.New(rdb, queue.Config{Name: "borrow-wake"})
+	require.NoError(t, err)
+	started := make(chan int, 4)
+	canceled := make(chan error, 4)
+	release := make(chan struct{})
+	mux := handlers.NewMux()
+	mux.HandleFunc("block", func(ctx context.Context, ti *queue.TaskInfo) error {
+		started <- ti.Level
+		select {
+		case <-ctx.Done():
+			canceled <- context.Cause(ctx)
+			return context.Cause(ctx)
+		case <-release:
+			return nil
+		}
+	})
+	rt, err := New(q, mux, Config{PollInterval: time.Minute, Pools: []Pool{
+		{Name: "paying", Levels: []int{2}, Size: 1, Reclaim: ReclaimWait},
+		{Name: "free", Levels: []int{0, 1}, Size: 1, Borrow: true}}})
+	require.NoError(t, err)
+	quiet := &atomic.Bool{}
+	rt.wakes.to = quietWaker{waker: rt.wakes.to, inbox: &rt.dispatch.inbox, quiet: quiet}
+	ctx := context.Background()
+	require.NoError(t, rt.Start(ctx))
+	t.Cleanup(func() {
+		close(release)
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		require.NoError(t, rt.Shutdown(sctx))
+	})
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal(what)
+		}
+	}
+
+	_, err = q.Enqueue(ctx, queue.NewTask("block", nil), queue.Level(0))
+	require.NoError(t, err)
+	require.Equal(t, 0, <-started)
+	require.Eventually(t, func() bool { ps := rt.PoolStats(); return ps[1].Busy == 1 }, 10*time.Second, time.Millisecond,
+		"the level-0 task holds the free pool's own slot")
+
+	// A lease call goes out for the idle paying slot and finds nothing;
+	// its reply is held while a level-1 task is announced without a kick.
+	hook.armed.Store(true)
+	rt.dispatch.signal()
+	wait(hook.held, "no lease call")
+	quiet.Store(true)
+	_, err = q.Enqueue(ctx, queue.NewTask("block", nil), queue.Level(1))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return rt.dispatch.inbox.mask.Load()&(1<<1) != 0 }, 10*time.Second, time.Millisecond,
+		"the level-1 announcement reached the inbox")
+	close(hook.release) // the call ends: the dispatcher looks, with no kick since it went out
+
+	require.Never(t, func() bool { return hook.reserves.Load() > 0 || len(canceled) > 0 }, 300*time.Millisecond,
+		5*time.Millisecond, "the free pool preempted its task while the paying slot was idle")
+
+	quiet.Store(false)
+	rt.dispatch.signal() // the kick arrives: a lease, into the borrowed slot
+	require.Equal(t, 1, <-started)
+	ps := rt.PoolStats()
+	require.Equal(t, []int{1, 1}, []int{ps[0].Lent, ps[1].Borrowed}, "%+v", ps)
+	require.Zero(t, rt.Stats().Preempted)
+	require.Zero(t, hook.reserves.Load())
+	require.Empty(t, canceled)
+}
