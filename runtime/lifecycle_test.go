@@ -156,8 +156,10 @@ func TestStateChangesLogged(t *testing.T) {
 			"task requeued at head of its level": {"yield"},
 			"task resumed from checkpoint":       {"yield"},
 		}
-		require.Eventually(t, func() bool { // the last "task done" is logged after the ack
-			return len(logs.FilterMessage("task done").All()) >= 3
+		require.Eventually(t, func() bool { // each line is logged after its Redis call
+			return logs.FilterMessage("task done").Len() >= 3 &&
+				logs.FilterMessage("task dead-lettered").Len() >= 1 &&
+				logs.FilterMessage("task requeued at head of its level").Len() >= 1
 		}, 10*time.Second, 5*time.Millisecond)
 		for msg, types := range want {
 			got := map[string]bool{}

@@ -43,8 +43,10 @@ func TestOutcomeCountsAgree(t *testing.T) {
 		_, err := o.q.Enqueue(ctx, queue.NewTask("typed", []byte("{not json")), queue.Level(0))
 		require.NoError(t, err)
 
-		require.Eventually(t, func() bool { return rt.Stats().Dead == 4 && rt.Stats().Processed == 5 },
-			10*time.Second, 5*time.Millisecond, "stats %+v", rt.Stats())
+		require.Eventually(t, func() bool {
+			st := rt.Stats()
+			return st.Dead == 4 && st.Processed == 5 && st.Failed == 4
+		}, 10*time.Second, 5*time.Millisecond, "stats %+v", rt.Stats())
 		st := rt.Stats()
 		require.Equal(t, [3]int64{5, 4, 4}, [3]int64{st.Processed, st.Failed, st.Dead}, "RunStats %+v", st)
 

@@ -201,7 +201,32 @@ func (d *demo) partOrder(ctx context.Context) error {
 		return err
 	}
 	d.p.note("runtime", "started with %d workers", d.opts.Concurrency)
-	return d.await(ctx, n, "the quick tasks")
+	if err := d.await(ctx, n, "the quick tasks"); err != nil {
+		return err
+	}
+	// A handler signals before it returns: part 2's normal tasks must find
+	// every slot free, or they would preempt a quick low task still ending.
+	return d.idle(ctx)
+}
+
+// idle waits until no slot of the runtime is busy.
+func (d *demo) idle(ctx context.Context) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		busy := 0
+		for _, p := range d.rt.PoolStats() {
+			busy += p.Busy
+		}
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("timed out waiting for %d busy slots to free: %w", busy, context.Cause(ctx))
+		}
+	}
 }
 
 // partPreempt runs a long low-priority task that checkpoints after every
