@@ -2,12 +2,10 @@ package runtime
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/overtake/overtake/handlers"
@@ -32,38 +30,6 @@ func (w quietWaker) announced(l int, isLevel bool) {
 	w.waker.announced(l, isLevel)
 }
 
-// armedLeaseHold holds the reply of the next lease call once armed, until
-// release; held is closed once that call has run in Redis. reserves counts
-// the reservation calls (a lease call with reserve options: a
-// preemption's start).
-type armedLeaseHold struct {
-	armed         *atomic.Bool
-	held, release chan struct{}
-	reserves      *atomic.Int32
-}
-
-func (h armedLeaseHold) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h armedLeaseHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h armedLeaseHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		opts, ok := leaseCallOptions(cmd)
-		switch {
-		case !ok:
-		case strings.Contains(opts, `"reserve":`):
-			h.reserves.Add(1)
-		case h.armed.CompareAndSwap(true, false):
-			close(h.held)
-			<-h.release
-		}
-		return err
-	}
-}
-
 // A pool that borrows never preempts while another pool's slot is free,
 // even when the dispatcher sees an announcement before its kick (a lease
 // call ended meanwhile, and nothing else woke it since that call went
@@ -74,8 +40,7 @@ func (h armedLeaseHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestBorrowerDoesNotPreemptBesideFreeSlot(t *testing.T) {
 	srv := testredis.StartServer(t, testredis.ServerOptions{})
 	rdb := srv.NewClient(t)
-	hook := armedLeaseHold{armed: &atomic.Bool{}, held: make(chan struct{}), release: make(chan struct{}),
-		reserves: &atomic.Int32{}}
+	hook := newLeaseHold(false)
 	rdb.AddHook(hook)
 	q, err := queue.New(rdb, queue.Config{Name: "borrow-wake"})
 	require.NoError(t, err)
@@ -124,9 +89,15 @@ func TestBorrowerDoesNotPreemptBesideFreeSlot(t *testing.T) {
 
 	// A lease call goes out for the idle paying slot and finds nothing;
 	// its reply is held while a level-1 task is announced without a kick.
+	require.Eventually(t, func() bool {
+		inFlight, _ := rt.dispatch.book.state()
+		return inFlight == 0 && len(rt.dispatch.inbox.kick) == 0
+	}, 10*time.Second, time.Millisecond, "the dispatcher settles")
 	hook.armed.Store(true)
 	rt.dispatch.signal()
 	wait(hook.held, "no lease call")
+	require.Eventually(t, func() bool { return len(rt.dispatch.inbox.kick) == 0 }, 10*time.Second, time.Millisecond,
+		"the dispatcher took the signal")
 	quiet.Store(true)
 	_, err = q.Enqueue(ctx, queue.NewTask("block", nil), queue.Level(1))
 	require.NoError(t, err)

@@ -3,7 +3,7 @@ package runtime
 import (
 	"context"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,27 +43,41 @@ func leaseCallOptions(cmd redis.Cmder) (string, bool) {
 	return opts, strings.HasSuffix(key, "}:leases") && strings.HasPrefix(opts, "{")
 }
 
-// holdLeaseReply holds the reply of the first lease call (IsLeaseCall)
-// until release is closed; held is closed once that call has run in Redis.
-type holdLeaseReply struct {
-	once          *sync.Once
+// leaseHold holds the reply of the next lease call once armed, until
+// release; held is closed once that call has run in Redis. reserves counts
+// the reservation calls (a lease call with reserve options: a
+// preemption's start), which it never holds.
+type leaseHold struct {
+	armed         *atomic.Bool
 	held, release chan struct{}
+	reserves      *atomic.Int32
 }
 
-func (h holdLeaseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+// newLeaseHold returns a leaseHold, armed or not.
+func newLeaseHold(armed bool) leaseHold {
+	h := leaseHold{armed: &atomic.Bool{}, held: make(chan struct{}), release: make(chan struct{}),
+		reserves: &atomic.Int32{}}
+	h.armed.Store(armed)
+	return h
+}
 
-func (h holdLeaseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h leaseHold) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h leaseHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
-func (h holdLeaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h leaseHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if IsLeaseCall(cmd) {
-			h.once.Do(func() {
-				close(h.held)
-				<-h.release
-			})
+		opts, ok := leaseCallOptions(cmd)
+		switch {
+		case !ok:
+		case strings.Contains(opts, `"reserve":`):
+			h.reserves.Add(1)
+		case h.armed.CompareAndSwap(true, false):
+			close(h.held)
+			<-h.release
 		}
 		return err
 	}
@@ -81,7 +95,7 @@ func (h holdLeaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestWakeDuringLeaseInFlight(t *testing.T) {
 	srv := testredis.StartServer(t, testredis.ServerOptions{})
 	rdb := srv.NewClient(t)
-	hook := holdLeaseReply{once: &sync.Once{}, held: make(chan struct{}), release: make(chan struct{})}
+	hook := newLeaseHold(true)
 	rdb.AddHook(hook)
 	q, err := queue.New(rdb, queue.Config{Name: "wake-in-flight"})
 	require.NoError(t, err)
