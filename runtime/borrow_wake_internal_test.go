@@ -80,10 +80,20 @@ func TestBorrowerDoesNotPreemptBesideFreeSlot(t *testing.T) {
 			t.Fatal(what)
 		}
 	}
+	start := func(what string) int {
+		t.Helper()
+		select {
+		case l := <-started:
+			return l
+		case <-time.After(10 * time.Second):
+			t.Fatal(what)
+			return -1
+		}
+	}
 
 	_, err = q.Enqueue(ctx, queue.NewTask("block", nil), queue.Level(0))
 	require.NoError(t, err)
-	require.Equal(t, 0, <-started)
+	require.Equal(t, 0, start("the level-0 task did not start"))
 	require.Eventually(t, func() bool { ps := rt.PoolStats(); return ps[1].Busy == 1 }, 10*time.Second, time.Millisecond,
 		"the level-0 task holds the free pool's own slot")
 
@@ -103,17 +113,19 @@ func TestBorrowerDoesNotPreemptBesideFreeSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return rt.dispatch.inbox.mask.Load()&(1<<1) != 0 }, 10*time.Second, time.Millisecond,
 		"the level-1 announcement reached the inbox")
+	reserves := hook.reserves.Load()
 	close(hook.release) // the call ends: the dispatcher looks, with no kick since it went out
 
-	require.Never(t, func() bool { return hook.reserves.Load() > 0 || len(canceled) > 0 }, 300*time.Millisecond,
-		5*time.Millisecond, "the free pool preempted its task while the paying slot was idle")
+	require.Never(t, func() bool { return hook.reserves.Load() > reserves || len(canceled) > 0 }, 300*time.Millisecond,
+		5*time.Millisecond, "the free pool tried a preemption while the paying slot was idle")
 
 	quiet.Store(false)
 	rt.dispatch.signal() // the kick arrives: a lease, into the borrowed slot
-	require.Equal(t, 1, <-started)
+	require.Equal(t, 1, start("the level-1 task did not start in the borrowed slot"))
 	ps := rt.PoolStats()
 	require.Equal(t, []int{1, 1}, []int{ps[0].Lent, ps[1].Borrowed}, "%+v", ps)
+	// (A reservation may follow now, for the announcement kept: the pools
+	// are full and it finds nothing.)
 	require.Zero(t, rt.Stats().Preempted)
-	require.Zero(t, hook.reserves.Load())
 	require.Empty(t, canceled)
 }

@@ -23,24 +23,29 @@ func IsLeaseCall(cmd redis.Cmder) bool {
 	return ok
 }
 
-// leaseCallOptions returns the JSON options of a lease call (IsLeaseCall).
+// leaseCallOptions returns the JSON options (ARGV[8]) of a lease call
+// (IsLeaseCall).
 func leaseCallOptions(cmd redis.Cmder) (string, bool) {
 	if cmd.Name() != "evalsha" && cmd.Name() != "eval" {
 		return "", false
 	}
-	a := cmd.Args() // evalsha, sha, numkeys, key, ARGV...
-	if len(a) < 12 {
+	a := cmd.Args() // evalsha, sha, numkeys, KEYS..., ARGV...
+	if len(a) < 4 {
 		return "", false
 	}
+	numKeys, _ := a[2].(int)
 	key, _ := a[3].(string)
+	if numKeys < 1 || len(a) < 3+numKeys+8 || !strings.HasSuffix(key, "}:leases") {
+		return "", false
+	}
 	var opts string
-	switch v := a[11].(type) {
+	switch v := a[3+numKeys+7].(type) {
 	case string:
 		opts = v
 	case []byte:
 		opts = string(v)
 	}
-	return opts, strings.HasSuffix(key, "}:leases") && strings.HasPrefix(opts, "{")
+	return opts, strings.HasPrefix(opts, "{")
 }
 
 // leaseHold holds the reply of the next lease call once armed, until
