@@ -65,35 +65,12 @@ func TestBorrowerDoesNotPreemptBesideFreeSlot(t *testing.T) {
 	quiet := &atomic.Bool{}
 	rt.wakes.to = quietWaker{waker: rt.wakes.to, inbox: &rt.dispatch.inbox, quiet: quiet}
 	ctx := context.Background()
-	require.NoError(t, rt.Start(ctx))
-	t.Cleanup(func() {
-		close(release)
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		require.NoError(t, rt.Shutdown(sctx))
-	})
-	wait := func(ch <-chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Fatal(what)
-		}
-	}
-	start := func(what string) int {
-		t.Helper()
-		select {
-		case l := <-started:
-			return l
-		case <-time.After(10 * time.Second):
-			t.Fatal(what)
-			return -1
-		}
-	}
+	startForTest(t, rt)
+	t.Cleanup(func() { close(release) }) // before the shutdown (cleanups run last first)
 
 	_, err = q.Enqueue(ctx, queue.NewTask("block", nil), queue.Level(0))
 	require.NoError(t, err)
-	require.Equal(t, 0, start("the level-0 task did not start"))
+	require.Equal(t, 0, within(t, started, "the level-0 task did not start"))
 	require.Eventually(t, func() bool { ps := rt.PoolStats(); return ps[1].Busy == 1 }, 10*time.Second, time.Millisecond,
 		"the level-0 task holds the free pool's own slot")
 
@@ -105,7 +82,7 @@ func TestBorrowerDoesNotPreemptBesideFreeSlot(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "the dispatcher settles")
 	hook.armed.Store(true)
 	rt.dispatch.signal()
-	wait(hook.held, "no lease call")
+	within(t, hook.held, "no lease call")
 	require.Eventually(t, func() bool { return len(rt.dispatch.inbox.kick) == 0 }, 10*time.Second, time.Millisecond,
 		"the dispatcher took the signal")
 	quiet.Store(true)
@@ -121,7 +98,7 @@ func TestBorrowerDoesNotPreemptBesideFreeSlot(t *testing.T) {
 
 	quiet.Store(false)
 	rt.dispatch.signal() // the kick arrives: a lease, into the borrowed slot
-	require.Equal(t, 1, start("the level-1 task did not start in the borrowed slot"))
+	require.Equal(t, 1, within(t, started, "the level-1 task did not start in the borrowed slot"))
 	ps := rt.PoolStats()
 	require.Equal(t, []int{1, 1}, []int{ps[0].Lent, ps[1].Borrowed}, "%+v", ps)
 	// (A reservation may follow now, for the announcement kept: the pools

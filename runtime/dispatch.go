@@ -60,7 +60,8 @@ func (d *dispatcher) dispatch() {
 		down, ready := d.redis.down(), !time.Now().Before(notBefore)
 		frees := d.slots.frees()
 		forcePoll := false // look for urgent work after the wait, whatever ends it
-		if slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
+		anyFree := slices.ContainsFunc(frees, func(f int) bool { return f > 0 })
+		if anyFree {
 			// Not saturated: a lease takes the most urgent tasks itself, so
 			// any deference to the fleet ends (with one pool; with several,
 			// a saturated pool may still be deferring).
@@ -98,7 +99,7 @@ func (d *dispatcher) dispatch() {
 			if !d.preemptor.enabled() {
 				continue
 			}
-			if d.slots.pools[p].borrow && slices.ContainsFunc(frees, func(f int) bool { return f > 0 }) {
+			if anyFree && d.slots.pools[p].borrow {
 				// p may borrow another pool's free slot: that is for a
 				// lease, never a preemption. This look may come before
 				// the announcement's kick (select picked a lease call's

@@ -115,32 +115,38 @@ func TestWakeDuringLeaseInFlight(t *testing.T) {
 	woke := make(chan struct{}, 4)
 	rt.wakes.onWake = func() { woke <- struct{}{} }
 	ctx := context.Background()
-	require.NoError(t, rt.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		require.NoError(t, rt.Shutdown(sctx))
-	})
+	startForTest(t, rt)
 
-	select { // the first lease call ran on an empty queue; its reply is held
-	case <-hook.held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no lease call")
-	}
+	within(t, hook.held, "no lease call") // the first ran on an empty queue; its reply is held
 	_, err = q.Enqueue(ctx, queue.NewTask("job", nil))
 	require.NoError(t, err)
-	select {
-	case <-woke:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the wake-up message did not arrive")
-	}
+	within(t, woke, "the wake-up message did not arrive")
 	// The dispatcher takes the signal while the call is in flight (every
 	// slot is asked for by that call, so it sends none).
 	require.Eventually(t, func() bool { return len(rt.dispatch.inbox.kick) == 0 }, 10*time.Second, time.Millisecond)
 	close(hook.release)
+	within(t, started, "the task announced during the lease call was not leased when it ended")
+}
+
+// startForTest starts rt and shuts it down when the test ends.
+func startForTest(t *testing.T, rt *Runtime) {
+	t.Helper()
+	require.NoError(t, rt.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, rt.Shutdown(ctx))
+	})
+}
+
+// within returns what ch gives, failing the test with what after 10 s.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
 	select {
-	case <-started:
+	case v := <-ch:
+		return v
 	case <-time.After(10 * time.Second):
-		t.Fatal("the task announced during the lease call was not leased when it ended")
+		t.Fatal(what)
+		panic("unreachable")
 	}
 }
